@@ -1,0 +1,55 @@
+# The extent index written by oans-scan: a zstd-compressed stream of Cap'n Proto
+# messages, each one IndexFrame. The first frame is a header, then any number of
+# batches, then exactly one trailer. See docs/format.md.
+@0x89fcaa505394dda2;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("oans::schema");
+using Common = import "common.capnp";
+
+struct IndexHeader {
+  magic @0 :Text;                # always "oans-index"
+  formatVersion @1 :UInt32;      # readers reject versions newer than they know
+  toolVersion @2 :Text;          # oans version that wrote the file
+  createdNs @3 :Int64;           # creation time, ns since the epoch
+  roots @4 :List(Data);          # absolute roots as given (bytes, not necessarily UTF-8)
+  filesystems @5 :List(Common.Filesystem);  # referenced by FileRecord.fs
+  blockSize @6 :UInt32;          # bytes per block hash
+  minSize @7 :UInt64;            # files smaller than this were not recorded
+  excludes @8 :List(Text);       # --exclude globs
+  hostname @9 :Text;             # machine that wrote it
+  commandLine @10 :List(Text);   # argv of the scan, for the record
+}
+
+struct FileRecord {
+  path @0 :Data;                 # absolute path (raw bytes)
+  fs @1 :UInt32;                 # index into IndexHeader.filesystems
+  dev @2 :UInt64;                # st_dev
+  ino @3 :UInt64;                # st_ino
+  size @4 :UInt64;               # st_size
+  mtimeNs @5 :Int64;             # modification time, ns
+  ctimeNs @6 :Int64;             # change time, ns
+  nlink @7 :UInt32;              # st_nlink
+  inodeFlags @8 :UInt32;         # FS_IOC_GETFLAGS (immutable 0x10, append 0x20, nocow 0x800000)
+  extents @9 :List(Common.Extent);
+  hashHi @10 :UInt64;            # XXH3-128 of the whole file, high half
+  hashLo @11 :UInt64;            # XXH3-128 of the whole file, low half
+  blockHashes @12 :Data;         # XXH3-128 per block, 16 bytes each (hi then lo, little-endian)
+  hashed @13 :Bool;              # hashes are valid (false when the file could not be read)
+  error @14 :Text;               # why the file could not be read ("" when fine)
+  errnum @15 :Int32;             # errno for error, 0 when fine
+  otherPaths @16 :List(Data);    # further hardlinks to the same inode seen in the walk
+  reused @17 :Bool;              # hashes taken from the previous index (--previous)
+}
+
+struct IndexBatch {
+  files @0 :List(FileRecord);    # at most a few thousand records per batch
+}
+
+struct IndexFrame {
+  union {
+    header @0 :IndexHeader;
+    batch @1 :IndexBatch;
+    trailer @2 :Common.Trailer;
+  }
+}

@@ -1,0 +1,321 @@
+#include "lib/apply.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include "lib/json.h"
+#include "lib/units.h"
+
+namespace oans {
+namespace {
+
+const char* ErrnoName(int e) {
+  switch (e) {
+    case EPERM: return "EPERM (not permitted: immutable, append-only or not owner)";
+    case EACCES: return "EACCES (permission denied)";
+    case ETXTBSY: return "ETXTBSY (active swapfile)";
+    case EXDEV: return "EXDEV (another filesystem)";
+    case EINVAL: return "EINVAL (unaligned range, nodatacow mismatch or unsupported)";
+    case EAGAIN: return "EAGAIN (busy: btrfs send running)";
+    case EOPNOTSUPP: return "EOPNOTSUPP (filesystem cannot dedupe)";
+    case ENOENT: return "ENOENT (vanished since scan)";
+    case ELOOP: return "ELOOP (a symlink in the path)";
+    case EISDIR: return "EISDIR (now a directory)";
+    case ENOSPC: return "ENOSPC (no space for metadata)";
+    case EIO: return "EIO (I/O error)";
+    default: return nullptr;
+  }
+}
+
+std::string ReasonFor(int errnum) {
+  const char* n = ErrnoName(errnum);
+  return n ? n : ("errno " + std::to_string(errnum) + " (" + std::strerror(errnum) + ")");
+}
+
+// A round with its files opened and checked.
+struct Prepared {
+  PlanRound round;
+  std::vector<int> fds;              // -1 when unusable
+  std::vector<std::string> problem;  // why a file is unusable
+  uint64_t prefetched = 0;
+  bool end = false;
+  Status error;  // the plan could not be read further
+};
+
+class FileChecker {
+ public:
+  FileChecker(Sys& sys, const PlanHeader& h) : sys_(sys), h_(h) {}
+
+  // Opens `f` and checks it against the plan; returns the fd or a reason.
+  Result<int> Open(const PlanFileRef& f) {
+    if (!UnderRoots(f.path)) return Status::Mismatch("outside the plan's roots");
+    auto fd = sys_.OpenNoFollow(f.path);
+    if (!fd.ok()) return Status::Io(ReasonFor(fd.status().errnum()), fd.status().errnum());
+    auto st = sys_.Fstat(*fd);
+    Status bad;
+    if (!st.ok()) bad = st.status();
+    else if (!S_ISREG(st->mode)) bad = Status::Mismatch("changed since scan (not a regular file)");
+    else if (st->dev != f.dev || st->ino != f.ino) bad = Status::Mismatch("changed since scan (replaced by another file)");
+    else if (st->size != f.size || st->mtime_ns != f.mtime_ns) bad = Status::Mismatch("changed since scan (modified)");
+    else if (!FsMatches(*fd, st->dev, f.fs)) bad = Status::Mismatch("on another filesystem than the plan names");
+    if (!bad.ok()) {
+      sys_.Close(*fd);
+      return bad;
+    }
+    return fd;
+  }
+
+ private:
+  bool UnderRoots(const std::string& p) const {
+    if (p.find("/../") != std::string::npos || p.find("/./") != std::string::npos) return false;
+    for (const auto& r : h_.roots) {
+      if (p == r) return true;
+      if (r == "/" || (p.size() > r.size() && p.compare(0, r.size(), r) == 0 && p[r.size()] == '/')) return true;
+    }
+    return false;
+  }
+  bool FsMatches(int fd, uint64_t dev, uint32_t fs) {
+    auto it = dev_ok_.find(dev);
+    if (it == dev_ok_.end()) {
+      auto id = sys_.Identify(fd);
+      const FsRecord& want = h_.filesystems[fs];
+      bool ok = id.ok() && id->uuid == want.uuid && id->subvolume == want.subvolume;
+      it = dev_ok_.emplace(dev, ok).first;
+    }
+    return it->second;
+  }
+  Sys& sys_;
+  const PlanHeader& h_;
+  std::unordered_map<uint64_t, bool> dev_ok_;
+};
+
+}  // namespace
+
+Status CheckPlanFilesystems(Sys& sys, const PlanHeader& h) {
+  for (const auto& root : h.roots) {
+    auto fd = sys.OpenNoFollow(root);
+    if (!fd.ok()) continue;  // a vanished root only makes its files fail one by one
+    auto id = sys.Identify(*fd);
+    sys.Close(*fd);
+    if (!id.ok()) continue;
+    bool known = false;
+    for (const auto& f : h.filesystems) known |= f.uuid == id->uuid;
+    if (!known)
+      return Status::Mismatch("the plan was made for another filesystem: " + root + " is now on " + id->type +
+                              " " + id->uuid + ", which the plan does not name; scan and plan again");
+  }
+  return Status::Ok();
+}
+
+Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* observer, ApplyStats* stats) {
+  Observer quiet;
+  if (!observer) observer = &quiet;
+  const PlanHeader& h = plan.header();
+  stats->rounds = h.rounds;
+  stats->bytes_planned = h.planned_bytes;
+  OANS_RETURN_IF_ERROR(CheckPlanFilesystems(sys, h));
+  FileChecker checker(sys, h);
+  std::vector<char> buffer(1u << 20);
+
+  auto prepare = [&](Prepared* p) {
+    auto more = plan.Next(&p->round);
+    if (!more.ok()) {
+      p->error = more.status();
+      p->end = true;
+      return;
+    }
+    if (!*more) {
+      p->end = true;
+      return;
+    }
+    const auto& files = p->round.files;
+    p->fds.assign(files.size(), -1);
+    p->problem.assign(files.size(), "");
+    for (size_t i = 0; i < files.size(); ++i) {
+      auto fd = checker.Open(files[i]);
+      if (fd.ok()) p->fds[i] = *fd;
+      else p->problem[i] = fd.status().message();
+    }
+    if (!o.prefetch || o.dry_run) return;
+    // Read every range once, in physical order.
+    struct R {
+      uint64_t physical;
+      int fd;
+      uint64_t offset, length;
+    };
+    std::vector<R> ranges;
+    for (const auto& op : p->round.ops) {
+      if (p->fds[op.source] < 0) continue;
+      ranges.push_back({op.physical, p->fds[op.source], op.offset, op.length});
+      for (const auto& d : op.dests)
+        if (p->fds[d.file] >= 0) ranges.push_back({d.physical, p->fds[d.file], d.offset, op.length});
+    }
+    std::sort(ranges.begin(), ranges.end(), [](const R& a, const R& b) { return a.physical < b.physical; });
+    for (const auto& r : ranges) {
+      for (uint64_t off = 0; off < r.length;) {
+        auto n = sys.Pread(r.fd, buffer.data(), size_t(std::min<uint64_t>(buffer.size(), r.length - off)),
+                           r.offset + off);
+        if (!n.ok() || *n == 0) break;  // the dedupe call will see the problem itself
+        off += *n;
+        p->prefetched += *n;
+      }
+    }
+  };
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::unique_ptr<Prepared>> queue;
+  bool consumer_done = false;
+  std::thread producer([&] {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lk(mu);
+        cv.wait(lk, [&] { return queue.empty() || consumer_done; });
+        if (consumer_done) return;
+      }
+      auto p = std::make_unique<Prepared>();
+      if (o.stop && o.stop->load()) p->end = true;
+      else prepare(p.get());
+      bool end = p->end;
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        queue.push_back(std::move(p));
+      }
+      cv.notify_all();
+      if (end) return;
+    }
+  });
+
+  Status result;
+  uint64_t done_bytes = 0;
+  auto last_progress = std::chrono::steady_clock::now();
+  for (;;) {
+    std::unique_ptr<Prepared> p;
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      cv.wait(lk, [&] { return !queue.empty(); });
+      p = std::move(queue.front());
+      queue.pop_front();
+    }
+    cv.notify_all();
+    if (p->end) {
+      result = p->error;
+      if (result.ok() && o.stop && o.stop->load() && stats->rounds_done < stats->rounds) stats->interrupted = true;
+      break;
+    }
+    stats->bytes_prefetched += p->prefetched;
+    stats->files_checked += p->round.files.size();
+    for (size_t i = 0; i < p->problem.size(); ++i)
+      if (!p->problem[i].empty()) {
+        stats->files_mismatch++;
+        observer->Notice(p->round.files[i].path + ": skipped, " + p->problem[i]);
+      }
+    for (const auto& op : p->round.ops) {
+      stats->ops++;
+      const auto& files = p->round.files;
+      std::vector<DedupeDest> dests;
+      std::vector<uint32_t> dest_file;
+      for (const auto& d : op.dests) {
+        if (p->fds[op.source] < 0) {
+          stats->skipped["source " + p->problem[op.source]] += op.length;
+          continue;
+        }
+        if (p->fds[d.file] < 0) {
+          stats->skipped[p->problem[d.file]] += op.length;
+          continue;
+        }
+        dests.push_back({p->fds[d.file], d.offset, 0, 0});
+        dest_file.push_back(d.file);
+      }
+      if (dests.empty()) continue;
+      if (o.dry_run) {
+        if (o.on_dry_run) {
+          std::string line = "{\"round\":" + std::to_string(p->round.index) + ",\"source\":" +
+                             JsonString(files[op.source].path) + ",\"offset\":" + std::to_string(op.offset) +
+                             ",\"length\":" + std::to_string(op.length) + ",\"dests\":[";
+          for (size_t k = 0; k < dests.size(); ++k)
+            line += std::string(k ? "," : "") + "{\"path\":" + JsonString(files[dest_file[k]].path) +
+                    ",\"offset\":" + std::to_string(dests[k].offset) + "}";
+          o.on_dry_run(line + "]}");
+        }
+        done_bytes += op.length * dests.size();
+        continue;
+      }
+      // Whole-call errors (EINVAL for the source, ...) count against every destination.
+      Status st = sys.DedupeRange(p->fds[op.source], op.offset, op.length, &dests);
+      if (!st.ok()) {
+        stats->skipped[ReasonFor(st.errnum())] += op.length * dests.size();
+        stats->errors += dests.size();
+        observer->Notice(files[op.source].path + ": dedupe failed, " + ReasonFor(st.errnum()));
+      } else {
+        for (size_t k = 0; k < dests.size(); ++k) {
+          DedupeDest d = dests[k];
+          uint64_t done = 0;
+          // A destination that stopped short continues alone from where it stopped;
+          // a call that makes no progress ends the loop.
+          for (;;) {
+            const uint64_t len = op.length - done;
+            if (d.status == kDedupeSame) {
+              const uint64_t n = std::min(d.bytes_deduped, len);
+              stats->bytes_deduped += n;
+              done += n;
+              if (done >= op.length) break;
+              if (n == 0) {
+                stats->skipped["no progress"] += len;
+                break;
+              }
+              std::vector<DedupeDest> one{{d.fd, dests[k].offset + done, 0, 0}};
+              Status again = sys.DedupeRange(p->fds[op.source], op.offset + done, op.length - done, &one);
+              if (!again.ok()) {
+                stats->skipped[ReasonFor(again.errnum())] += op.length - done;
+                stats->errors++;
+                break;
+              }
+              d = one[0];
+            } else if (d.status == kDedupeDiffers) {
+              stats->skipped["differs (changed since scan)"] += len;
+              break;
+            } else {
+              stats->skipped[ReasonFor(-d.status)] += len;
+              stats->errors++;
+              observer->Notice(files[dest_file[k]].path + ": dedupe failed, " + ReasonFor(-d.status));
+              break;
+            }
+          }
+        }
+      }
+      done_bytes += op.length * dests.size();
+      auto now = std::chrono::steady_clock::now();
+      if (now - last_progress > std::chrono::milliseconds(200)) {
+        last_progress = now;
+        observer->Progress({"dedupe", done_bytes, h.planned_bytes, stats->rounds_done, stats->rounds});
+      }
+    }
+    for (int fd : p->fds) sys.Close(fd);
+    stats->rounds_done++;
+    observer->Progress({"dedupe", done_bytes, h.planned_bytes, stats->rounds_done, stats->rounds});
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    consumer_done = true;
+    for (auto& q : queue)
+      for (int fd : q->fds) sys.Close(fd);
+    queue.clear();
+  }
+  cv.notify_all();
+  producer.join();
+  if (!result.ok()) return result;
+  if (stats->interrupted) return Status::Interrupted("stopped after round " + std::to_string(stats->rounds_done));
+  return Status::Ok();
+}
+
+}  // namespace oans

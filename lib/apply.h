@@ -1,0 +1,56 @@
+// Executing a plan. Two threads form a pipeline over the rounds:
+//   prefetch thread: read round N+1 from the plan, open every file without following
+//     symlinks, check the open descriptor against the plan (dev, inode, size, mtime,
+//     filesystem, inside the plan's roots), then read the round's ranges sequentially in
+//     physical order so the kernel's compare finds them in the page cache;
+//   dedupe thread (the caller): FIDEDUPERANGE for each operation of round N.
+// The queue between them holds one round, so prefetch runs at most one round ahead and
+// never evicts the round being deduped. Data is read into one fixed 1 MiB buffer.
+// Per-destination problems are counted by reason and the run goes on.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "lib/observer.h"
+#include "lib/plan_file.h"
+#include "lib/sys.h"
+
+namespace oans {
+
+struct ApplyOptions {
+  bool dry_run = false;   // verify files and report operations, change nothing
+  bool prefetch = true;   // read each round into the page cache before deduping it
+  const std::atomic<bool>* stop = nullptr;  // stop after the current round
+  // Called for each operation in dry-run mode with a one-line description.
+  std::function<void(const std::string&)> on_dry_run;
+};
+
+struct ApplyStats {
+  uint64_t rounds = 0, rounds_done = 0;
+  uint64_t ops = 0;
+  uint64_t bytes_planned = 0;
+  uint64_t bytes_deduped = 0;
+  uint64_t bytes_prefetched = 0;
+  uint64_t files_checked = 0;
+  uint64_t files_mismatch = 0;
+  // Bytes not deduped, by reason ("changed since scan", "differs", "EPERM", ...).
+  std::map<std::string, uint64_t> skipped;
+  uint64_t errors = 0;  // destinations that failed (not counting "differs"/changed)
+  bool interrupted = false;
+  uint64_t bytes_skipped() const {
+    uint64_t n = 0;
+    for (auto& [k, v] : skipped) n += v;
+    return n;
+  }
+};
+
+// Checks that the plan's filesystems are the ones mounted at its roots.
+Status CheckPlanFilesystems(Sys& sys, const PlanHeader& header);
+
+Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& options, Observer* observer, ApplyStats* stats);
+
+}  // namespace oans

@@ -1,0 +1,35 @@
+// Filesystem identity and storage kind. An index or plan records which filesystem (UUID,
+// btrfs subvolume) each file lives on, so files of different filesystems are never
+// paired and apply can refuse a plan made for another filesystem. The storage kind
+// (rotational or not) decides read order and thread counts.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/sys.h"
+
+namespace oans {
+
+// Identifies the filesystem holding fd: type, UUID, btrfs subvolume, block size and
+// the block devices behind it.
+Result<FsIdentity> IdentifyFilesystem(int fd);
+
+enum class StorageKind { kSsd, kHdd };
+
+struct StorageInfo {
+  StorageKind kind = StorageKind::kSsd;
+  bool flagged_rotational = false;  // what sysfs says
+  bool measured = false;            // a seek measurement decided
+  double seek_ms = 0;               // median random read latency measured
+  std::string reason;               // one line for the user
+};
+
+// Reads /sys/block/<dev>/queue/rotational for every device. Where sysfs says rotational,
+// times a few scattered O_DIRECT reads on the first device: virtual disks claim to be
+// rotational but answer in well under a millisecond; a real spinning disk needs several.
+StorageInfo DetectStorage(const std::vector<std::string>& devices);
+
+const char* StorageKindName(StorageKind k);
+
+}  // namespace oans

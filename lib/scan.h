@@ -1,0 +1,63 @@
+// The scan: walk the roots, then read every file once (in disk order on spinning
+// storage) and write its identity, extent map and hashes to an extent index. Stages:
+//   walk -> merge hardlinks -> identify filesystems -> choose storage/threads/order
+//   -> (previous index lookup) -> read + hash in a bounded parallel pipeline -> write.
+// Records leave in batches as they are finished, so memory holds the walk's file list
+// (about 100 bytes plus the path per file) and a bounded number of in-flight files.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/frame_stream.h"
+#include "lib/fsinfo.h"
+#include "lib/index_file.h"
+#include "lib/observer.h"
+#include "lib/sys.h"
+
+namespace oans {
+
+enum class ReadOrder { kAuto, kPhysical, kInode, kNone };
+enum class StorageChoice { kAuto, kSsd, kHdd };
+
+struct ScanOptions {
+  std::vector<std::string> roots;
+  uint32_t block_size = 128 * 1024;
+  uint64_t min_size = 0;
+  std::vector<std::string> excludes;
+  int io_threads = 0;  // 0: from the storage kind
+  StorageChoice storage = StorageChoice::kAuto;
+  ReadOrder order = ReadOrder::kAuto;
+  std::string previous;  // previous index to reuse hashes from ("" = none)
+  std::vector<std::string> command_line;
+  const std::atomic<bool>* stop = nullptr;  // set by a signal handler: stop cleanly
+};
+
+struct ScanStats {
+  uint64_t files = 0;          // records written
+  uint64_t bytes = 0;          // their total size
+  uint64_t bytes_read = 0;     // data actually read
+  uint64_t hashed = 0;         // files read and hashed
+  uint64_t reused = 0;         // files whose hashes came from the previous index
+  uint64_t errors = 0;         // files recorded with an error
+  uint64_t hardlinks = 0;      // extra names of inodes already recorded
+  uint64_t dirs = 0, skipped_special = 0, skipped_symlinks = 0, skipped_mounts = 0, skipped_small = 0,
+           excluded = 0;
+  uint64_t previous_files = 0;
+  bool previous_truncated = false;
+  bool interrupted = false;
+  StorageInfo storage;
+  int threads = 0;
+  ReadOrder order = ReadOrder::kNone;
+};
+
+// Runs a scan and writes the index to `out` (the caller commits it). When stopped by
+// options.stop the index is written without a trailer: readers see it as truncated, and
+// --previous can still reuse it.
+Status RunScan(Sys& sys, const ScanOptions& options, OutputFile* out, Observer* observer, ScanStats* stats);
+
+const char* ReadOrderName(ReadOrder o);
+
+}  // namespace oans

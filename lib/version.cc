@@ -1,0 +1,12 @@
+#include "lib/version.h"
+
+#include "lib/index_file.h"
+#include "lib/plan_file.h"
+
+namespace oans {
+std::string ToolVersion() { return OANS_VERSION; }
+std::string ToolVersionString() {
+  return std::string("oans ") + OANS_VERSION + " (index format " + std::to_string(kIndexFormatVersion) +
+         ", plan format " + std::to_string(kPlanFormatVersion) + ")";
+}
+}  // namespace oans

@@ -1,0 +1,58 @@
+// Parallel directory walk. Each directory is a TBB task that reads its entries through
+// its parent's open descriptor (openat with O_NOFOLLOW), so symlinks are never followed,
+// a directory swapped for a symlink is refused, and paths longer than PATH_MAX work. The
+// walk stays on the mount of each root. It only collects: regular files with their stat,
+// and problems (permission denied, vanished) as data.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/status.h"
+#include "lib/sys.h"
+
+namespace oans {
+
+struct WalkOptions {
+  // Globs: with a '/', matched against the whole path; without, against the name.
+  std::vector<std::string> excludes;
+  uint64_t min_size = 0;  // regular files smaller than this are skipped (0 = keep all)
+  bool one_filesystem = true;
+  int threads = 4;
+  std::atomic<uint64_t>* files_found = nullptr;  // progress counter, may be null
+};
+
+struct WalkEntry {
+  std::string path;
+  FileStat st;
+  uint32_t root = 0;  // index of the root it was found under
+};
+
+struct WalkProblem {
+  std::string path;
+  Status status;
+};
+
+struct WalkResult {
+  std::vector<WalkEntry> files;
+  std::vector<WalkProblem> problems;
+  uint64_t dirs = 0;
+  uint64_t skipped_special = 0;   // fifos, sockets, devices
+  uint64_t skipped_symlinks = 0;
+  uint64_t skipped_mounts = 0;    // directories on another mount
+  uint64_t skipped_small = 0;     // below min_size (empty files included)
+  uint64_t excluded = 0;
+};
+
+// Makes a root absolute and clean ("/a/b", no trailing slash).
+Result<std::string> NormalizeRoot(const std::string& root);
+
+// Walks the roots; a root that cannot be opened is a problem, not a failure, unless
+// every root fails.
+Result<WalkResult> Walk(Sys& sys, const std::vector<std::string>& roots, const WalkOptions& options);
+
+bool PathExcluded(const std::vector<std::string>& excludes, const std::string& path, const std::string& name);
+
+}  // namespace oans

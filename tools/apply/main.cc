@@ -1,0 +1,81 @@
+// oans-apply PLAN: execute a dedupe plan with FIDEDUPERANGE.
+#include <cstdio>
+
+#include "lib/apply.h"
+#include "lib/json.h"
+#include "lib/units.h"
+#include "lib/version.h"
+#include "tools/common/cli.h"
+#include "tools/common/progress.h"
+
+using namespace oans;
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Execute a dedupe plan from oans-plan. Every file is re-opened without following symlinks\n"
+      "and checked against the plan (device, inode, size, mtime, filesystem); files that changed\n"
+      "are skipped and reported. Each round is read into the page cache first, then handed to\n"
+      "FIDEDUPERANGE, which makes the kernel compare the bytes under lock: data that differs is\n"
+      "never shared.\n"
+      "Example: oans-apply plan.capnp",
+      "oans-apply"};
+  app.set_version_flag("--version", ToolVersionString());
+  ApplyOptions o;
+  std::string plan_path, prefetch = "on", progress = "auto";
+  bool quiet = false, json = false;
+  app.add_option("plan", plan_path, "Plan file from oans-plan ('-' for standard input)")->required()->type_name("PLAN");
+  app.add_flag("-n,--dry-run", o.dry_run,
+               "Check every file and print the operations as JSON lines on stdout; change nothing");
+  app.add_option("--prefetch", prefetch, "Read each round into the page cache before deduping it: on or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--progress", progress, "Progress on stderr: auto, tty, json or none")
+      ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
+  app.add_flag("-q,--quiet", quiet, "Print only errors and the summary's problems");
+  app.add_flag("--json", json, "Print the summary as JSON on stdout");
+  app.footer(cli::ExitCodesHelp());
+  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+  o.prefetch = prefetch == "on";
+  std::atomic<bool> stop{false};
+  o.stop = &stop;
+  cli::InstallSignalHandlers(&stop);
+  cli::RaiseFileLimit();
+  if (o.dry_run) o.on_dry_run = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
+
+  auto plan = PlanReader::Open(plan_path);
+  if (!plan.ok()) return cli::Fail("oans-apply", plan.status());
+  cli::ProgressMode mode;
+  cli::ParseProgressMode(progress, &mode);
+  cli::ProgressRenderer renderer("oans-apply", mode, quiet);
+  ApplyStats s;
+  Status st = RunApply(DefaultSys(), **plan, o, &renderer, &s);
+  renderer.Finish();
+  if (!st.ok() && st.code() != Status::Code::kInterrupted) {
+    if (s.rounds_done > 0)
+      std::fprintf(stderr, "oans-apply: %llu of %llu rounds were done before the error; %s deduped\n",
+                   (unsigned long long)s.rounds_done, (unsigned long long)s.rounds,
+                   FormatSize(s.bytes_deduped).c_str());
+    return cli::Fail("oans-apply", st);
+  }
+  if (json) {
+    std::string reasons;
+    for (auto& [k, v] : s.skipped) reasons += (reasons.empty() ? "" : ",") + JsonString(k) + ":" + std::to_string(v);
+    std::printf(
+        "{\"rounds\":%llu,\"rounds_done\":%llu,\"operations\":%llu,\"bytes_planned\":%llu,\"bytes_deduped\":%llu,"
+        "\"bytes_prefetched\":%llu,\"bytes_skipped\":%llu,\"skipped\":{%s},\"files_checked\":%llu,"
+        "\"files_changed\":%llu,\"errors\":%llu,\"interrupted\":%s,\"dry_run\":%s}\n",
+        (unsigned long long)s.rounds, (unsigned long long)s.rounds_done, (unsigned long long)s.ops,
+        (unsigned long long)s.bytes_planned, (unsigned long long)s.bytes_deduped,
+        (unsigned long long)s.bytes_prefetched, (unsigned long long)s.bytes_skipped(), reasons.c_str(),
+        (unsigned long long)s.files_checked, (unsigned long long)s.files_mismatch, (unsigned long long)s.errors,
+        s.interrupted ? "true" : "false", o.dry_run ? "true" : "false");
+  } else if (!quiet || s.bytes_skipped() || s.interrupted) {
+    std::fprintf(stderr, "oans-apply: %s%llu of %llu rounds, %llu operations; deduped %s of %s planned\n",
+                 o.dry_run ? "dry run: " : "", (unsigned long long)s.rounds_done, (unsigned long long)s.rounds,
+                 (unsigned long long)s.ops, FormatSize(s.bytes_deduped).c_str(), FormatSize(s.bytes_planned).c_str());
+    for (auto& [reason, bytes] : s.skipped)
+      std::fprintf(stderr, "  skipped %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
+    if (s.interrupted) std::fprintf(stderr, "  stopped early; run again with the same plan to continue\n");
+  }
+  if (s.interrupted) return cli::kStopped;
+  return (s.bytes_skipped() || s.files_mismatch || s.errors) ? cli::kPartial : cli::kOk;
+}

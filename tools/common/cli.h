@@ -1,0 +1,47 @@
+// What every oans tool shares: exit codes, strict size/duration options, signal handling,
+// error printing. Tools stay thin: parse options into a lib struct, call one lib entry
+// point, print the result, return one of these codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/status.h"
+
+namespace oans::cli {
+
+enum ExitCode : int {
+  kOk = 0,        // everything done
+  kPartial = 1,   // done, but some files were skipped or failed (see the summary)
+  kFailure = 2,   // nothing or not all could be done: bad input, bad options, I/O error
+  kStopped = 3,   // stopped early by a signal or deadline; re-run to continue
+};
+
+// Documentation of the exit codes for --help footers.
+std::string ExitCodesHelp();
+
+// Adds an option whose value is a size with units ("4K", "128M"); the parse fails with a
+// message naming the option and the accepted forms.
+CLI::Option* AddSize(CLI::App& app, const std::string& name, uint64_t* out, const std::string& desc);
+
+// Sets the stop flag on SIGINT/SIGTERM (a second signal exits at once with 130) and
+// ignores SIGPIPE so a closed pipe is reported as an error instead of killing us.
+void InstallSignalHandlers(std::atomic<bool>* stop);
+
+// Prints "TOOL: error: MESSAGE" to stderr and returns kFailure.
+int Fail(const std::string& tool, const Status& status);
+int Fail(const std::string& tool, const std::string& message);
+
+std::vector<std::string> Argv(int argc, char** argv);
+
+// Runs app.parse and maps errors/--help/--version to an exit code; returns -1 to go on.
+int Parse(CLI::App& app, int argc, char** argv);
+
+// Raises the open-file limit to its hard maximum (walks keep directories open).
+void RaiseFileLimit();
+
+}  // namespace oans::cli

@@ -1,0 +1,90 @@
+#include "tools/common/progress.h"
+
+#include <unistd.h>
+
+#include "lib/json.h"
+#include "lib/units.h"
+
+namespace oans::cli {
+
+namespace {
+constexpr int kMaxNotices = 200;
+}
+
+bool ParseProgressMode(const std::string& s, ProgressMode* out) {
+  if (s == "auto") *out = ProgressMode::kAuto;
+  else if (s == "tty") *out = ProgressMode::kTty;
+  else if (s == "json") *out = ProgressMode::kJson;
+  else if (s == "none") *out = ProgressMode::kNone;
+  else return false;
+  return true;
+}
+
+ProgressRenderer::ProgressRenderer(const std::string& tool, ProgressMode mode, bool quiet)
+    : tool_(tool), mode_(mode), quiet_(quiet), start_(std::chrono::steady_clock::now()) {
+  if (mode_ == ProgressMode::kAuto) mode_ = ::isatty(STDERR_FILENO) ? ProgressMode::kTty : ProgressMode::kNone;
+  if (quiet_ && mode_ == ProgressMode::kTty) mode_ = ProgressMode::kNone;
+}
+
+ProgressRenderer::~ProgressRenderer() { Finish(); }
+
+void ProgressRenderer::ClearLine() {
+  if (line_open_) {
+    std::fputs("\r\033[K", stderr);
+    line_open_ = false;
+  }
+}
+
+void ProgressRenderer::Finish() {
+  if (line_open_) {
+    std::fputc('\n', stderr);
+    line_open_ = false;
+  }
+}
+
+void ProgressRenderer::Progress(const ProgressSnapshot& s) {
+  if (mode_ == ProgressMode::kNone) return;
+  if (phase_ != s.phase) {
+    phase_ = s.phase;
+    start_ = std::chrono::steady_clock::now();
+  }
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double rate = elapsed > 0.2 ? double(s.done_bytes) / elapsed : 0;
+  const double eta = rate > 0 && s.total_bytes >= s.done_bytes ? double(s.total_bytes - s.done_bytes) / rate : -1;
+  if (mode_ == ProgressMode::kJson) {
+    std::fprintf(stderr,
+                 "{\"tool\":\"%s\",\"phase\":\"%s\",\"done_bytes\":%llu,\"total_bytes\":%llu,\"done_items\":%llu,"
+                 "\"total_items\":%llu,\"rate_bytes_per_s\":%.0f,\"eta_s\":%.1f,\"elapsed_s\":%.1f}\n",
+                 tool_.c_str(), s.phase, (unsigned long long)s.done_bytes, (unsigned long long)s.total_bytes,
+                 (unsigned long long)s.done_items, (unsigned long long)s.total_items, rate, eta, elapsed);
+    std::fflush(stderr);
+    return;
+  }
+  const double pct = s.total_bytes ? 100.0 * double(s.done_bytes) / double(s.total_bytes) : 100.0;
+  std::fprintf(stderr, "\r\033[K%s %s: %s / %s (%.1f%%), %llu/%llu, %s/s, ETA %s", tool_.c_str(), s.phase,
+               FormatSize(s.done_bytes).c_str(), FormatSize(s.total_bytes).c_str(), pct,
+               (unsigned long long)s.done_items, (unsigned long long)s.total_items, FormatSize(uint64_t(rate)).c_str(),
+               eta < 0 ? "?" : FormatDuration(eta).c_str());
+  std::fflush(stderr);
+  line_open_ = true;
+}
+
+void ProgressRenderer::Notice(const std::string& message) {
+  if (quiet_) return;
+  if (++notices_ > kMaxNotices) {
+    if (notices_ == kMaxNotices + 1) Notice2("further notices suppressed; see the summary");
+    return;
+  }
+  Notice2(message);
+}
+
+void ProgressRenderer::Notice2(const std::string& message) {
+  if (mode_ == ProgressMode::kJson) {
+    std::fprintf(stderr, "{\"tool\":\"%s\",\"notice\":%s}\n", tool_.c_str(), JsonString(message).c_str());
+    return;
+  }
+  ClearLine();
+  std::fprintf(stderr, "%s: %s\n", tool_.c_str(), message.c_str());
+}
+
+}  // namespace oans::cli

@@ -1,0 +1,86 @@
+// oans-plan [INDEX...]: find duplicate data that is not yet shared and write a dedupe plan.
+#include <cstdio>
+
+#include "lib/json.h"
+#include "lib/planner.h"
+#include "lib/units.h"
+#include "lib/version.h"
+#include "tools/common/cli.h"
+#include "tools/common/progress.h"
+
+using namespace oans;
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Read extent indexes (standard input when none is given; several are merged) and write a\n"
+      "dedupe plan: whole-file duplicates and runs of identical blocks that do not share their\n"
+      "data yet, in rounds of at most --round-size bytes ordered by physical offset. Files of\n"
+      "different filesystems are never paired.\n"
+      "Example: oans-scan /srv/data | oans-plan --stats > plan.capnp",
+      "oans-plan"};
+  app.set_version_flag("--version", ToolVersionString());
+  PlanOptions o;
+  std::string output = "-", progress = "auto";
+  bool stats_flag = false, json = false, quiet = false, no_blocks = false;
+  app.add_option("indexes", o.indexes, "Index files from oans-scan ('-' for standard input)")->type_name("INDEX");
+  app.add_option("-o,--output", output, "Write the plan to FILE (atomically) instead of standard output")
+      ->type_name("FILE");
+  cli::AddSize(app, "--round-size", &o.round_size,
+               "Bytes read per round, sources plus destinations (default 32M, at least 1M)");
+  app.add_option("--since", o.since, "Plan only duplicate groups involving a file new or changed since index OLD")
+      ->type_name("OLD");
+  app.add_flag("--whole-files-only", no_blocks, "Plan whole-file duplicates only, not partial (block) duplicates");
+  app.add_flag("--stats", stats_flag, "Print groups, duplicate, shared and reclaimable bytes on stderr");
+  app.add_flag("--json", json, "Print the statistics as JSON on stderr (implies --stats)");
+  app.add_option("--progress", progress, "Progress on stderr: auto, tty, json or none")
+      ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
+  app.add_flag("-q,--quiet", quiet, "Print only errors");
+  app.footer(cli::ExitCodesHelp());
+  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+  if (o.indexes.empty()) o.indexes.push_back("-");
+  o.blocks = !no_blocks;
+  o.command_line = cli::Argv(argc, argv);
+  std::atomic<bool> stop{false};
+  cli::InstallSignalHandlers(&stop);
+
+  auto out = OutputFile::Open(output);
+  if (!out.ok()) return cli::Fail("oans-plan", out.status());
+  cli::ProgressMode mode;
+  cli::ParseProgressMode(progress, &mode);
+  cli::ProgressRenderer renderer("oans-plan", mode, quiet);
+  PlanStats s;
+  Status st = RunPlan(o, out->get(), &renderer, &s);
+  renderer.Finish();
+  if (!st.ok()) return cli::Fail("oans-plan", st);
+  if (Status c = (*out)->Commit(); !c.ok()) return cli::Fail("oans-plan", c);
+  if (json) {
+    std::fprintf(stderr,
+                 "{\"files\":%llu,\"filesystems\":%llu,\"groups\":%llu,\"whole_file_groups\":%llu,"
+                 "\"block_groups\":%llu,\"duplicate_bytes\":%llu,\"shared_bytes\":%llu,\"planned_bytes\":%llu,"
+                 "\"operations\":%llu,\"rounds\":%llu,\"skipped_errors\":%llu,\"skipped_inline\":%llu}\n",
+                 (unsigned long long)s.files, (unsigned long long)s.filesystems,
+                 (unsigned long long)(s.whole_groups + s.block_groups), (unsigned long long)s.whole_groups,
+                 (unsigned long long)s.block_groups, (unsigned long long)s.duplicate_bytes,
+                 (unsigned long long)s.shared_bytes, (unsigned long long)s.planned_bytes, (unsigned long long)s.ops,
+                 (unsigned long long)s.rounds, (unsigned long long)s.skipped_errors,
+                 (unsigned long long)s.skipped_inline);
+  } else if (stats_flag) {
+    std::fprintf(stderr,
+                 "oans-plan: %llu files on %llu filesystem(s)\n"
+                 "  duplicate groups:   %llu (%llu whole-file, %llu block)\n"
+                 "  duplicate bytes:    %s\n"
+                 "  already shared:     %s\n"
+                 "  plan will reclaim:  %s in %llu operations, %llu rounds\n"
+                 "  not considered:     %llu files the scan could not read, %llu with inline data\n",
+                 (unsigned long long)s.files, (unsigned long long)s.filesystems,
+                 (unsigned long long)(s.whole_groups + s.block_groups), (unsigned long long)s.whole_groups,
+                 (unsigned long long)s.block_groups, FormatSize(s.duplicate_bytes).c_str(),
+                 FormatSize(s.shared_bytes).c_str(), FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.ops,
+                 (unsigned long long)s.rounds, (unsigned long long)s.skipped_errors,
+                 (unsigned long long)s.skipped_inline);
+  } else if (!quiet) {
+    std::fprintf(stderr, "oans-plan: %s to reclaim in %llu rounds (%s already shared)\n",
+                 FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.rounds, FormatSize(s.shared_bytes).c_str());
+  }
+  return cli::kOk;
+}

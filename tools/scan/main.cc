@@ -1,0 +1,110 @@
+// oans-scan ROOT...: walk the roots and write an extent index (see docs/format.md).
+#include <atomic>
+#include <cstdio>
+
+#include "lib/json.h"
+#include "lib/scan.h"
+#include "lib/sys.h"
+#include "lib/units.h"
+#include "lib/version.h"
+#include "tools/common/cli.h"
+#include "tools/common/progress.h"
+
+using namespace oans;
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Walk ROOT... (staying on each root's filesystem) and write an extent index: every regular\n"
+      "file's identity, FIEMAP extents and XXH3-128 hashes of the whole file and of each block.\n"
+      "Symlinks are not followed; special files are skipped; hardlinked files are read once.\n"
+      "Files that vanish or cannot be read are recorded as errors and the walk goes on.\n"
+      "Example: oans-scan /srv/data | oans-plan > plan.capnp",
+      "oans-scan"};
+  app.set_version_flag("--version", ToolVersionString());
+  ScanOptions o;
+  std::string output = "-";
+  std::string storage = "auto", order = "auto", progress = "auto";
+  bool quiet = false, json = false;
+  uint64_t block_size = o.block_size;
+  app.add_option("roots", o.roots, "Directories (or files) to scan")->required()->type_name("ROOT");
+  app.add_option("-o,--output", output, "Write the index to FILE (atomically) instead of standard output")
+      ->type_name("FILE");
+  app.add_option("--previous", o.previous,
+                 "Reuse hashes from an earlier index for files whose identity (inode, size, mtime, ctime) is "
+                 "unchanged; an interrupted index is accepted")
+      ->type_name("FILE");
+  cli::AddSize(app, "--block-size", &block_size, "Bytes per block hash, a multiple of 4K (default 128K)");
+  cli::AddSize(app, "--min-size", &o.min_size, "Skip files smaller than SIZE (default: keep every non-empty file)");
+  app.add_option("--exclude", o.excludes,
+                 "Skip paths matching GLOB (with a '/': the whole path, otherwise the name); repeatable")
+      ->type_name("GLOB");
+  app.add_option("--io-threads", o.io_threads, "Reader threads (default: 8 on SSD, 1 on HDD)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--storage", storage, "Storage kind: auto, ssd or hdd (default auto: sysfs plus a seek test)")
+      ->check(CLI::IsMember({"auto", "ssd", "hdd"}));
+  app.add_option("--order", order, "Read order: auto, physical, inode or none (default: physical on HDD, inode on SSD)")
+      ->check(CLI::IsMember({"auto", "physical", "inode", "none"}));
+  app.add_option("--progress", progress, "Progress on stderr: auto (terminal only), tty, json or none")
+      ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
+  app.add_flag("-q,--quiet", quiet, "Print only errors");
+  app.add_flag("--json", json, "Print the summary as JSON on stderr");
+  app.footer(cli::ExitCodesHelp());
+  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+
+  o.block_size = uint32_t(block_size);
+  if (block_size != o.block_size) return cli::Fail("oans-scan", "--block-size is too large");
+  o.storage = storage == "ssd" ? StorageChoice::kSsd : storage == "hdd" ? StorageChoice::kHdd : StorageChoice::kAuto;
+  o.order = order == "physical" ? ReadOrder::kPhysical
+            : order == "inode"  ? ReadOrder::kInode
+            : order == "none"   ? ReadOrder::kNone
+                                : ReadOrder::kAuto;
+  o.command_line = cli::Argv(argc, argv);
+  std::atomic<bool> stop{false};
+  o.stop = &stop;
+  cli::InstallSignalHandlers(&stop);
+  cli::RaiseFileLimit();
+
+  auto out = OutputFile::Open(output);
+  if (!out.ok()) return cli::Fail("oans-scan", out.status());
+  cli::ProgressMode mode;
+  cli::ParseProgressMode(progress, &mode);
+  cli::ProgressRenderer renderer("oans-scan", mode, quiet);
+  ScanStats stats;
+  Status st = RunScan(DefaultSys(), o, out->get(), &renderer, &stats);
+  renderer.Finish();
+  if (!st.ok() && st.code() != Status::Code::kInterrupted) return cli::Fail("oans-scan", st);
+  if (st.code() == Status::Code::kInterrupted) {
+    // Keep what was written: an index without a trailer, usable with --previous.
+    Status c = (*out)->Commit();
+    std::fprintf(stderr,
+                 "oans-scan: interrupted after %llu files; %s holds them without a trailer. Run the scan again "
+                 "with --previous %s to reuse them.\n",
+                 (unsigned long long)stats.files, (*out)->name().c_str(), (*out)->name().c_str());
+    if (!c.ok()) return cli::Fail("oans-scan", c);
+    return cli::kStopped;
+  }
+  if (Status c = (*out)->Commit(); !c.ok()) return cli::Fail("oans-scan", c);
+  if (json) {
+    std::fprintf(stderr,
+                 "{\"files\":%llu,\"bytes\":%llu,\"bytes_read\":%llu,\"hashed\":%llu,\"reused\":%llu,\"errors\":%llu,"
+                 "\"hardlinks\":%llu,\"dirs\":%llu,\"skipped_small\":%llu,\"skipped_special\":%llu,"
+                 "\"skipped_symlinks\":%llu,\"skipped_mounts\":%llu,\"excluded\":%llu,\"storage\":\"%s\","
+                 "\"threads\":%d,\"order\":\"%s\"}\n",
+                 (unsigned long long)stats.files, (unsigned long long)stats.bytes, (unsigned long long)stats.bytes_read,
+                 (unsigned long long)stats.hashed, (unsigned long long)stats.reused, (unsigned long long)stats.errors,
+                 (unsigned long long)stats.hardlinks, (unsigned long long)stats.dirs,
+                 (unsigned long long)stats.skipped_small, (unsigned long long)stats.skipped_special,
+                 (unsigned long long)stats.skipped_symlinks, (unsigned long long)stats.skipped_mounts,
+                 (unsigned long long)stats.excluded, StorageKindName(stats.storage.kind), stats.threads,
+                 ReadOrderName(stats.order));
+  } else if (!quiet) {
+    std::fprintf(stderr,
+                 "oans-scan: %llu files (%s) in %llu directories; read %s, reused %llu from the previous index; "
+                 "%llu errors, %llu extra hardlinks, %llu symlinks and %llu special files skipped\n",
+                 (unsigned long long)stats.files, FormatSize(stats.bytes).c_str(), (unsigned long long)stats.dirs,
+                 FormatSize(stats.bytes_read).c_str(), (unsigned long long)stats.reused,
+                 (unsigned long long)stats.errors, (unsigned long long)stats.hardlinks,
+                 (unsigned long long)stats.skipped_symlinks, (unsigned long long)stats.skipped_special);
+  }
+  return stats.errors ? cli::kPartial : cli::kOk;
+}
