@@ -1,6 +1,7 @@
 #include "lib/frame_stream.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,6 +79,24 @@ Result<std::unique_ptr<InputFile>> InputFile::Open(const std::string& path) {
   in->owned_ = true;
   in->name_ = path;
   return in;
+}
+
+Result<std::string> SpoolStdin() {
+  int fd = ::memfd_create("oans-stdin", MFD_CLOEXEC);
+  if (fd < 0) return Status::Io("buffering standard input", errno);
+  std::vector<char> buf(1 << 16);
+  for (;;) {
+    ssize_t n = ::read(STDIN_FILENO, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::Io("reading standard input", errno);
+    if (n == 0) break;
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = ::write(fd, buf.data() + off, size_t(n - off));
+      if (w < 0) return Status::Io("buffering standard input", errno);
+      off += w;
+    }
+  }
+  return "/proc/self/fd/" + std::to_string(fd);
 }
 
 Status FrameWriter::Write(capnp::MessageBuilder& msg) {

@@ -51,6 +51,10 @@ class InputFile {
   std::string name_;
 };
 
+// Copies standard input into an anonymous memory file and returns a path that opens it,
+// so input from a pipe can be read more than once (validated, then used).
+Result<std::string> SpoolStdin();
+
 class FrameWriter {
  public:
   FrameWriter(int fd, std::string name) : z_(fd, std::move(name)) {}

@@ -245,7 +245,31 @@ Result<bool> PlanReader::Next(PlanRound* round) {
     return Status::Corrupt(name + " is damaged (" + std::string(exc->getDescription().cStr()) + ")");
   }
   if (!st.ok()) return st;
+  if (done_) {
+    // The trailer must end the stream: anything after it (a second plan, a cut frame) is damage.
+    kj::Array<capnp::word> rest;
+    auto after = frames_->Next(&rest);
+    if (!after.ok()) return after.status();
+    if (*after) return Status::Corrupt(name + " is damaged (data after the trailer)");
+  }
   return more;
+}
+
+Status ValidatePlan(const std::string& path) {
+  auto p = PlanReader::Open(path);
+  if (!p.ok()) return p.status();
+  PlanRound round;
+  uint64_t rounds = 0;
+  for (;;) {
+    auto more = (*p)->Next(&round);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    rounds++;
+  }
+  if (rounds != (*p)->header().rounds)
+    return Status::Corrupt((*p)->name() + " is damaged: its header announces " + std::to_string((*p)->header().rounds) +
+                           " rounds but it holds " + std::to_string(rounds));
+  return Status::Ok();
 }
 
 }  // namespace oans

@@ -86,4 +86,8 @@ class PlanReader {
   bool done_ = false;
 };
 
+// Reads a whole plan through to its trailer: apply checks the plan is complete and
+// intact before it touches any file.
+Status ValidatePlan(const std::string& path);
+
 }  // namespace oans

@@ -217,6 +217,8 @@ void PlanWholeFiles(std::vector<PFile>& files, PlanStats* stats, std::vector<Uni
         auto shared = SharedRanges(s.extents, files[d].extents, s.size);
         for (const auto& r : shared) stats->shared_bytes += r.length;
         unshared = UnsharedRanges(shared, s.size, align);
+        // Holes in the source have nothing to share.
+        if (!s.extents.empty()) unshared = IntersectRanges(unshared, DataRanges(s.extents, s.size, align));
       }
       report.dests.push_back(files[d].path);
       report.dest_shared.push_back(unshared.empty());
@@ -324,6 +326,34 @@ void PlanBlocks(const std::vector<PFile>& files, const std::vector<bool>& is_des
 }
 
 }  // namespace
+
+std::vector<Range> DataRanges(const std::vector<FiemapExtent>& extents, uint64_t size, uint64_t align) {
+  std::vector<Range> out;
+  for (const auto& e : extents) {
+    if (e.flags & kExtentUnwritten) continue;  // preallocated: reads as zeros
+    uint64_t lo = e.logical / align * align;
+    uint64_t hi = std::min(size, (e.logical + e.length + align - 1) / align * align);
+    if (lo >= hi) continue;
+    if (!out.empty() && out.back().offset + out.back().length >= lo)
+      out.back().length = std::max(out.back().offset + out.back().length, hi) - out.back().offset;
+    else
+      out.push_back({lo, hi - lo});
+  }
+  return out;
+}
+
+std::vector<Range> IntersectRanges(const std::vector<Range>& a, const std::vector<Range>& b) {
+  std::vector<Range> out;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    uint64_t lo = std::max(a[i].offset, b[j].offset);
+    uint64_t hi = std::min(a[i].offset + a[i].length, b[j].offset + b[j].length);
+    if (lo < hi) out.push_back({lo, hi - lo});
+    if (a[i].offset + a[i].length <= b[j].offset + b[j].length) ++i;
+    else ++j;
+  }
+  return out;
+}
 
 uint64_t PhysicalAt(const std::vector<FiemapExtent>& extents, uint64_t logical) {
   auto it = std::upper_bound(extents.begin(), extents.end(), logical,

@@ -70,6 +70,10 @@ std::vector<Range> SharedRanges(const std::vector<FiemapExtent>& src, const std:
                                 uint64_t size);
 // Complement of `shared` in [0, size), widened to `align` boundaries (or EOF).
 std::vector<Range> UnsharedRanges(const std::vector<Range>& shared, uint64_t size, uint64_t align);
+// Ranges of [0, size) holding data (not holes), widened to `align` boundaries.
+std::vector<Range> DataRanges(const std::vector<FiemapExtent>& extents, uint64_t size, uint64_t align);
+// Ranges present in both sorted, disjoint lists.
+std::vector<Range> IntersectRanges(const std::vector<Range>& a, const std::vector<Range>& b);
 // Physical address of `logical` in `extents`, or UINT64_MAX for a hole or unknown.
 uint64_t PhysicalAt(const std::vector<FiemapExtent>& extents, uint64_t logical);
 

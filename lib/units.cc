@@ -30,8 +30,9 @@ Result<uint64_t> ParseSize(const std::string& text) {
   if (!SplitNumber(text, &n, &suffix)) return Status::Invalid("'" + text + "': " + accepted);
   std::string s;
   for (char c : suffix) s += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (s.size() >= 3 && s.substr(s.size() - 2) == "IB") s.resize(s.size() - 2);
-  else if (s.size() == 2 && s[1] == 'B') s.resize(1);
+  // "iB" / "B" only after a unit letter: "4BB" and "4BiB" are not sizes.
+  if (s.size() >= 3 && s.substr(s.size() - 2) == "IB" && s[0] != 'B') s.resize(s.size() - 2);
+  else if (s.size() == 2 && s[1] == 'B' && s[0] != 'B') s.resize(1);
   double mult;
   if (s.empty() || s == "B") mult = 1;
   else if (s == "K") mult = 1024.0;

@@ -101,11 +101,14 @@ Result<bool> ZstdReader::ReadExact(void* buf, size_t len) {
       return Status::Corrupt(name_ + " is damaged (" + ZSTD_getErrorName(rc) +
                              "); it is not a complete oans file");
     }
+    // Only a call that made progress moves the frame state: a call that merely checked for
+    // held-back output after a frame's end returns the next frame's header hint, not 0.
+    const bool progress = in.pos > in_pos_ || out.pos > 0;
     in_pos_ = in.pos;
     out_pos_ = 0;
     out_len_ = out.pos;
     output_pending_ = out.pos == out.size;
-    if (in.pos > 0 || out.pos > 0) frame_done_ = (rc == 0);
+    if (progress) frame_done_ = (rc == 0);
   }
   return true;
 }

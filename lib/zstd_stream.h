@@ -51,7 +51,7 @@ class ZstdReader {
   // when nothing at all was read; a partial fill is an error (truncated).
   Result<bool> ReadExact(void* buf, size_t len);
   // True when the last ReadExact ended exactly at a frame boundary.
-  bool at_frame_boundary() const { return frame_done_; }
+  bool at_frame_boundary() const { return frame_done_ && out_pos_ == out_len_; }
   uint64_t bytes_in() const { return bytes_in_; }
 
  private:

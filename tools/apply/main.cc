@@ -41,6 +41,13 @@ int main(int argc, char** argv) {
   cli::RaiseFileLimit();
   if (o.dry_run) o.on_dry_run = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
 
+  // The whole plan is checked before any file is touched; a pipe is buffered for that.
+  if (plan_path == "-") {
+    auto spooled = SpoolStdin();
+    if (!spooled.ok()) return cli::Fail("oans-apply", spooled.status());
+    plan_path = *spooled;
+  }
+  if (Status v = ValidatePlan(plan_path); !v.ok()) return cli::Fail("oans-apply", v);
   auto plan = PlanReader::Open(plan_path);
   if (!plan.ok()) return cli::Fail("oans-apply", plan.status());
   cli::ProgressMode mode;

@@ -1,5 +1,4 @@
 // oans-cat FILE: print an extent index or a dedupe plan as JSON lines.
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -153,12 +152,9 @@ int main(int argc, char** argv) {
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   if (path == "-") {
     // Standard input may be either kind: keep a copy so it can be read twice.
-    int fd = memfd_create("oans-cat", MFD_CLOEXEC);
-    char buf[1 << 16];
-    ssize_t n;
-    while ((n = read(STDIN_FILENO, buf, sizeof buf)) > 0)
-      if (write(fd, buf, size_t(n)) != n) return cli::Fail("oans-cat", "cannot buffer standard input");
-    path = "/proc/self/fd/" + std::to_string(fd);
+    auto spooled = SpoolStdin();
+    if (!spooled.ok()) return cli::Fail("oans-cat", spooled.status());
+    path = *spooled;
   }
   // Both formats start with a header frame; the index reader names a plan when it meets one.
   {

@@ -1,0 +1,158 @@
+# Shared helpers for integration tests: loop-mounted filesystem images that are always
+# cleaned up (mounts, loop devices, temp dirs), content checksums, and checks against the
+# filesystem's own accounting. Source it; call `it_init BIN_DIR`.
+set -euo pipefail
+
+it_init() {
+  BIN=$(cd "$1" && pwd)
+  if [ "$(id -u)" != 0 ]; then
+    echo "SKIP: integration tests need root (loop devices and mounts); CI runs them as root"
+    exit 77
+  fi
+  for t in losetup mount python3; do
+    command -v "$t" >/dev/null || { echo "SKIP: $t not installed (run scripts/install-deps)"; exit 77; }
+  done
+  WORK=$(mktemp -d /var/tmp/oans-it.XXXXXX)
+  MOUNTS=()
+  LOOPS=()
+  trap it_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
+
+it_cleanup() {
+  local rc=$?
+  set +e
+  local i
+  for ((i=${#MOUNTS[@]}-1; i>=0; i--)); do
+    umount "${MOUNTS[$i]}" 2>/dev/null || umount -l "${MOUNTS[$i]}" 2>/dev/null
+  done
+  for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
+  rm -rf "$WORK"
+  if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then echo "FAILED (exit $rc)"; fi
+  exit $rc
+}
+
+# mkfs_mount KIND SIZE: sets MNT to the mount point. KIND: btrfs, btrfs-zstd, xfs, ext4.
+# (Not called through $(...): the cleanup lists must live in this shell.)
+mkfs_mount() {
+  local kind=$1 size=$2 img mnt loop
+  img=$WORK/$kind.img
+  mnt=$WORK/mnt-$kind
+  mkdir -p "$mnt"
+  truncate -s "$size" "$img"
+  case $kind in
+    btrfs|btrfs-zstd) mkfs.btrfs -q -f "$img" >/dev/null ;;
+    xfs) mkfs.xfs -q -f -m reflink=1 "$img" >/dev/null ;;
+    ext4) mkfs.ext4 -q -F "$img" >/dev/null ;;
+  esac
+  loop=$(losetup -f --show "$img")
+  LOOPS+=("$loop")
+  if [ "$kind" = btrfs-zstd ]; then mount -o compress=zstd "$loop" "$mnt"; else mount "$loop" "$mnt"; fi
+  MOUNTS+=("$mnt")
+  MNT=$mnt
+}
+
+# Deterministic pseudo-random bytes: rand_file PATH SIZE SEED
+rand_file() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import random, sys
+path, size, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+r = random.Random(seed)
+with open(path, "wb") as f:
+    left = size
+    while left > 0:
+        n = min(left, 1 << 20)
+        f.write(r.randbytes(n))
+        left -= n
+PY
+}
+
+# A sample tree with small, medium, large, sparse, hardlinked and symlinked files.
+make_tree() {
+  local d=$1
+  python3 - "$d" <<'PY'
+import os, random, sys
+d = sys.argv[1]
+def rand(path, size, seed):
+    r = random.Random(seed)
+    with open(path, "wb") as f:
+        while size > 0:
+            n = min(size, 1 << 20)
+            f.write(r.randbytes(n))
+            size -= n
+for sub in ("src/sub", "media", "tiny"):
+    os.makedirs(os.path.join(d, sub), exist_ok=True)
+for i in range(1, 41):
+    rand(f"{d}/src/file{i}.bin", i * 5000, i)
+for i in range(1, 11):
+    rand(f"{d}/src/sub/part{i}.dat", i * 70001, 100 + i)
+rand(f"{d}/media/big1.bin", 8 << 20, 7)
+rand(f"{d}/media/big2.bin", (3 << 20) + 12345, 8)
+for i in range(1, 21):
+    with open(f"{d}/tiny/t{i}.txt", "w") as f:
+        f.write(f"tiny file {i}\n")
+with open(f"{d}/media/sparse.img", "wb") as f:
+    f.truncate(64 << 20)
+    f.seek(20 << 20)
+    f.write(random.Random(9).randbytes(1 << 20))
+os.link(f"{d}/src/file1.bin", f"{d}/src/file1.hardlink")
+os.symlink("file2.bin", f"{d}/src/file2.symlink")
+os.symlink("/etc/passwd", f"{d}/src/outside.symlink")
+PY
+}
+
+# checksums DIR -> "sha256  relative/path" lines, sorted
+checksums() {
+  (cd "$1" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum)
+}
+
+# exclusive_bytes PATH -> bytes only PATH holds (btrfs filesystem du)
+exclusive_bytes() {
+  btrfs filesystem du -s --raw "$1" | awk 'NR==2 {print $2}'
+}
+total_bytes() {
+  btrfs filesystem du -s --raw "$1" | awk 'NR==2 {print $1}'
+}
+
+# unshared_files DIR MINSIZE -> files of at least MINSIZE bytes with an extent not marked SHARED
+unshared_files() {
+  python3 - "$1" "$2" <<'PY'
+import fcntl, os, struct, sys
+FS_IOC_FIEMAP = 0xC020660B
+SHARED, LAST, UNWRITTEN = 0x2000, 0x1, 0x800
+def extents(path):
+    out, start = [], 0
+    with open(path, "rb") as f:
+        while True:
+            hdr = struct.pack("=QQIIII", start, 0xFFFFFFFFFFFFFFFF - start, 1, 0, 64, 0)
+            buf = bytearray(hdr + b"\0" * (56 * 64))
+            fcntl.ioctl(f.fileno(), FS_IOC_FIEMAP, buf)
+            n = struct.unpack_from("=I", buf, 20)[0]
+            if n == 0:
+                return out
+            last = False
+            for i in range(n):
+                lo, ph, ln, _, _, fl = struct.unpack_from("=QQQQQI", buf, 32 + 56 * i)
+                out.append((lo, ph, ln, fl))
+                last |= bool(fl & LAST)
+            if last:
+                return out
+            start = out[-1][0] + out[-1][2]
+bad = 0
+for root, _, files in os.walk(sys.argv[1]):
+    for name in files:
+        p = os.path.join(root, name)
+        if os.path.islink(p) or os.path.getsize(p) < int(sys.argv[2]):
+            continue
+        ex = extents(p)
+        # Unwritten (preallocated) extents read as zeros and hold no data to share.
+        ex = [e for e in ex if not (e[3] & UNWRITTEN)]
+        if not ex or any(not (fl & SHARED) for _, _, _, fl in ex):
+            print(p)
+            bad += 1
+sys.exit(0)
+PY
+}
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }

@@ -1,0 +1,417 @@
+#include "lib/scan.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "lib/hasher.h"
+#include "tests/lib/test_util.h"
+
+namespace oans {
+namespace {
+
+using test::StatusIs;
+using test::TempDir;
+
+class Notices : public Observer {
+ public:
+  void Notice(const std::string& s) override { lines.push_back(s); }
+  bool Has(const std::string& part) const {
+    for (const auto& l : lines)
+      if (l.find(part) != std::string::npos) return true;
+    return false;
+  }
+  std::vector<std::string> lines;
+};
+
+constexpr uint32_t kBlock = 64 * 1024;
+
+class ScanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    contents_["a"] = test::RandomBytes(100000, 1);
+    contents_["b"] = contents_["a"];
+    contents_["c"] = test::RandomBytes(300000, 2);
+    contents_["sub/d"] = "small";
+    test::MakeDir(P("sub"));
+    for (const auto& [rel, data] : contents_) test::WriteFile(P(rel), data);
+    ASSERT_EQ(::link(P("c").c_str(), P("h").c_str()), 0);
+    test::WriteFile(P("empty"), "");
+    ASSERT_EQ(::symlink("a", P("link").c_str()), 0);
+  }
+  std::string P(const std::string& rel) const { return dir_.Join(rel); }
+
+  ScanOptions Options() const {
+    ScanOptions o;
+    o.roots = {dir_.path()};
+    o.block_size = kBlock;
+    o.storage = StorageChoice::kSsd;
+    o.io_threads = 2;
+    return o;
+  }
+
+  // Runs a scan into `index` (committed on success or interruption).
+  Status Scan(Sys& sys, const ScanOptions& o, const std::string& index, ScanStats* stats,
+              Observer* observer = nullptr) {
+    auto out = OutputFile::Open(index);
+    if (!out.ok()) return out.status();
+    Status s = RunScan(sys, o, out->get(), observer, stats);
+    if (s.ok() || s.code() == Status::Code::kInterrupted) {
+      Status c = (*out)->Commit();
+      if (!c.ok()) return c;
+    }
+    return s;
+  }
+
+  std::map<std::string, FileEntry> ReadByPath(const std::string& index, bool allow_truncated = false) {
+    IndexReadOptions ro;
+    ro.allow_truncated = allow_truncated;
+    auto c = ReadIndexFile(index, ro);
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    std::map<std::string, FileEntry> m;
+    if (!c.ok()) return m;
+    header_ = c->header;
+    for (auto& f : c->files) {
+      EXPECT_FALSE(m.count(f.path)) << "two records for " << f.path;
+      m[f.path] = f;
+    }
+    return m;
+  }
+
+  void ExpectHashedLike(const FileEntry& e, const std::string& data) {
+    EXPECT_TRUE(e.hashed) << e.path << ": " << e.error;
+    EXPECT_TRUE(e.error.empty()) << e.error;
+    EXPECT_EQ(e.size, data.size());
+    EXPECT_EQ(e.hash, HashBytes(data.data(), data.size())) << e.path;
+    ASSERT_EQ(e.block_hashes.size(), (data.size() + kBlock - 1) / kBlock) << e.path;
+    for (size_t b = 0; b < e.block_hashes.size(); ++b)
+      EXPECT_EQ(e.block_hashes[b],
+                HashBytes(data.data() + b * kBlock, std::min<size_t>(kBlock, data.size() - b * kBlock)));
+  }
+
+  TempDir dir_;
+  TempDir out_dir_;
+  std::map<std::string, std::string> contents_;
+  IndexHeader header_;
+};
+
+TEST_F(ScanTest, IndexesEveryFileOnce) {
+  ScanStats stats;
+  const std::string index = out_dir_.Join("1.idx");
+  ScanOptions o = Options();
+  o.command_line = {"oans-scan", "test"};
+  ASSERT_OK(Scan(DefaultSys(), o, index, &stats));
+  EXPECT_EQ(stats.files, 4u);
+  EXPECT_EQ(stats.hashed, 4u);
+  EXPECT_EQ(stats.reused, 0u);
+  EXPECT_EQ(stats.errors, 0u);
+  EXPECT_EQ(stats.hardlinks, 1u);
+  EXPECT_EQ(stats.skipped_small, 1u);
+  EXPECT_EQ(stats.skipped_symlinks, 1u);
+  EXPECT_EQ(stats.dirs, 2u);
+  EXPECT_EQ(stats.bytes, 100000u * 2 + 300000 + 5);
+  EXPECT_EQ(stats.bytes_read, stats.bytes);
+  EXPECT_FALSE(stats.interrupted);
+  EXPECT_EQ(stats.storage.kind, StorageKind::kSsd);
+
+  auto files = ReadByPath(index);
+  EXPECT_EQ(header_.roots, std::vector<std::string>{dir_.path()});
+  EXPECT_EQ(header_.block_size, kBlock);
+  EXPECT_EQ(header_.command_line, o.command_line);
+  ASSERT_EQ(header_.filesystems.size(), 1u);
+  EXPECT_FALSE(header_.filesystems[0].uuid.empty());
+  EXPECT_EQ(header_.filesystems[0].dev, test::StatPath(P("a")).dev);
+  std::set<std::string> names;
+  for (const auto& [p, e] : files) names.insert(p);
+  EXPECT_EQ(names, (std::set<std::string>{P("a"), P("b"), P("c"), P("sub/d")}));
+  for (const auto& [rel, data] : contents_) {
+    SCOPED_TRACE(rel);
+    const FileEntry& e = files[P(rel)];
+    ExpectHashedLike(e, data);
+    FileStat st = test::StatPath(P(rel));
+    EXPECT_EQ(e.ino, st.ino);
+    EXPECT_EQ(e.dev, st.dev);
+    EXPECT_EQ(e.mtime_ns, st.mtime_ns);
+    EXPECT_EQ(e.fs, 0u);
+    EXPECT_FALSE(e.reused);
+    const std::string& type = header_.filesystems[0].type;
+    if (type == "ext4" || type == "xfs" || type == "btrfs") {
+      // FIEMAP works there: the extents cover the file.
+      uint64_t covered = 0;
+      for (const auto& x : e.extents) covered += x.length;
+      EXPECT_GE(covered, e.size);
+    }
+  }
+  // Hardlinks: one record, the other name alongside.
+  EXPECT_EQ(files[P("c")].other_paths, std::vector<std::string>{P("h")});
+  EXPECT_EQ(files[P("c")].nlink, 2u);
+  EXPECT_TRUE(files[P("a")].other_paths.empty());
+  EXPECT_EQ(files[P("a")].hash, files[P("b")].hash);
+}
+
+TEST_F(ScanTest, PhysicalOrderOnHddFindsTheSameFiles) {
+  ScanStats stats;
+  ScanOptions o = Options();
+  o.storage = StorageChoice::kHdd;
+  o.io_threads = 0;
+  ASSERT_OK(Scan(DefaultSys(), o, out_dir_.Join("hdd.idx"), &stats));
+  EXPECT_EQ(stats.order, ReadOrder::kPhysical);
+  EXPECT_EQ(stats.threads, 1);
+  auto files = ReadByPath(out_dir_.Join("hdd.idx"));
+  ASSERT_EQ(files.size(), 4u);
+  for (const auto& [rel, data] : contents_) ExpectHashedLike(files[P(rel)], data);
+}
+
+TEST_F(ScanTest, ExcludesAndMinSizeRecorded) {
+  ScanStats stats;
+  ScanOptions o = Options();
+  o.excludes = {"b"};
+  o.min_size = 10;
+  ASSERT_OK(Scan(DefaultSys(), o, out_dir_.Join("x.idx"), &stats));
+  auto files = ReadByPath(out_dir_.Join("x.idx"));
+  EXPECT_EQ(files.size(), 2u);  // a and c; b excluded, sub/d too small
+  EXPECT_TRUE(files.count(P("a")));
+  EXPECT_TRUE(files.count(P("c")));
+  EXPECT_EQ(stats.excluded, 1u);
+  EXPECT_EQ(header_.excludes, std::vector<std::string>{"b"});
+  EXPECT_EQ(header_.min_size, 10u);
+}
+
+// Fault injection by path: replace a file just before it is read, deny one, fail reads
+// of another, deny a directory.
+class FaultSys : public test::ForwardingSys {
+ public:
+  std::string replace, deny, eio, deny_dir;
+  std::atomic<int> replaced{0};
+
+  Result<int> OpenNoFollow(const std::string& path) override {
+    if (path == deny) return Status::Io("open " + path, EACCES);
+    if (path == replace && replaced++ == 0) {
+      // A new inode under the same name: write aside, rename over.
+      test::WriteFile(path + ".new", "replacement content");
+      EXPECT_EQ(::rename((path + ".new").c_str(), path.c_str()), 0);
+    }
+    auto fd = ForwardingSys::OpenNoFollow(path);
+    if (fd.ok() && path == eio) {
+      std::lock_guard<std::mutex> lk(mu_);
+      eio_fds_.insert(*fd);
+    }
+    return fd;
+  }
+  Result<int> OpenAt(int dirfd, const std::string& name, bool directory) override {
+    if (directory && name == deny_dir) return Status::Io("open " + name, EACCES);
+    return ForwardingSys::OpenAt(dirfd, name, directory);
+  }
+  void Close(int fd) override {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      eio_fds_.erase(fd);
+    }
+    ForwardingSys::Close(fd);
+  }
+  Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) override {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (eio_fds_.count(fd)) return Status::Io("read", EIO);
+    }
+    return ForwardingSys::Pread(fd, buf, len, offset);
+  }
+
+ private:
+  std::mutex mu_;
+  std::set<int> eio_fds_;
+};
+
+TEST_F(ScanTest, ErrorsRecordedPerFile) {
+  test::MakeDir(P("secret"));
+  test::WriteFile(P("secret/x"), "hidden");
+  FaultSys sys;
+  sys.replace = P("b");
+  sys.deny = P("sub/d");
+  sys.eio = P("c");
+  sys.deny_dir = "secret";
+  ScanStats stats;
+  Notices notices;
+  ASSERT_OK(Scan(sys, Options(), out_dir_.Join("e.idx"), &stats, &notices));
+  EXPECT_EQ(sys.replaced.load() >= 1, true);
+  auto files = ReadByPath(out_dir_.Join("e.idx"));
+  ASSERT_EQ(files.size(), 5u);  // a, b, c, sub/d and the secret directory
+
+  ExpectHashedLike(files[P("a")], contents_["a"]);
+
+  const FileEntry& b = files[P("b")];
+  EXPECT_FALSE(b.hashed);
+  EXPECT_NE(b.error.find("replaced"), std::string::npos) << b.error;
+  EXPECT_TRUE(b.block_hashes.empty());
+
+  const FileEntry& d = files[P("sub/d")];
+  EXPECT_FALSE(d.hashed);
+  EXPECT_EQ(d.errnum, EACCES);
+  EXPECT_FALSE(d.error.empty());
+
+  const FileEntry& c = files[P("c")];
+  EXPECT_FALSE(c.hashed);
+  EXPECT_EQ(c.errnum, EIO);
+  EXPECT_EQ(c.other_paths, std::vector<std::string>{P("h")});
+
+  const FileEntry& s = files[P("secret")];
+  EXPECT_FALSE(s.hashed);
+  EXPECT_EQ(s.errnum, EACCES);
+
+  EXPECT_EQ(stats.errors, 4u);
+  EXPECT_EQ(stats.hashed, 1u);
+  EXPECT_TRUE(notices.Has(P("sub/d")));
+  EXPECT_TRUE(notices.Has(P("secret")));
+}
+
+TEST_F(ScanTest, PreviousReusesUnchangedFiles) {
+  ScanStats s1;
+  const std::string idx1 = out_dir_.Join("1.idx"), idx2 = out_dir_.Join("2.idx");
+  ASSERT_OK(Scan(DefaultSys(), Options(), idx1, &s1));
+  auto first = ReadByPath(idx1);
+
+  // Same size, new content and a clearly later mtime.
+  contents_["c"] = test::RandomBytes(300000, 99);
+  test::WriteFile(P("c"), contents_["c"]);
+  struct timespec ts[2] = {{0, UTIME_OMIT}, {time(nullptr) + 100, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, P("c").c_str(), ts, 0), 0);
+
+  ScanStats s2;
+  ScanOptions o = Options();
+  o.previous = idx1;
+  ASSERT_OK(Scan(DefaultSys(), o, idx2, &s2));
+  EXPECT_EQ(s2.previous_files, 4u);
+  EXPECT_FALSE(s2.previous_truncated);
+  EXPECT_EQ(s2.reused, 3u);
+  EXPECT_EQ(s2.hashed, 1u);
+  EXPECT_EQ(s2.bytes_read, 300000u);
+  auto second = ReadByPath(idx2);
+  ASSERT_EQ(second.size(), 4u);
+  for (const char* rel : {"a", "b", "sub/d"}) {
+    SCOPED_TRACE(rel);
+    EXPECT_TRUE(second[P(rel)].reused);
+    EXPECT_EQ(second[P(rel)].hash, first[P(rel)].hash);
+    EXPECT_EQ(second[P(rel)].block_hashes, first[P(rel)].block_hashes);
+    ExpectHashedLike(second[P(rel)], contents_[rel]);
+  }
+  EXPECT_FALSE(second[P("c")].reused);
+  ExpectHashedLike(second[P("c")], contents_["c"]);
+  EXPECT_NE(second[P("c")].hash, first[P("c")].hash);
+}
+
+TEST_F(ScanTest, PreviousWithOtherBlockSizeReusesNothing) {
+  ScanStats s1, s2;
+  ASSERT_OK(Scan(DefaultSys(), Options(), out_dir_.Join("1.idx"), &s1));
+  ScanOptions o = Options();
+  o.block_size = 128 * 1024;
+  o.previous = out_dir_.Join("1.idx");
+  ASSERT_OK(Scan(DefaultSys(), o, out_dir_.Join("2.idx"), &s2));
+  EXPECT_EQ(s2.reused, 0u);
+  EXPECT_EQ(s2.hashed, 4u);
+}
+
+TEST_F(ScanTest, TruncatedPreviousAccepted) {
+  ScanStats s1;
+  ASSERT_OK(Scan(DefaultSys(), Options(), out_dir_.Join("1.idx"), &s1));
+  auto c = ReadIndexFile(out_dir_.Join("1.idx"));
+  ASSERT_TRUE(c.ok());
+  test::WriteIndex(out_dir_.Join("cut.idx"), c->header, c->files, 2, /*finish=*/false);
+  ASSERT_FALSE(ReadIndexFile(out_dir_.Join("cut.idx")).ok());
+
+  ScanStats s2;
+  Notices notices;
+  ScanOptions o = Options();
+  o.previous = out_dir_.Join("cut.idx");
+  ASSERT_OK(Scan(DefaultSys(), o, out_dir_.Join("2.idx"), &s2, &notices));
+  EXPECT_TRUE(s2.previous_truncated);
+  EXPECT_EQ(s2.reused, 4u);
+  EXPECT_EQ(s2.bytes_read, 0u);
+  EXPECT_TRUE(notices.Has("incomplete"));
+}
+
+TEST_F(ScanTest, DamagedPreviousIsAnError) {
+  test::WriteFile(out_dir_.Join("bad.idx"), "not an index");
+  ScanStats stats;
+  ScanOptions o = Options();
+  o.previous = out_dir_.Join("bad.idx");
+  Status s = Scan(DefaultSys(), o, out_dir_.Join("2.idx"), &stats);
+  EXPECT_TRUE(StatusIs(s, Status::Code::kCorrupt, "--previous"));
+  EXPECT_FALSE(test::Exists(out_dir_.Join("2.idx")));
+}
+
+TEST_F(ScanTest, StopFlagWritesATruncatedIndex) {
+  std::atomic<bool> stop{true};
+  ScanOptions o = Options();
+  o.stop = &stop;
+  ScanStats stats;
+  Status s = Scan(DefaultSys(), o, out_dir_.Join("s.idx"), &stats);
+  EXPECT_TRUE(StatusIs(s, Status::Code::kInterrupted));
+  EXPECT_TRUE(stats.interrupted);
+  EXPECT_TRUE(StatusIs(ReadIndexFile(out_dir_.Join("s.idx")).status(), Status::Code::kCorrupt, "truncated"));
+  IndexReadOptions ro;
+  ro.allow_truncated = true;
+  auto c = ReadIndexFile(out_dir_.Join("s.idx"), ro);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_TRUE(c->result.truncated);
+  EXPECT_EQ(c->files.size(), stats.files);
+}
+
+// Sets the stop flag after the first file is read.
+class StopAfterFirstReadSys : public test::ForwardingSys {
+ public:
+  explicit StopAfterFirstReadSys(std::atomic<bool>* stop) : stop_(stop) {}
+  Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) override {
+    auto r = ForwardingSys::Pread(fd, buf, len, offset);
+    stop_->store(true);
+    return r;
+  }
+
+ private:
+  std::atomic<bool>* stop_;
+};
+
+TEST_F(ScanTest, StoppedScanCanBeReusedAsPrevious) {
+  for (int i = 0; i < 20; ++i) test::WriteFile(P("more" + std::to_string(i)), test::RandomBytes(5000, 100 + i));
+  std::atomic<bool> stop{false};
+  StopAfterFirstReadSys sys(&stop);
+  ScanOptions o = Options();
+  o.io_threads = 1;
+  o.stop = &stop;
+  ScanStats s1;
+  EXPECT_TRUE(StatusIs(Scan(sys, o, out_dir_.Join("1.idx"), &s1), Status::Code::kInterrupted));
+  EXPECT_GE(s1.files, 1u);
+  EXPECT_LT(s1.files, 24u);
+
+  ScanStats s2;
+  ScanOptions o2 = Options();
+  o2.previous = out_dir_.Join("1.idx");
+  ASSERT_OK(Scan(DefaultSys(), o2, out_dir_.Join("2.idx"), &s2));
+  EXPECT_TRUE(s2.previous_truncated);
+  EXPECT_EQ(s2.files, 24u);
+  EXPECT_EQ(s2.reused, s1.hashed);
+  EXPECT_EQ(s2.reused + s2.hashed, 24u);
+}
+
+TEST_F(ScanTest, InvalidOptions) {
+  ScanStats stats;
+  ScanOptions o = Options();
+  o.block_size = 1000;
+  EXPECT_TRUE(StatusIs(Scan(DefaultSys(), o, out_dir_.Join("x"), &stats), Status::Code::kInvalidArgument, "block"));
+  o = Options();
+  o.roots.clear();
+  EXPECT_TRUE(StatusIs(Scan(DefaultSys(), o, out_dir_.Join("x"), &stats), Status::Code::kInvalidArgument));
+  o = Options();
+  o.roots = {P("missing")};
+  Status s = Scan(DefaultSys(), o, out_dir_.Join("x"), &stats);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.errnum(), ENOENT);
+  EXPECT_FALSE(test::Exists(out_dir_.Join("x")));
+}
+
+}  // namespace
+}  // namespace oans

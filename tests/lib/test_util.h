@@ -1,0 +1,107 @@
+// Helpers shared by the unit tests: a temporary directory per test, small file helpers,
+// a Sys that forwards to the real one (tests override the calls they want to fault),
+// and writers for synthetic index and plan files.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/index_file.h"
+#include "lib/plan_file.h"
+#include "lib/status.h"
+#include "lib/sys.h"
+
+namespace oans::test {
+
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it (including
+// trees deeper than PATH_MAX) when the object goes away.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  // path() + "/" + rel
+  std::string Join(const std::string& rel) const { return path_ + "/" + rel; }
+
+ private:
+  std::string path_;
+};
+
+// Removes a tree, however deep, without following symlinks.
+void RemoveTree(const std::string& path);
+
+// Writes a whole file (creating parent directories is the caller's job); fails the test on error.
+void WriteFile(const std::string& path, const std::string& data);
+std::string ReadFile(const std::string& path);
+bool Exists(const std::string& path);
+// lstat of path as a FileStat (dev, ino, size, mtime_ns, ...).
+FileStat StatPath(const std::string& path);
+void MakeDir(const std::string& path);
+// Deterministic pseudo-random bytes.
+std::string RandomBytes(size_t n, uint64_t seed);
+// Entries of a directory, without "." and "..", sorted.
+std::vector<std::string> ListDir(const std::string& path);
+
+// Status checks that print the message on failure.
+#define EXPECT_OK(expr)                                                   \
+  do {                                                                    \
+    const ::oans::Status _s = (expr);                                     \
+    EXPECT_TRUE(_s.ok()) << #expr << ": " << _s.message();                \
+  } while (0)
+#define ASSERT_OK(expr)                                                   \
+  do {                                                                    \
+    const ::oans::Status _s = (expr);                                     \
+    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s.message();                \
+  } while (0)
+
+// True when s has code `code` and its message contains `part`; explains otherwise.
+::testing::AssertionResult StatusIs(const Status& s, Status::Code code, const std::string& part = "");
+const char* CodeName(Status::Code c);
+
+// A Sys that passes every call to DefaultSys(). Tests derive from it and override the
+// calls they want to fail or observe.
+class ForwardingSys : public Sys {
+ public:
+  Result<int> OpenNoFollow(const std::string& path) override { return real().OpenNoFollow(path); }
+  Result<int> OpenAt(int dirfd, const std::string& name, bool directory) override {
+    return real().OpenAt(dirfd, name, directory);
+  }
+  void Close(int fd) override { real().Close(fd); }
+  Result<FileStat> Fstat(int fd) override { return real().Fstat(fd); }
+  Result<FileStat> StatAt(int dirfd, const std::string& name) override { return real().StatAt(dirfd, name); }
+  Status Fiemap(int fd, std::vector<FiemapExtent>* out) override { return real().Fiemap(fd, out); }
+  Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) override {
+    return real().Pread(fd, buf, len, offset);
+  }
+  Status DedupeRange(int src_fd, uint64_t src_offset, uint64_t length, std::vector<DedupeDest>* dests) override {
+    return real().DedupeRange(src_fd, src_offset, length, dests);
+  }
+  uint32_t InodeFlags(int fd) override { return real().InodeFlags(fd); }
+  Result<FsIdentity> Identify(int fd) override { return real().Identify(fd); }
+
+ protected:
+  static Sys& real() { return DefaultSys(); }
+};
+
+// Writes a complete index (header, records in batches of batch_records, trailer) and
+// commits it. With finish=false the trailer is left out, as an interrupted scan does.
+void WriteIndex(const std::string& path, const IndexHeader& header, const std::vector<FileEntry>& files,
+                size_t batch_records = 2048, bool finish = true);
+// Writes a complete plan and commits it.
+void WritePlan(const std::string& path, const PlanHeader& header, const std::vector<PlanRound>& rounds,
+               bool finish = true);
+// Reads every round of a plan; fails the test on error.
+std::vector<PlanRound> ReadAllRounds(const std::string& path, PlanHeader* header = nullptr);
+
+// Largest single operator-new request since the last reset (the tests replace the global
+// operator new to track it).
+void ResetLargestAllocation();
+size_t LargestAllocation();
+
+}  // namespace oans::test
