@@ -207,6 +207,12 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
       queue.pop_front();
     }
     cv.notify_all();
+    if (!p->end && o.stop && o.stop->load()) {
+      // Stopped during the previous round: this one was only prepared, never started.
+      for (int fd : p->fds) sys.Close(fd);
+      stats->interrupted = true;
+      break;
+    }
     if (p->end) {
       result = p->error;
       if (result.ok() && o.stop && o.stop->load() && stats->rounds_done < stats->rounds) stats->interrupted = true;
@@ -307,12 +313,13 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
   {
     std::lock_guard<std::mutex> lk(mu);
     consumer_done = true;
-    for (auto& q : queue)
-      for (int fd : q->fds) sys.Close(fd);
-    queue.clear();
   }
   cv.notify_all();
   producer.join();
+  // After the join: the producer may have queued a round after the loop above stopped.
+  for (auto& q : queue)
+    for (int fd : q->fds) sys.Close(fd);
+  queue.clear();
   if (!result.ok()) return result;
   if (stats->interrupted) return Status::Interrupted("stopped after round " + std::to_string(stats->rounds_done));
   return Status::Ok();

@@ -43,6 +43,10 @@ size_t EstimateBytes(const FileEntry& e) {
 
 }  // namespace
 
+FileIdentity FileIdentity::Of(const FileEntry& e) {
+  return FileIdentity{e.size, e.mtime_ns, e.ctime_ns, e.nlink, HashBytes(e.path.data(), e.path.size()).lo};
+}
+
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch()).count();

@@ -60,6 +60,22 @@ struct FileEntry {
   std::vector<std::string> other_paths;
 };
 
+// What decides whether a file seen again is unchanged (--previous, --since, oans-diff):
+// same size and mtime, and the same ctime unless a rename or a link count change explains
+// the new one (both update ctime without touching data). Files are matched by
+// (filesystem, inode) before this is asked.
+struct FileIdentity {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  uint32_t nlink = 0;
+  uint64_t path_hash = 0;
+  static FileIdentity Of(const FileEntry& e);
+  bool UnchangedFrom(const FileIdentity& before) const {
+    return size == before.size && mtime_ns == before.mtime_ns &&
+           (ctime_ns == before.ctime_ns || path_hash != before.path_hash || nlink != before.nlink);
+  }
+};
+
 struct IndexTotals {
   uint64_t records = 0, batches = 0, errors = 0, bytes = 0;
 };

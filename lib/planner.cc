@@ -17,6 +17,7 @@ struct PFile {
   uint32_t pair = 0;  // filesystem (uuid) id: only files with equal `pair` are paired
   uint64_t dev = 0, ino = 0, size = 0;
   int64_t mtime_ns = 0;
+  FileIdentity id;  // for --since
   Hash128 hash;
   std::vector<FiemapExtent> extents;
   std::vector<Hash128> blocks;
@@ -91,6 +92,7 @@ Status Load(const PlanOptions& o, PlanHeader* header, std::vector<PFile>* files,
               continue;
             }
             PFile f;
+            f.id = FileIdentity::Of(e);
             f.path = std::move(e.path);
             f.fs = remap[e.fs];
             f.pair = pairs_of_section[e.fs];
@@ -113,26 +115,24 @@ Status Load(const PlanOptions& o, PlanHeader* header, std::vector<PFile>* files,
   stats->files = files->size();
   stats->filesystems = pair_index.size();
   if (!o.since.empty()) {
-    std::unordered_map<std::string, std::unordered_map<uint64_t, std::pair<uint64_t, std::pair<int64_t, int64_t>>>> old;
+    std::unordered_map<std::string, std::unordered_map<uint64_t, FileIdentity>> old;
     IndexReadOptions ro;
     ro.allow_truncated = true;
     auto r = ReadIndex(
         o.since, ro, [](const IndexHeader&) { return Status::Ok(); },
         [&](const IndexHeader& h, std::vector<FileEntry>& batch) {
           for (auto& e : batch)
-            if (e.hashed) old[h.filesystems[e.fs].Key()][e.ino] = {e.size, {e.mtime_ns, e.ctime_ns}};
+            if (e.hashed) old[h.filesystems[e.fs].Key()][e.ino] = FileIdentity::Of(e);
           return Status::Ok();
         });
     if (!r.ok()) return r.status().Prepend("--since");
     stats->since_truncated = r->truncated;
     if (r->truncated) observer->Notice("warning: " + o.since + " is incomplete; files missing from it count as new");
-    // Identity is compared on size and mtime; the FileEntry's ctime is not kept in PFile.
     for (auto& f : *files) {
       auto fs = old.find(header->filesystems[f.fs].Key());
       if (fs == old.end()) continue;
       auto it = fs->second.find(f.ino);
-      if (it != fs->second.end() && it->second.first == f.size && it->second.second.first == f.mtime_ns)
-        f.changed = false;
+      if (it != fs->second.end() && f.id.UnchangedFrom(it->second)) f.changed = false;
     }
   }
   return Status::Ok();

@@ -40,8 +40,7 @@ struct PrevKeyHash {
   size_t operator()(const PrevKey& k) const { return std::hash<std::string>()(k.fs) * 31 + std::hash<uint64_t>()(k.ino); }
 };
 struct PrevEntry {
-  uint64_t size;
-  int64_t mtime_ns, ctime_ns;
+  FileIdentity id;
   Hash128 hash;
   std::vector<Hash128> blocks;
 };
@@ -98,8 +97,7 @@ FileEntry ReadOne(Sys& sys, Candidate& c, const ScanOptions& o, const IndexHeade
   }
   if (e.size == 0) return fail(Status::Mismatch("became empty since the walk"));
   auto p = prev.find(PrevKey{header.filesystems[c.fs].Key(), e.ino});
-  if (p != prev.end() && p->second.size == e.size && p->second.mtime_ns == e.mtime_ns &&
-      p->second.ctime_ns == e.ctime_ns) {
+  if (p != prev.end() && FileIdentity::Of(e).UnchangedFrom(p->second.id)) {
     e.hash = p->second.hash;
     e.block_hashes = p->second.blocks;
     e.hashed = true;
@@ -164,7 +162,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
           for (auto& f : batch) {
             if (!f.hashed) continue;
             prev[PrevKey{h.filesystems[f.fs].Key(), f.ino}] =
-                PrevEntry{f.size, f.mtime_ns, f.ctime_ns, f.hash, std::move(f.block_hashes)};
+                PrevEntry{FileIdentity::Of(f), f.hash, std::move(f.block_hashes)};
           }
           return Status::Ok();
         });

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Generations: a scan with --previous re-reads only new and changed files, sees data
+# shared since, and an already-deduped tree costs no data reads and plans nothing.
+# Covers unchanged, modified, appended, truncated, renamed, replaced under the same name,
+# deleted and new files, an interrupted index used as --previous, oans-diff and --since.
+source "$(dirname "$0")/lib.sh"
+it_init "$1"
+mkfs_mount btrfs 512M
+make_tree "$MNT/orig"
+cp -a --reflink=never "$MNT/orig" "$MNT/copy"
+sync
+json_field() { python3 -c "import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])[sys.argv[2]])" "$1" "$2"; }
+
+"$BIN/oans-scan" --quiet "$MNT" -o "$WORK/gen1.idx"
+"$BIN/oans-plan" --quiet "$WORK/gen1.idx" -o "$WORK/plan1"
+"$BIN/oans-apply" --quiet "$WORK/plan1"
+sync
+
+# Warm: nothing changed since the apply. No data is read and the plan is empty.
+"$BIN/oans-scan" --json --previous "$WORK/gen1.idx" "$MNT" -o "$WORK/gen2.idx" 2> "$WORK/scan2.json"
+[ "$(json_field "$WORK/scan2.json" bytes_read)" = 0 ] || fail "warm scan read data: $(cat "$WORK/scan2.json")"
+[ "$(json_field "$WORK/scan2.json" hashed)" = 0 ] || fail "warm scan hashed files"
+"$BIN/oans-plan" --json "$WORK/gen2.idx" -o "$WORK/plan2" 2> "$WORK/plan2.json"
+[ "$(json_field "$WORK/plan2.json" planned_bytes)" = 0 ] || fail "warm plan not empty: $(cat "$WORK/plan2.json")"
+[ "$(json_field "$WORK/plan2.json" shared_bytes)" -gt 0 ] || fail "shared data since the last run not seen"
+pass "warm re-run of a deduped tree: 0 bytes read, empty plan, sharing seen through refreshed extents"
+
+# A day of changes.
+python3 - "$MNT" <<'PY'
+import os, random, sys
+m = sys.argv[1]
+r = random.Random(5)
+with open(f"{m}/copy/src/file20.bin", "r+b") as f: f.seek(10); f.write(b"modified")   # modified, same size
+with open(f"{m}/copy/src/file21.bin", "ab") as f: f.write(b"appended")                 # appended
+os.truncate(f"{m}/copy/src/file22.bin", 4096)                                          # truncated
+os.rename(f"{m}/copy/src/file23.bin", f"{m}/copy/src/file23.renamed")                  # renamed
+os.unlink(f"{m}/copy/src/file24.bin")                                                  # deleted
+with open(f"{m}/copy/src/file25.new", "wb") as f: f.write(r.randbytes(os.path.getsize(f"{m}/copy/src/file25.bin")))
+os.rename(f"{m}/copy/src/file25.new", f"{m}/copy/src/file25.bin")                      # replaced, same name
+os.makedirs(f"{m}/copy/new", exist_ok=True)
+with open(f"{m}/orig/media/big1.bin", "rb") as s, open(f"{m}/copy/new/big1.again", "wb") as d:
+    d.write(s.read())                                                                   # new file, a duplicate
+PY
+sync
+"$BIN/oans-scan" --json --previous "$WORK/gen2.idx" "$MNT" -o "$WORK/gen3.idx" 2> "$WORK/scan3.json"
+hashed=$(json_field "$WORK/scan3.json" hashed)
+# Re-read: modified, appended, truncated, replaced, new = 5 files.
+[ "$hashed" = 5 ] || fail "expected 5 files re-read, got $hashed: $(cat "$WORK/scan3.json")"
+pass "only the 5 new or changed files were read (renamed and unchanged reused)"
+
+"$BIN/oans-diff" --json "$WORK/gen2.idx" "$WORK/gen3.idx" > "$WORK/diff.json"
+python3 - "$WORK/diff.json" <<'PY' || fail "diff wrong: $(cat "$WORK/diff.json")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+s = lines[-1]["summary"]
+ch = {(l["change"], l["path"].split("/copy/")[-1]) for l in lines[:-1]}
+want = {("changed", "src/file20.bin"), ("changed", "src/file21.bin"), ("changed", "src/file22.bin"),
+        ("renamed", "src/file23.renamed"), ("removed", "src/file24.bin"), ("removed", "src/file25.bin"),
+        ("added", "src/file25.bin"), ("added", "new/big1.again")}
+missing = want - ch
+assert not missing, missing
+assert s["added"] == 2 and s["removed"] == 2 and s["changed"] == 3 and s["renamed"] == 1, s
+PY
+pass "oans-diff lists added, removed, changed and renamed files"
+
+"$BIN/oans-plan" --json --since "$WORK/gen2.idx" "$WORK/gen3.idx" -o "$WORK/plan3" 2> "$WORK/plan3.json"
+"$BIN/oans-cat" "$WORK/plan3" | grep -q "big1.again" || fail "new duplicate not planned"
+n_groups=$(json_field "$WORK/plan3.json" whole_file_groups)
+[ "$n_groups" -le 3 ] || fail "--since planned $n_groups whole-file groups, expected only those with changed files"
+before=$(checksums "$MNT")
+"$BIN/oans-apply" --quiet "$WORK/plan3"
+sync
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed"
+[ -z "$(unshared_files "$MNT/copy/new" 4096)" ] || fail "new duplicate not shared"
+pass "--since plans only groups touching new or changed files; the new copy is shared"
+
+# An interrupted scan (batches written, no trailer) is accepted as --previous.
+python3 - "$WORK/gen3.idx" "$WORK/cut.idx" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+cut = data.rfind(b"\x28\xb5\x2f\xfd")   # start of the last zstd frame: the trailer
+open(sys.argv[2], "wb").write(data[:cut])
+PY
+set +e
+"$BIN/oans-plan" "$WORK/cut.idx" -o "$WORK/p" 2> "$WORK/err"; rc=$?
+set -e
+[ $rc = 2 ] && grep -q "no trailer" "$WORK/err" || fail "plan accepted an incomplete index"
+"$BIN/oans-scan" --json --previous "$WORK/cut.idx" "$MNT" -o "$WORK/gen4.idx" 2> "$WORK/scan4.json"
+grep -q "incomplete" "$WORK/scan4.json" || fail "no warning about the incomplete previous index"
+[ "$(json_field "$WORK/scan4.json" bytes_read)" = 0 ] || fail "interrupted index not reused"
+pass "an interrupted index is accepted as --previous with a warning, and reused"

@@ -1,0 +1,50 @@
+// oans-diff OLD NEW: what changed between two generations of an index.
+#include <cstdio>
+
+#include "lib/diff.h"
+#include "lib/json.h"
+#include "lib/version.h"
+#include "tools/common/cli.h"
+
+using namespace oans;
+
+int main(int argc, char** argv) {
+  CLI::App app{"List the files added, removed, changed (same inode, new size, mtime or ctime) and renamed\n"
+               "(same inode, new path) between two indexes of the same trees, one per line.\n"
+               "Example: oans-diff monday.idx tuesday.idx --json",
+               "oans-diff"};
+  app.set_version_flag("--version", ToolVersionString());
+  std::string old_path, new_path;
+  bool json = false;
+  app.add_option("old", old_path, "The earlier index")->required()->type_name("OLD");
+  app.add_option("new", new_path, "The later index")->required()->type_name("NEW");
+  app.add_flag("--json", json, "One JSON object per line, then a summary object");
+  app.footer(cli::ExitCodesHelp());
+  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+  DiffStats s;
+  Status st = DiffIndexes(
+      old_path, new_path,
+      [json](const DiffEntry& e) {
+        if (json) {
+          std::string line = "{\"change\":\"" + std::string(DiffKindName(e.kind)) + "\"," + JsonPath("path", e.path);
+          if (e.kind == DiffKind::kRenamed) line += "," + JsonPath("old_path", e.old_path);
+          line += ",\"size\":" + std::to_string(e.size) + ",\"old_size\":" + std::to_string(e.old_size) + "}";
+          std::printf("%s\n", line.c_str());
+        } else if (e.kind == DiffKind::kRenamed) {
+          std::printf("renamed %s -> %s\n", e.old_path.c_str(), e.path.c_str());
+        } else {
+          std::printf("%s %s\n", DiffKindName(e.kind), e.path.c_str());
+        }
+      },
+      &s);
+  if (!st.ok()) return cli::Fail("oans-diff", st);
+  if (json)
+    std::printf("{\"summary\":{\"added\":%llu,\"removed\":%llu,\"changed\":%llu,\"renamed\":%llu,\"unchanged\":%llu}}\n",
+                (unsigned long long)s.added, (unsigned long long)s.removed, (unsigned long long)s.changed,
+                (unsigned long long)s.renamed, (unsigned long long)s.unchanged);
+  else
+    std::fprintf(stderr, "oans-diff: %llu added, %llu removed, %llu changed, %llu renamed, %llu unchanged\n",
+                 (unsigned long long)s.added, (unsigned long long)s.removed, (unsigned long long)s.changed,
+                 (unsigned long long)s.renamed, (unsigned long long)s.unchanged);
+  return cli::kOk;
+}
