@@ -10,11 +10,13 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
 
+#include "lib/journal.h"
 #include "lib/observer.h"
 #include "lib/plan_file.h"
 #include "lib/sys.h"
@@ -25,12 +27,17 @@ struct ApplyOptions {
   bool dry_run = false;   // verify files and report operations, change nothing
   bool prefetch = true;   // read each round into the page cache before deduping it
   const std::atomic<bool>* stop = nullptr;  // stop after the current round
+  // Stop after the round during which this time passes (0 = no deadline).
+  std::chrono::steady_clock::time_point deadline{};
+  uint64_t max_rate = 0;      // prefetch read bandwidth limit in bytes/s (0 = none)
+  Journal* journal = nullptr; // finished rounds are skipped and recorded here
   // Called for each operation in dry-run mode with a one-line description.
   std::function<void(const std::string&)> on_dry_run;
 };
 
 struct ApplyStats {
   uint64_t rounds = 0, rounds_done = 0;
+  uint64_t rounds_from_journal = 0;  // finished by an earlier run, skipped
   uint64_t ops = 0;
   uint64_t bytes_planned = 0;
   uint64_t bytes_deduped = 0;
@@ -41,6 +48,7 @@ struct ApplyStats {
   std::map<std::string, uint64_t> skipped;
   uint64_t errors = 0;  // destinations that failed (not counting "differs"/changed)
   bool interrupted = false;
+  bool deadline_reached = false;
   uint64_t bytes_skipped() const {
     uint64_t n = 0;
     for (auto& [k, v] : skipped) n += v;

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "lib/apply.h"
+#include "lib/journal.h"
 #include "lib/json.h"
 #include "lib/units.h"
 #include "lib/version.h"
@@ -21,8 +22,9 @@ int main(int argc, char** argv) {
       "oans-apply"};
   app.set_version_flag("--version", ToolVersionString());
   ApplyOptions o;
-  std::string plan_path, prefetch = "on", progress = "auto";
-  bool quiet = false, json = false;
+  std::string plan_path, prefetch = "on", progress = "auto", journal_path, until, io_class = "best-effort";
+  bool quiet = false, json = false, no_journal = false;
+  uint64_t deadline_s = 0;
   app.add_option("plan", plan_path, "Plan file from oans-plan ('-' for standard input)")->required()->type_name("PLAN");
   app.add_flag("-n,--dry-run", o.dry_run,
                "Check every file and print the operations as JSON lines on stdout; change nothing");
@@ -30,6 +32,18 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--progress", progress, "Progress on stderr: auto, tty, json or none")
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
+  cli::AddDuration(app, "--deadline", &deadline_s,
+                   "Stop cleanly after the round during which DURATION (e.g. 45m, 2h) has passed");
+  app.add_option("--until", until, "Stop cleanly after the round during which local time HH:MM is reached")
+      ->type_name("HH:MM");
+  cli::AddSize(app, "--max-rate", &o.max_rate, "Limit prefetch reads to RATE bytes per second (e.g. 50M)")
+      ->type_name("RATE");
+  app.add_option("--io-class", io_class, "I/O scheduling class: best-effort (default) or idle")
+      ->check(CLI::IsMember({"best-effort", "idle"}));
+  app.add_option("--journal", journal_path,
+                 "Record finished rounds in FILE (default PLAN.journal); a later run of the same plan resumes")
+      ->type_name("FILE");
+  app.add_flag("--no-journal", no_journal, "Do not keep a journal: every run starts from the first round");
   app.add_flag("-q,--quiet", quiet, "Print only errors and the summary's problems");
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
   app.footer(cli::ExitCodesHelp());
@@ -39,6 +53,16 @@ int main(int argc, char** argv) {
   o.stop = &stop;
   cli::InstallSignalHandlers(&stop);
   cli::RaiseFileLimit();
+  if (deadline_s && !until.empty()) return cli::Fail("oans-apply", "give --deadline or --until, not both");
+  if (!until.empty()) {
+    auto secs = cli::SecondsUntil(until);
+    if (!secs.ok()) return cli::Fail("oans-apply", secs.status().Prepend("--until"));
+    deadline_s = *secs;
+  }
+  if (deadline_s) o.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(deadline_s);
+  if (io_class == "idle") {
+    if (Status s = cli::SetIdleIoClass(); !s.ok()) return cli::Fail("oans-apply", s);
+  }
   if (o.dry_run) o.on_dry_run = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
 
   // The whole plan is checked before any file is touched; a pipe is buffered for that.
@@ -48,8 +72,22 @@ int main(int argc, char** argv) {
     plan_path = *spooled;
   }
   if (Status v = ValidatePlan(plan_path); !v.ok()) return cli::Fail("oans-apply", v);
+  const bool from_stdin = plan_path.rfind("/proc/self/fd/", 0) == 0;
   auto plan = PlanReader::Open(plan_path);
   if (!plan.ok()) return cli::Fail("oans-apply", plan.status());
+  std::unique_ptr<Journal> journal;
+  if (!no_journal && !o.dry_run && (!from_stdin || !journal_path.empty())) {
+    if (journal_path.empty()) journal_path = plan_path + ".journal";
+    std::string notice;
+    auto j = Journal::Open(journal_path, (*plan)->header(), &notice);
+    if (!j.ok()) return cli::Fail("oans-apply", j.status());
+    journal = std::move(*j);
+    if (!notice.empty() && !quiet) std::fprintf(stderr, "oans-apply: %s\n", notice.c_str());
+    if (journal->done_count() && !quiet)
+      std::fprintf(stderr, "oans-apply: resuming: %zu of %llu rounds were finished by an earlier run (%s)\n",
+                   journal->done_count(), (unsigned long long)(*plan)->header().rounds, journal_path.c_str());
+    o.journal = journal.get();
+  }
   cli::ProgressMode mode;
   cli::ParseProgressMode(progress, &mode);
   cli::ProgressRenderer renderer("oans-apply", mode, quiet);
@@ -67,21 +105,27 @@ int main(int argc, char** argv) {
     std::string reasons;
     for (auto& [k, v] : s.skipped) reasons += (reasons.empty() ? "" : ",") + JsonString(k) + ":" + std::to_string(v);
     std::printf(
-        "{\"rounds\":%llu,\"rounds_done\":%llu,\"operations\":%llu,\"bytes_planned\":%llu,\"bytes_deduped\":%llu,"
+        "{\"rounds\":%llu,\"rounds_done\":%llu,\"rounds_from_journal\":%llu,\"operations\":%llu,\"bytes_planned\":%llu,\"bytes_deduped\":%llu,"
         "\"bytes_prefetched\":%llu,\"bytes_skipped\":%llu,\"skipped\":{%s},\"files_checked\":%llu,"
         "\"files_changed\":%llu,\"errors\":%llu,\"interrupted\":%s,\"dry_run\":%s}\n",
-        (unsigned long long)s.rounds, (unsigned long long)s.rounds_done, (unsigned long long)s.ops,
+        (unsigned long long)s.rounds, (unsigned long long)s.rounds_done, (unsigned long long)s.rounds_from_journal,
+        (unsigned long long)s.ops,
         (unsigned long long)s.bytes_planned, (unsigned long long)s.bytes_deduped,
         (unsigned long long)s.bytes_prefetched, (unsigned long long)s.bytes_skipped(), reasons.c_str(),
         (unsigned long long)s.files_checked, (unsigned long long)s.files_mismatch, (unsigned long long)s.errors,
         s.interrupted ? "true" : "false", o.dry_run ? "true" : "false");
   } else if (!quiet || s.bytes_skipped() || s.interrupted) {
     std::fprintf(stderr, "oans-apply: %s%llu of %llu rounds, %llu operations; deduped %s of %s planned\n",
-                 o.dry_run ? "dry run: " : "", (unsigned long long)s.rounds_done, (unsigned long long)s.rounds,
+                 o.dry_run ? "dry run: " : "", (unsigned long long)(s.rounds_done + s.rounds_from_journal),
+                 (unsigned long long)s.rounds,
                  (unsigned long long)s.ops, FormatSize(s.bytes_deduped).c_str(), FormatSize(s.bytes_planned).c_str());
     for (auto& [reason, bytes] : s.skipped)
       std::fprintf(stderr, "  skipped %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
-    if (s.interrupted) std::fprintf(stderr, "  stopped early; run again with the same plan to continue\n");
+    if (s.rounds_from_journal)
+      std::fprintf(stderr, "  %llu rounds were already done by an earlier run\n", (unsigned long long)s.rounds_from_journal);
+    if (s.interrupted)
+      std::fprintf(stderr, "  %s; run again with the same plan to continue\n",
+                   s.deadline_reached ? "deadline reached" : "stopped early");
   }
   if (s.interrupted) return cli::kStopped;
   return (s.bytes_skipped() || s.files_mismatch || s.errors) ? cli::kPartial : cli::kOk;

@@ -2,10 +2,13 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <cerrno>
 
 #include "lib/units.h"
 
@@ -42,6 +45,45 @@ CLI::Option* AddSize(CLI::App& app, const std::string& name, uint64_t* out, cons
       desc);
   opt->type_name("SIZE");
   return opt;
+}
+
+CLI::Option* AddDuration(CLI::App& app, const std::string& name, uint64_t* seconds, const std::string& desc) {
+  auto* opt = app.add_option_function<std::string>(
+      name,
+      [seconds, name](const std::string& v) {
+        auto r = ParseDurationSeconds(v);
+        if (!r.ok()) throw CLI::ValidationError(name, r.status().message());
+        *seconds = *r;
+      },
+      desc);
+  opt->type_name("DURATION");
+  return opt;
+}
+
+Result<uint64_t> SecondsUntil(const std::string& hhmm) {
+  int h, m;
+  char tail;
+  if (std::sscanf(hhmm.c_str(), "%d:%d%c", &h, &m, &tail) != 2 || h < 0 || h > 23 || m < 0 || m > 59)
+    return Status::Invalid("'" + hhmm + "': expected a local time HH:MM such as 06:00");
+  time_t now = time(nullptr);
+  struct tm t;
+  localtime_r(&now, &t);
+  t.tm_hour = h;
+  t.tm_min = m;
+  t.tm_sec = 0;
+  time_t at = mktime(&t);
+  if (at <= now) {
+    t.tm_mday += 1;
+    at = mktime(&t);
+  }
+  return uint64_t(at - now);
+}
+
+Status SetIdleIoClass() {
+  constexpr int kWhoProcess = 1, kClassIdle = 3, kClassShift = 13;
+  if (syscall(SYS_ioprio_set, kWhoProcess, 0, kClassIdle << kClassShift) != 0)
+    return Status::Io("setting the idle I/O class", errno);
+  return Status::Ok();
 }
 
 void InstallSignalHandlers(std::atomic<bool>* stop) {

@@ -41,6 +41,15 @@ std::vector<std::string> Argv(int argc, char** argv);
 // Runs app.parse and maps errors/--help/--version to an exit code; returns -1 to go on.
 int Parse(CLI::App& app, int argc, char** argv);
 
+// Adds an option whose value is a duration ("90s", "30m", "2h").
+CLI::Option* AddDuration(CLI::App& app, const std::string& name, uint64_t* seconds, const std::string& desc);
+
+// Seconds from now until the next local time HH:MM (today or tomorrow).
+Result<uint64_t> SecondsUntil(const std::string& hhmm);
+
+// Puts this process's I/O in the idle class (only served when the disk is otherwise idle).
+Status SetIdleIoClass();
+
 // Raises the open-file limit to its hard maximum (walks keep directories open).
 void RaiseFileLimit();
 
