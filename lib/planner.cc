@@ -44,6 +44,7 @@ Status Load(const PlanOptions& o, PlanHeader* header, std::vector<PFile>* files,
   std::map<std::string, uint32_t> pair_index; // uuid -> pairing id
   std::unordered_map<std::string, std::unordered_map<uint64_t, uint32_t>> seen;  // fs key -> ino -> file
   std::vector<uint32_t> remap;
+  uint64_t loaded = 0, loaded_bytes = 0;
   for (const auto& path : o.indexes) {
     std::vector<uint32_t> pairs_of_section;
     auto r = ReadIndex(
@@ -74,6 +75,9 @@ Status Load(const PlanOptions& o, PlanHeader* header, std::vector<PFile>* files,
           return Status::Ok();
         },
         [&](const IndexHeader& h, std::vector<FileEntry>& batch) {
+          loaded += batch.size();
+          for (const auto& e : batch) loaded_bytes += e.size;
+          observer->Progress({"load", loaded_bytes, 0, loaded, 0});
           for (auto& e : batch) {
             if (!e.error.empty() || !e.hashed) {
               stats->skipped_errors++;
@@ -478,6 +482,7 @@ Status RunPlan(const PlanOptions& o, OutputFile* out, Observer* observer, PlanSt
   header.shared_bytes = stats->shared_bytes;
   header.planned_bytes = stats->planned_bytes;
 
+  if (!out) return Status::Ok();  // a report only
   PlanWriter writer(out);
   OANS_RETURN_IF_ERROR(writer.WriteHeader(header));
   for (size_t r = 0; r < round_spans.size(); ++r) {

@@ -52,7 +52,8 @@ struct GroupReport {
   std::vector<bool> dest_shared;  // already fully sharing the source's extents
 };
 
-// Loads the indexes, plans, and writes the plan to `out` (the caller commits it).
+// Loads the indexes, plans, and writes the plan to `out` (the caller commits it; null
+// writes no plan, for reports).
 // `groups` (may be null) receives the whole-file groups.
 Status RunPlan(const PlanOptions& options, OutputFile* out, Observer* observer, PlanStats* stats,
                std::vector<GroupReport>* groups = nullptr);

@@ -60,6 +60,13 @@ void ProgressRenderer::Progress(const ProgressSnapshot& s) {
     std::fflush(stderr);
     return;
   }
+  if (s.total_bytes == 0 && s.total_items == 0) {  // size of the work not known yet
+    std::fprintf(stderr, "\r\033[K%s %s: %s, %llu items, %s/s", tool_.c_str(), s.phase, FormatSize(s.done_bytes).c_str(),
+                 (unsigned long long)s.done_items, FormatSize(uint64_t(rate)).c_str());
+    std::fflush(stderr);
+    line_open_ = true;
+    return;
+  }
   const double pct = s.total_bytes ? 100.0 * double(s.done_bytes) / double(s.total_bytes) : 100.0;
   std::fprintf(stderr, "\r\033[K%s %s: %s / %s (%.1f%%), %llu/%llu, %s/s, ETA %s", tool_.c_str(), s.phase,
                FormatSize(s.done_bytes).c_str(), FormatSize(s.total_bytes).c_str(), pct,

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Progress under a pseudo-terminal for every tool, JSON progress and reports checked by a
+# JSON parser, and fdupes/jdupes duplicate lists as planning input.
+source "$(dirname "$0")/lib.sh"
+it_init "$1"
+command -v script >/dev/null || { echo "SKIP: script(1) not installed"; exit 77; }
+mkfs_mount btrfs 512M
+make_tree "$MNT/orig"
+cp -a --reflink=never "$MNT/orig" "$MNT/copy"
+sync
+
+# Under a terminal (script gives the tools a pty) progress shows bytes, percent and ETA.
+script -qec "$BIN/oans-scan -o $WORK/idx $MNT" /dev/null > "$WORK/scan.tty"
+grep -q "oans-scan: storage: ssd\|oans-scan: storage: hdd" "$WORK/scan.tty" || fail "scan does not show the storage kind"
+grep -aq "oans-scan hash: .*%.*ETA" "$WORK/scan.tty" || fail "no scan progress on a terminal: $(cat -v "$WORK/scan.tty")"
+script -qec "$BIN/oans-plan -o $WORK/plan $WORK/idx" /dev/null > "$WORK/plan.tty"
+grep -aq "oans-plan load: " "$WORK/plan.tty" || fail "no plan progress on a terminal: $(cat -v "$WORK/plan.tty")"
+script -qec "$BIN/oans-apply --no-journal $WORK/plan" /dev/null > "$WORK/apply.tty"
+grep -aq "oans-apply dedupe: .*%.*ETA" "$WORK/apply.tty" || fail "no apply progress on a terminal: $(cat -v "$WORK/apply.tty")"
+pass "scan, plan and apply show progress on a terminal"
+
+# Without a terminal: no progress unless asked.
+"$BIN/oans-scan" -o "$WORK/idx2" "$MNT" 2> "$WORK/scan.err"
+grep -q "ETA" "$WORK/scan.err" && fail "progress printed to a non-terminal"
+"$BIN/oans-scan" --progress=json -o "$WORK/idx3" "$MNT" 2> "$WORK/scan.json"
+python3 - "$WORK/scan.json" <<'PY' || fail "bad JSON progress: $(cat "$WORK/scan.json")"
+import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+prog = [o for o in objs if "phase" in o]
+assert prog and prog[-1]["done_bytes"] == prog[-1]["total_bytes"] > 0, prog[-1:]
+assert any("notice" in o and "storage" in o["notice"] for o in objs)
+PY
+pass "--progress=json emits parseable progress; none on a pipe by default"
+
+# Reports.
+"$BIN/oans-plan" --format json "$WORK/idx" > "$WORK/groups.json"
+python3 - "$WORK/groups.json" <<'PY' || fail "bad JSON report"
+import json, sys
+groups = [json.loads(l) for l in open(sys.argv[1])]
+assert groups and all(len(g["files"]) >= 2 and g["size"] > 0 for g in groups)
+assert all(sum(1 for f in g["files"] if f.get("source")) == 1 for g in groups)
+PY
+"$BIN/oans-plan" --format text "$WORK/idx" > "$WORK/groups.txt"
+grep -q "(source)" "$WORK/groups.txt" || fail "text report"
+"$BIN/oans-plan" --format fdupes "$WORK/idx" > "$WORK/list.txt"
+grep -q "^$" "$WORK/list.txt" || fail "fdupes report has no group separator"
+pass "reports in text, json and fdupes formats"
+
+# An fdupes-style list as input: the groups are deduped through the kernel compare.
+rm -rf "$MNT/copy"
+cp -a --reflink=never "$MNT/orig" "$MNT/copy"
+sync
+before=$(checksums "$MNT")
+"$BIN/oans-plan" --stats --from-list "$WORK/list.txt" -o "$WORK/list.plan"
+"$BIN/oans-apply" --quiet "$WORK/list.plan"
+sync
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed"
+[ -z "$(unshared_files "$MNT/copy/src" 4096)" ] || fail "list groups not deduped"
+pass "an fdupes list is planned and applied"
