@@ -9,6 +9,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -48,6 +49,7 @@ struct Prepared {
   std::vector<std::string> problem;  // why a file is unusable
   uint64_t prefetched = 0;
   bool end = false;
+  bool from_journal = false;  // finished by an earlier run
   Status error;  // the plan could not be read further
 };
 
@@ -98,6 +100,33 @@ class FileChecker {
   std::unordered_map<uint64_t, bool> dev_ok_;
 };
 
+// Hardlink mode: compares two whole files byte for byte, then replaces dest with a link
+// to src. Both must be unchanged from before the compare to after it.
+Status LinkWhole(Sys& sys, int src_fd, int dst_fd, const PlanFileRef& dst, std::vector<char>* a, std::vector<char>* b) {
+  auto s0 = sys.Fstat(src_fd);
+  auto d0 = sys.Fstat(dst_fd);
+  if (!s0.ok()) return s0.status();
+  if (!d0.ok()) return d0.status();
+  if (s0->dev != d0->dev) return Status::Io("not on one filesystem", EXDEV);
+  if (s0->size != d0->size) return Status::Mismatch("differs (size)");
+  for (uint64_t off = 0; off < s0->size;) {
+    size_t want = size_t(std::min<uint64_t>(a->size(), s0->size - off));
+    auto x = sys.Pread(src_fd, a->data(), want, off);
+    auto y = sys.Pread(dst_fd, b->data(), want, off);
+    if (!x.ok()) return x.status();
+    if (!y.ok()) return y.status();
+    if (*x != want || *y != want) return Status::Mismatch("changed while being compared");
+    if (std::memcmp(a->data(), b->data(), want) != 0) return Status::Mismatch("differs (changed since scan)");
+    off += want;
+  }
+  auto s1 = sys.Fstat(src_fd);
+  auto d1 = sys.Fstat(dst_fd);
+  if (!s1.ok() || !d1.ok() || s1->size != s0->size || s1->mtime_ns != s0->mtime_ns || s1->ctime_ns != s0->ctime_ns ||
+      d1->size != d0->size || d1->mtime_ns != d0->mtime_ns || d1->ctime_ns != d0->ctime_ns)
+    return Status::Mismatch("changed while being compared");
+  return sys.ReplaceWithLink(src_fd, dst.path, *d0);
+}
+
 }  // namespace
 
 Status CheckPlanFilesystems(Sys& sys, const PlanHeader& h) {
@@ -125,6 +154,18 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
   OANS_RETURN_IF_ERROR(CheckPlanFilesystems(sys, h));
   FileChecker checker(sys, h);
   std::vector<char> buffer(1u << 20);
+  uint64_t read_total = 0;
+  const auto rate_start = std::chrono::steady_clock::now();
+  std::atomic<bool> deadline_hit{false};
+  auto should_stop = [&] { return (o.stop && o.stop->load()) || deadline_hit.load(); };
+  // Hardlink mode: destinations already handled, by (dev, inode) as planned.
+  std::set<std::pair<uint64_t, uint64_t>> linked;
+  std::vector<char> cmp_a, cmp_b;
+  if (o.hardlink) {
+    cmp_a.resize(1u << 20);
+    cmp_b.resize(1u << 20);
+  }
+  auto handled = [&](const PlanFileRef& f) { return o.hardlink && linked.count({f.dev, f.ino}); };
 
   auto prepare = [&](Prepared* p) {
     auto more = plan.Next(&p->round);
@@ -137,6 +178,10 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
       p->end = true;
       return;
     }
+    if (o.journal && o.journal->Done(p->round.index)) {
+      p->from_journal = true;
+      return;
+    }
     const auto& files = p->round.files;
     p->fds.assign(files.size(), -1);
     p->problem.assign(files.size(), "");
@@ -145,7 +190,7 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
       if (fd.ok()) p->fds[i] = *fd;
       else p->problem[i] = fd.status().message();
     }
-    if (!o.prefetch || o.dry_run) return;
+    if (!o.prefetch || o.dry_run || o.hardlink) return;
     // Read every range once, in physical order.
     struct R {
       uint64_t physical;
@@ -167,6 +212,12 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
         if (!n.ok() || *n == 0) break;  // the dedupe call will see the problem itself
         off += *n;
         p->prefetched += *n;
+        if (o.max_rate) {
+          // Keep the average read rate at or below --max-rate.
+          read_total += *n;
+          auto due = rate_start + std::chrono::duration<double>(double(read_total) / double(o.max_rate));
+          std::this_thread::sleep_until(due);
+        }
       }
     }
   };
@@ -183,7 +234,7 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
         if (consumer_done) return;
       }
       auto p = std::make_unique<Prepared>();
-      if (o.stop && o.stop->load()) p->end = true;
+      if (should_stop()) p->end = true;
       else prepare(p.get());
       bool end = p->end;
       {
@@ -207,7 +258,7 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
       queue.pop_front();
     }
     cv.notify_all();
-    if (!p->end && o.stop && o.stop->load()) {
+    if (!p->end && should_stop()) {
       // Stopped during the previous round: this one was only prepared, never started.
       for (int fd : p->fds) sys.Close(fd);
       stats->interrupted = true;
@@ -215,13 +266,18 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
     }
     if (p->end) {
       result = p->error;
-      if (result.ok() && o.stop && o.stop->load() && stats->rounds_done < stats->rounds) stats->interrupted = true;
+      if (result.ok() && should_stop() && stats->rounds_done + stats->rounds_from_journal < stats->rounds)
+        stats->interrupted = true;
       break;
+    }
+    if (p->from_journal) {
+      stats->rounds_from_journal++;
+      continue;
     }
     stats->bytes_prefetched += p->prefetched;
     stats->files_checked += p->round.files.size();
     for (size_t i = 0; i < p->problem.size(); ++i)
-      if (!p->problem[i].empty()) {
+      if (!p->problem[i].empty() && !handled(p->round.files[i])) {
         stats->files_mismatch++;
         observer->Notice(p->round.files[i].path + ": skipped, " + p->problem[i]);
       }
@@ -231,6 +287,7 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
       std::vector<DedupeDest> dests;
       std::vector<uint32_t> dest_file;
       for (const auto& d : op.dests) {
+        if (handled(files[d.file])) continue;
         if (p->fds[op.source] < 0) {
           stats->skipped["source " + p->problem[op.source]] += op.length;
           continue;
@@ -243,6 +300,27 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
         dest_file.push_back(d.file);
       }
       if (dests.empty()) continue;
+      if (o.hardlink && !o.dry_run) {
+        for (size_t k = 0; k < dests.size(); ++k) {
+          const PlanFileRef& sf = files[op.source];
+          const PlanFileRef& df = files[dest_file[k]];
+          if (dests[k].offset != op.offset || sf.size != df.size) {
+            stats->skipped["partial duplicate (hardlink mode links whole files only)"] += op.length;
+            continue;
+          }
+          linked.insert({df.dev, df.ino});
+          Status ls = LinkWhole(sys, p->fds[op.source], dests[k].fd, df, &cmp_a, &cmp_b);
+          if (ls.ok()) {
+            stats->files_linked++;
+            stats->bytes_linked += df.size;
+          } else {
+            stats->skipped[ls.code() == Status::Code::kIoError ? ReasonFor(ls.errnum()) : ls.message()] += df.size;
+            if (ls.code() == Status::Code::kIoError) stats->errors++;
+            observer->Notice(df.path + ": not linked, " + ls.message());
+          }
+        }
+        continue;
+      }
       if (o.dry_run) {
         if (o.on_dry_run) {
           std::string line = "{\"round\":" + std::to_string(p->round.index) + ",\"source\":" +
@@ -307,7 +385,18 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
       }
     }
     for (int fd : p->fds) sys.Close(fd);
+    if (o.journal && !o.dry_run) {
+      Status j = o.journal->MarkDone(p->round.index);
+      if (!j.ok()) {
+        result = j;
+        break;
+      }
+    }
     stats->rounds_done++;
+    if (o.deadline != std::chrono::steady_clock::time_point{} && std::chrono::steady_clock::now() >= o.deadline) {
+      stats->deadline_reached = true;
+      deadline_hit = true;
+    }
     observer->Progress({"dedupe", done_bytes, h.planned_bytes, stats->rounds_done, stats->rounds});
   }
   {
@@ -321,7 +410,9 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
     for (int fd : q->fds) sys.Close(fd);
   queue.clear();
   if (!result.ok()) return result;
-  if (stats->interrupted) return Status::Interrupted("stopped after round " + std::to_string(stats->rounds_done));
+  if (stats->interrupted)
+    return Status::Interrupted(std::string(stats->deadline_reached ? "deadline reached" : "stopped") + " after " +
+                               std::to_string(stats->rounds_done) + " rounds");
   return Status::Ok();
 }
 

@@ -31,6 +31,10 @@ struct ApplyOptions {
   std::chrono::steady_clock::time_point deadline{};
   uint64_t max_rate = 0;      // prefetch read bandwidth limit in bytes/s (0 = none)
   Journal* journal = nullptr; // finished rounds are skipped and recorded here
+  // Hardlink mode, for filesystems without reflink: each whole-file destination is
+  // compared byte for byte with its source and then replaced by a hardlink to it
+  // (temporary name, link, rename). Linked files change together from then on.
+  bool hardlink = false;
   // Called for each operation in dry-run mode with a one-line description.
   std::function<void(const std::string&)> on_dry_run;
 };
@@ -41,6 +45,7 @@ struct ApplyStats {
   uint64_t ops = 0;
   uint64_t bytes_planned = 0;
   uint64_t bytes_deduped = 0;
+  uint64_t files_linked = 0, bytes_linked = 0;  // hardlink mode
   uint64_t bytes_prefetched = 0;
   uint64_t files_checked = 0;
   uint64_t files_mismatch = 0;

@@ -164,6 +164,42 @@ class PosixSys final : public Sys {
 
   Result<FsIdentity> Identify(int fd) override { return IdentifyFilesystem(fd); }
 
+  Status ReplaceWithLink(int src_fd, const std::string& dest_path, const FileStat& dest) override {
+    const size_t slash = dest_path.rfind('/');
+    if (slash == std::string::npos) return Status::Invalid(dest_path + ": not an absolute path");
+    const std::string dir = slash == 0 ? "/" : dest_path.substr(0, slash);
+    const std::string name = dest_path.substr(slash + 1);
+    long dfd = Openat2(AT_FDCWD, dir.c_str(), O_DIRECTORY);
+    if (dfd < 0) return Status::Io("open " + dir, errno);
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{int(dfd)};
+    auto still = [&]() -> Status {
+      auto now = StatAt(int(dfd), name);
+      if (!now.ok()) return now.status();
+      if (now->dev != dest.dev || now->ino != dest.ino || now->size != dest.size || now->mtime_ns != dest.mtime_ns ||
+          now->ctime_ns != dest.ctime_ns)
+        return Status::Mismatch("changed while being compared");
+      return Status::Ok();
+    };
+    OANS_RETURN_IF_ERROR(still());
+    const std::string tmp = "." + name.substr(0, 200) + ".oans-link-" + std::to_string(::getpid());
+    // AT_EMPTY_PATH links the open inode itself, not whatever its path names now.
+    if (::linkat(src_fd, "", int(dfd), tmp.c_str(), AT_EMPTY_PATH) != 0) return Status::Io("link " + dest_path, errno);
+    Status last = still();
+    if (!last.ok()) {
+      ::unlinkat(int(dfd), tmp.c_str(), 0);
+      return last;
+    }
+    if (::renameat(int(dfd), tmp.c_str(), int(dfd), name.c_str()) != 0) {
+      int e = errno;
+      ::unlinkat(int(dfd), tmp.c_str(), 0);
+      return Status::Io("rename over " + dest_path, e);
+    }
+    return Status::Ok();
+  }
+
  private:
   static long Openat2(int dirfd, const char* path, int extra_flags) {
     struct open_how how;

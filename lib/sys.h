@@ -84,6 +84,13 @@ class Sys {
   // FS_IOC_GETFLAGS; 0 when unsupported.
   virtual uint32_t InodeFlags(int fd) = 0;
   virtual Result<FsIdentity> Identify(int fd) = 0;
+  // Replaces the file at dest_path with a hardlink to src_fd's inode, atomically: a link
+  // under a temporary name in the same directory, then rename over dest_path. Refuses
+  // (kMismatch) unless dest_path still names the inode `dest` describes, unchanged.
+  virtual Status ReplaceWithLink(int src_fd, const std::string& dest_path, const FileStat& dest) {
+    (void)src_fd, (void)dest;
+    return Status::Invalid(dest_path + ": hardlinks are not supported here");
+  }
 };
 
 // The real system calls.

@@ -43,6 +43,14 @@ int main(int argc, char** argv) {
   app.add_option("--journal", journal_path,
                  "Record finished rounds in FILE (default PLAN.journal); a later run of the same plan resumes")
       ->type_name("FILE");
+  std::string link = "reflink";
+  app.add_option("--link", link,
+                 "reflink (default): share data with FIDEDUPERANGE on btrfs/XFS. hard: for filesystems without "
+                 "reflink (ext4...), replace each whole-file duplicate by a hardlink to its source after a "
+                 "byte-for-byte compare (temporary name, link, rename; never across filesystems; the source keeps "
+                 "its path and metadata). RISK: hardlinked files are one file from then on; writing to one "
+                 "changes all, and their owners, modes and times become the source's")
+      ->check(CLI::IsMember({"reflink", "hard"}));
   app.add_flag("--no-journal", no_journal, "Do not keep a journal: every run starts from the first round");
   app.add_flag("-q,--quiet", quiet, "Print only errors and the summary's problems");
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
@@ -53,6 +61,7 @@ int main(int argc, char** argv) {
   o.stop = &stop;
   cli::InstallSignalHandlers(&stop);
   cli::RaiseFileLimit();
+  o.hardlink = link == "hard";
   if (deadline_s && !until.empty()) return cli::Fail("oans-apply", "give --deadline or --until, not both");
   if (!until.empty()) {
     auto secs = cli::SecondsUntil(until);
@@ -105,16 +114,20 @@ int main(int argc, char** argv) {
     std::string reasons;
     for (auto& [k, v] : s.skipped) reasons += (reasons.empty() ? "" : ",") + JsonString(k) + ":" + std::to_string(v);
     std::printf(
-        "{\"rounds\":%llu,\"rounds_done\":%llu,\"rounds_from_journal\":%llu,\"operations\":%llu,\"bytes_planned\":%llu,\"bytes_deduped\":%llu,"
+        "{\"rounds\":%llu,\"rounds_done\":%llu,\"rounds_from_journal\":%llu,\"operations\":%llu,\"bytes_planned\":%llu,\"bytes_deduped\":%llu,\"files_linked\":%llu,\"bytes_linked\":%llu,"
         "\"bytes_prefetched\":%llu,\"bytes_skipped\":%llu,\"skipped\":{%s},\"files_checked\":%llu,"
         "\"files_changed\":%llu,\"errors\":%llu,\"interrupted\":%s,\"dry_run\":%s}\n",
         (unsigned long long)s.rounds, (unsigned long long)s.rounds_done, (unsigned long long)s.rounds_from_journal,
         (unsigned long long)s.ops,
-        (unsigned long long)s.bytes_planned, (unsigned long long)s.bytes_deduped,
+        (unsigned long long)s.bytes_planned, (unsigned long long)s.bytes_deduped, (unsigned long long)s.files_linked,
+        (unsigned long long)s.bytes_linked,
         (unsigned long long)s.bytes_prefetched, (unsigned long long)s.bytes_skipped(), reasons.c_str(),
         (unsigned long long)s.files_checked, (unsigned long long)s.files_mismatch, (unsigned long long)s.errors,
         s.interrupted ? "true" : "false", o.dry_run ? "true" : "false");
   } else if (!quiet || s.bytes_skipped() || s.interrupted) {
+    if (o.hardlink)
+      std::fprintf(stderr, "oans-apply: hardlinked %llu files (%s)\n", (unsigned long long)s.files_linked,
+                   FormatSize(s.bytes_linked).c_str());
     std::fprintf(stderr, "oans-apply: %s%llu of %llu rounds, %llu operations; deduped %s of %s planned\n",
                  o.dry_run ? "dry run: " : "", (unsigned long long)(s.rounds_done + s.rounds_from_journal),
                  (unsigned long long)s.rounds,
@@ -128,5 +141,6 @@ int main(int argc, char** argv) {
                    s.deadline_reached ? "deadline reached" : "stopped early");
   }
   if (s.interrupted) return cli::kStopped;
+  if (o.hardlink && s.files_linked == 0 && s.bytes_skipped()) return cli::kPartial;
   return (s.bytes_skipped() || s.files_mismatch || s.errors) ? cli::kPartial : cli::kOk;
 }
