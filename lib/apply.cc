@@ -100,9 +100,33 @@ class FileChecker {
   std::unordered_map<uint64_t, bool> dev_ok_;
 };
 
+// Keeps the average read rate of every thread together at or below a limit.
+class RateLimiter {
+ public:
+  explicit RateLimiter(uint64_t bytes_per_s) : rate_(bytes_per_s), start_(std::chrono::steady_clock::now()) {}
+  void Account(uint64_t bytes) {
+    if (!rate_) return;
+    std::chrono::steady_clock::time_point due;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      total_ += bytes;
+      due = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(double(total_) / double(rate_)));
+    }
+    std::this_thread::sleep_until(due);
+  }
+
+ private:
+  const uint64_t rate_;
+  const std::chrono::steady_clock::time_point start_;
+  std::mutex mu_;
+  uint64_t total_ = 0;
+};
+
 // Hardlink mode: compares two whole files byte for byte, then replaces dest with a link
 // to src. Both must be unchanged from before the compare to after it.
-Status LinkWhole(Sys& sys, int src_fd, int dst_fd, const PlanFileRef& dst, std::vector<char>* a, std::vector<char>* b) {
+Status LinkWhole(Sys& sys, int src_fd, int dst_fd, const PlanFileRef& dst, std::vector<char>* a, std::vector<char>* b,
+                 RateLimiter* rate) {
   auto s0 = sys.Fstat(src_fd);
   auto d0 = sys.Fstat(dst_fd);
   if (!s0.ok()) return s0.status();
@@ -118,6 +142,7 @@ Status LinkWhole(Sys& sys, int src_fd, int dst_fd, const PlanFileRef& dst, std::
     if (*x != want || *y != want) return Status::Mismatch("changed while being compared");
     if (std::memcmp(a->data(), b->data(), want) != 0) return Status::Mismatch("differs (changed since scan)");
     off += want;
+    rate->Account(2 * want);
   }
   auto s1 = sys.Fstat(src_fd);
   auto d1 = sys.Fstat(dst_fd);
@@ -154,8 +179,7 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
   OANS_RETURN_IF_ERROR(CheckPlanFilesystems(sys, h));
   FileChecker checker(sys, h);
   std::vector<char> buffer(1u << 20);
-  uint64_t read_total = 0;
-  const auto rate_start = std::chrono::steady_clock::now();
+  RateLimiter rate(o.max_rate);
   std::atomic<bool> deadline_hit{false};
   auto should_stop = [&] { return (o.stop && o.stop->load()) || deadline_hit.load(); };
   // Hardlink mode: destinations already handled, by (dev, inode) as planned.
@@ -212,12 +236,7 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
         if (!n.ok() || *n == 0) break;  // the dedupe call will see the problem itself
         off += *n;
         p->prefetched += *n;
-        if (o.max_rate) {
-          // Keep the average read rate at or below --max-rate.
-          read_total += *n;
-          auto due = rate_start + std::chrono::duration<double>(double(read_total) / double(o.max_rate));
-          std::this_thread::sleep_until(due);
-        }
+        rate.Account(*n);
       }
     }
   };
@@ -309,7 +328,7 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
             continue;
           }
           linked.insert({df.dev, df.ino});
-          Status ls = LinkWhole(sys, p->fds[op.source], dests[k].fd, df, &cmp_a, &cmp_b);
+          Status ls = LinkWhole(sys, p->fds[op.source], dests[k].fd, df, &cmp_a, &cmp_b, &rate);
           if (ls.ok()) {
             stats->files_linked++;
             stats->bytes_linked += df.size;

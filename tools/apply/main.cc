@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
                    "Stop cleanly after the round during which DURATION (e.g. 45m, 2h) has passed");
   app.add_option("--until", until, "Stop cleanly after the round during which local time HH:MM is reached")
       ->type_name("HH:MM");
-  cli::AddSize(app, "--max-rate", &o.max_rate, "Limit prefetch reads to RATE bytes per second (e.g. 50M)")
+  cli::AddSize(app, "--max-rate", &o.max_rate, "Limit reads (prefetch, hardlink compare) to RATE bytes per second (e.g. 50M)")
       ->type_name("RATE");
   app.add_option("--io-class", io_class, "I/O scheduling class: best-effort (default) or idle")
       ->check(CLI::IsMember({"best-effort", "idle"}));

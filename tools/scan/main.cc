@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
   cli::AddSize(app, "--min-size", &o.min_size, "Skip files smaller than SIZE (default: keep every non-empty file)");
   app.add_option("--exclude", o.excludes,
                  "Skip paths matching GLOB (with a '/': the whole path, otherwise the name); repeatable")
-      ->type_name("GLOB");
+      ->type_name("GLOB")
+      ->allow_extra_args(false);  // one GLOB per --exclude, so roots can follow
   app.add_option("--io-threads", o.io_threads, "Reader threads (default: 8 on SSD, 1 on HDD)")
       ->check(CLI::Range(1, 256));
   app.add_option("--storage", storage, "Storage kind: auto, ssd or hdd (default auto: sysfs plus a seek test)")

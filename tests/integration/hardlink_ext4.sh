@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Hardlink mode on ext4 (no reflink): whole-file duplicates become hardlinks to their
+# source after a byte-for-byte compare; a file changed during the compare is left as the
+# writer left it; reflink mode on ext4 reports EOPNOTSUPP and changes nothing.
+source "$(dirname "$0")/lib.sh"
+it_init "$1"
+mkfs_mount ext4 512M
+make_tree "$MNT/orig"
+cp -a "$MNT/orig" "$MNT/copy"
+python3 - "$MNT" <<'PY'
+import random, sys
+m = sys.argv[1]
+import os
+data = random.Random(77).randbytes(24 << 20)
+for d in ("a", "b"):
+    os.makedirs(f"{m}/slow/{d}")
+    open(f"{m}/slow/{d}/slow.bin", "wb").write(data)
+PY
+sync
+before=$(checksums "$MNT")
+"$BIN/oans-scan" --quiet --exclude slow "$MNT" -o "$WORK/idx"
+"$BIN/oans-plan" --quiet --whole-files-only "$WORK/idx" -o "$WORK/plan"
+
+# Reflink mode cannot work on ext4: every destination is reported, nothing changes.
+set +e
+"$BIN/oans-apply" --no-journal "$WORK/plan" 2> "$WORK/reflink.err"; rc=$?
+set -e
+[ $rc = 1 ] && grep -q EOPNOTSUPP "$WORK/reflink.err" || fail "reflink mode on ext4: rc $rc, $(tail -3 "$WORK/reflink.err")"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed"
+pass "reflink mode on ext4 reports EOPNOTSUPP and changes nothing"
+
+# Hardlink mode, with a writer changing a file while it is being compared (the rate
+# limit makes the 48 MiB compare take about 6 s; the writer strikes after 2 s).
+"$BIN/oans-scan" --quiet "$MNT/slow" -o "$WORK/slow.idx"
+"$BIN/oans-plan" --quiet --whole-files-only "$WORK/slow.idx" -o "$WORK/slow.plan"
+( sleep 2; printf 'written during the compare' | dd of="$MNT/slow/b/slow.bin" bs=1 seek=$((1 << 20)) conv=notrunc status=none ) &
+writer=$!
+set +e
+"$BIN/oans-apply" --link=hard --max-rate 8M --no-journal "$WORK/slow.plan" 2> "$WORK/slow.err"; rc=$?
+set -e
+wait $writer
+cat "$WORK/slow.err"
+[ $rc = 1 ] || fail "expected exit 1 (the file changed), got $rc"
+grep -q "slow.bin: not linked, changed while being compared" "$WORK/slow.err" || fail "change during compare not reported"
+python3 - "$MNT" <<'PY' || fail "a file changed during the compare lost the writer's data"
+import random, sys
+m = sys.argv[1]
+data = bytearray(random.Random(77).randbytes(24 << 20))
+orig = bytes(data)
+data[1 << 20:(1 << 20) + 26] = b"written during the compare"
+a, b = open(f"{m}/slow/a/slow.bin", "rb").read(), open(f"{m}/slow/b/slow.bin", "rb").read()
+assert (a, b) in ((orig, bytes(data)), (bytes(data), orig)), "contents wrong"
+PY
+[ "$(stat -c %i "$MNT/slow/a/slow.bin")" != "$(stat -c %i "$MNT/slow/b/slow.bin")" ] || fail "changed file was linked"
+pass "a file changed during the compare keeps the writer's data and is not linked"
+
+ino_src=$(stat -c %i "$MNT/orig/media/big1.bin")
+"$BIN/oans-apply" --link=hard --no-journal "$WORK/plan"
+
+ino_a=$(stat -c %i "$MNT/orig/media/big1.bin")
+ino_b=$(stat -c %i "$MNT/copy/media/big1.bin")
+[ "$ino_a" = "$ino_b" ] || fail "copy/media/big1.bin is not a link to the original"
+[ "$(stat -c %h "$MNT/orig/media/big1.bin")" = 2 ] || fail "link count of big1.bin"
+ls -a "$MNT/copy/src" "$MNT/orig/src" | grep -q "oans-link" && fail "a temporary link was left behind"
+after=$(checksums "$MNT" | grep -v "slow/")
+[ "$(echo "$before" | grep -v "slow/")" = "$after" ] || fail "contents changed"
+pass "whole-file duplicates are hardlinks to their source, contents unchanged"
