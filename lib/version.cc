@@ -5,8 +5,8 @@
 
 namespace oans {
 std::string ToolVersion() { return OANS_VERSION; }
-std::string ToolVersionString() {
-  return std::string("oans ") + OANS_VERSION + " (index format " + std::to_string(kIndexFormatVersion) +
-         ", plan format " + std::to_string(kPlanFormatVersion) + ")";
+std::string ToolVersionString(const std::string& tool) {
+  return tool + " (oans) " + OANS_VERSION + ", index format " + std::to_string(kIndexFormatVersion) +
+         ", plan format " + std::to_string(kPlanFormatVersion);
 }
 }  // namespace oans

@@ -13,9 +13,9 @@ expect_error() {  # expect_error PATTERN CMD... : exit 2 and PATTERN on stderr
   grep -q -- "$pat" "$WORK/err" || fail "$*: message lacks '$pat': $(cat "$WORK/err")"
   pass "$* -> $(head -1 "$WORK/err")"
 }
-for t in scan plan apply cat; do
+for t in scan plan apply cat diff; do
   "$BIN/oans-$t" --help | grep -q "Exit codes" || fail "oans-$t --help lacks exit codes"
-  "$BIN/oans-$t" --version | grep -q "^oans " || fail "oans-$t --version"
+  "$BIN/oans-$t" --version | grep -q "^oans-$t (oans) " || fail "oans-$t --version"
 done
 pass "--help and --version on every tool"
 

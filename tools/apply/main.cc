@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
       "never shared.\n"
       "Example: oans-apply plan.capnp",
       "oans-apply"};
-  app.set_version_flag("--version", ToolVersionString());
+  app.set_version_flag("--version", ToolVersionString("oans-apply"));
   ApplyOptions o;
   std::string plan_path, prefetch = "on", progress = "auto", journal_path, until, io_class = "best-effort";
   bool quiet = false, json = false, no_journal = false;

@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Print an oans extent index or dedupe plan as JSON lines, one object per line:\n"
                "a header, then one line per file (index) or per round (plan), then an end line.",
                "oans-cat"};
-  app.set_version_flag("--version", ToolVersionString());
+  app.set_version_flag("--version", ToolVersionString("oans-cat"));
   std::string path;
   bool blocks = false;
   app.add_option("file", path, "Index or plan file ('-' for standard input)")->required()->type_name("FILE");

@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
                "(same inode, new path) between two indexes of the same trees, one per line.\n"
                "Example: oans-diff monday.idx tuesday.idx --json",
                "oans-diff"};
-  app.set_version_flag("--version", ToolVersionString());
+  app.set_version_flag("--version", ToolVersionString("oans-diff"));
   std::string old_path, new_path;
   bool json = false;
   app.add_option("old", old_path, "The earlier index")->required()->type_name("OLD");

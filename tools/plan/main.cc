@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
       "different filesystems are never paired.\n"
       "Example: oans-scan /srv/data | oans-plan --stats > plan.capnp",
       "oans-plan"};
-  app.set_version_flag("--version", ToolVersionString());
+  app.set_version_flag("--version", ToolVersionString("oans-plan"));
   PlanOptions o;
   std::string output = "-", progress = "auto", format = "plan";
   bool stats_flag = false, json = false, quiet = false, no_blocks = false;

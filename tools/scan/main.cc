@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
       "Files that vanish or cannot be read are recorded as errors and the walk goes on.\n"
       "Example: oans-scan /srv/data | oans-plan > plan.capnp",
       "oans-scan"};
-  app.set_version_flag("--version", ToolVersionString());
+  app.set_version_flag("--version", ToolVersionString("oans-scan"));
   ScanOptions o;
   std::string output = "-";
   std::string storage = "auto", order = "auto", progress = "auto";
