@@ -23,12 +23,10 @@ namespace oans {
 namespace {
 
 struct Candidate {
-  WalkEntry entry;
+  WalkEntry entry;  // with its extents and inode flags when the walk could map it
   std::vector<std::string> other_paths;
   uint32_t fs = 0;
   uint64_t first_physical = UINT64_MAX;
-  std::vector<FiemapExtent> extents;  // filled by the physical-order pre-pass
-  bool mapped = false;
 };
 
 struct PrevKey {
@@ -65,6 +63,19 @@ FileEntry ReadOne(Sys& sys, Candidate& c, const ScanOptions& o, const IndexHeade
   e.ctime_ns = c.entry.st.ctime_ns;
   e.nlink = c.entry.st.nlink;
   e.other_paths = std::move(c.other_paths);
+  // Unchanged since the previous index and mapped by the walk: nothing to open.
+  auto p = prev.find(PrevKey{header.filesystems[c.fs].Key(), e.ino});
+  const bool unchanged = p != prev.end() && FileIdentity::Of(e).UnchangedFrom(p->second.id);
+  if (unchanged && c.entry.mapped) {
+    e.extents = std::move(c.entry.extents);
+    e.inode_flags = c.entry.inode_flags;
+    e.hash = p->second.hash;
+    e.block_hashes = p->second.blocks;
+    e.hashed = true;
+    e.reused = true;
+    *reused = true;
+    return e;
+  }
   auto fail = [&](const Status& s) {
     e.error = s.message();
     e.errnum = s.errnum();
@@ -87,16 +98,16 @@ FileEntry ReadOne(Sys& sys, Candidate& c, const ScanOptions& o, const IndexHeade
   e.mtime_ns = st->mtime_ns;
   e.ctime_ns = st->ctime_ns;
   e.nlink = st->nlink;
-  e.inode_flags = sys.InodeFlags(*fd);
-  if (c.mapped) {
-    e.extents = std::move(c.extents);
+  if (c.entry.mapped) {
+    e.inode_flags = c.entry.inode_flags;
+    e.extents = std::move(c.entry.extents);
   } else {
+    e.inode_flags = sys.InodeFlags(*fd);
     std::vector<FiemapExtent> ext;
     Status fs = sys.Fiemap(*fd, &ext);
     if (fs.ok()) e.extents = std::move(ext);  // no extent map is not fatal: nothing is shared then
   }
   if (e.size == 0) return fail(Status::Mismatch("became empty since the walk"));
-  auto p = prev.find(PrevKey{header.filesystems[c.fs].Key(), e.ino});
   if (p != prev.end() && FileIdentity::Of(e).UnchangedFrom(p->second.id)) {
     e.hash = p->second.hash;
     e.block_hashes = p->second.blocks;
@@ -181,6 +192,12 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   wo.min_size = o.min_size;
   wo.threads = o.io_threads > 0 ? o.io_threads : 8;
   wo.files_found = &found;
+  // Map each file while the walk has it open: no second lookup, and the read order
+  // (physical offset of the first extent) is known before any data is read.
+  wo.on_file = [&sys](int fd, WalkEntry* e) {
+    e->mapped = sys.Fiemap(fd, &e->extents).ok();
+    e->inode_flags = sys.InodeFlags(fd);
+  };
   tbb::global_control allow_walkers(tbb::global_control::max_allowed_parallelism,
                                     size_t(std::max<int>(wo.threads, int(std::thread::hardware_concurrency()))));
   auto walked = Walk(sys, header.roots, wo);
@@ -195,21 +212,26 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   observer->Progress({"walk", 0, 0, w.files.size(), w.files.size()});
 
   // Hardlinks: one record per inode, the smallest path first, the others alongside.
-  std::sort(w.files.begin(), w.files.end(), [](const WalkEntry& a, const WalkEntry& b) {
+  // An index is sorted rather than the entries themselves, so each entry moves once.
+  std::vector<uint32_t> by_inode(w.files.size());
+  for (uint32_t i = 0; i < by_inode.size(); ++i) by_inode[i] = i;
+  std::sort(by_inode.begin(), by_inode.end(), [&](uint32_t x, uint32_t y) {
+    const WalkEntry &a = w.files[x], &b = w.files[y];
     return std::tie(a.st.dev, a.st.ino, a.path) < std::tie(b.st.dev, b.st.ino, b.path);
   });
   std::vector<Candidate> cands;
   cands.reserve(w.files.size());
-  for (auto& f : w.files) {
+  for (uint32_t i : by_inode) {
+    WalkEntry& f = w.files[i];
     if (!cands.empty() && cands.back().entry.st.dev == f.st.dev && cands.back().entry.st.ino == f.st.ino) {
       cands.back().other_paths.push_back(std::move(f.path));
       stats->hardlinks++;
       continue;
     }
-    Candidate c;
-    c.entry = std::move(f);
-    cands.push_back(std::move(c));
+    cands.emplace_back();
+    cands.back().entry = std::move(f);
   }
+  std::vector<uint32_t>().swap(by_inode);
   std::vector<WalkEntry>().swap(w.files);
 
   // Filesystems: identify each st_dev once through one of its files.
@@ -278,23 +300,12 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
                             size_t(std::max<int>(stats->threads, int(std::thread::hardware_concurrency()))));
   tbb::task_arena arena(stats->threads);
   if (stats->order == ReadOrder::kPhysical) {
-    // Map every file first (metadata only), then read in order of the first extent.
-    arena.execute([&] {
-      tbb::parallel_for(size_t(0), cands.size(), [&](size_t i) {
-        Candidate& c = cands[i];
-        auto fd = sys.OpenNoFollow(c.entry.path);
-        if (!fd.ok()) return;
-        if (sys.Fiemap(*fd, &c.extents).ok()) {
-          c.mapped = true;
-          for (const auto& e : c.extents)
-            if (!(e.flags & (kExtentInline | kExtentDelalloc | kExtentUnknown))) {
-              c.first_physical = e.physical;
-              break;
-            }
+    for (auto& c : cands)
+      for (const auto& e : c.entry.extents)
+        if (!(e.flags & (kExtentInline | kExtentDelalloc | kExtentUnknown))) {
+          c.first_physical = e.physical;
+          break;
         }
-        sys.Close(*fd);
-      });
-    });
     std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
       return std::tie(a.first_physical, a.entry.st.ino) < std::tie(b.first_physical, b.entry.st.ino);
     });

@@ -60,7 +60,8 @@ class PosixSys final : public Sys {
     int e = errno;
     if (dirfd != AT_FDCWD) ::close(dirfd);
     if (fd < 0) return Status::Io("open " + path, e);
-    ClearNonblock(int(fd));
+    // O_NONBLOCK stays: it keeps a FIFO swapped in for a file from blocking the open and
+    // has no effect on reads of regular files.
     return int(fd);
   }
 
@@ -73,7 +74,6 @@ class PosixSys final : public Sys {
     while (fd < 0 && errno == EINTR);
     if (fd < 0 && errno == EPERM) fd = ::openat(dirfd, name.c_str(), flags);
     if (fd < 0) return Status::Io("open " + name, errno);
-    if (!directory) ClearNonblock(fd);
     return fd;
   }
 
@@ -210,10 +210,6 @@ class PosixSys final : public Sys {
     do fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
     while (fd < 0 && errno == EINTR);
     return fd;
-  }
-  static void ClearNonblock(int fd) {
-    int fl = ::fcntl(fd, F_GETFL);
-    if (fl >= 0 && (fl & O_NONBLOCK)) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   }
 };
 

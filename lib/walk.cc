@@ -11,6 +11,7 @@
 #include <tbb/task_group.h>
 
 #include <climits>
+#include <deque>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -28,7 +29,7 @@ struct DirHandle {
 };
 
 struct Local {
-  std::vector<WalkEntry> files;
+  std::deque<WalkEntry> files;  // grows without moving what it holds
   std::vector<WalkProblem> problems;
   uint64_t dirs = 0, special = 0, symlinks = 0, mounts = 0, small = 0, excluded = 0;
 };
@@ -69,6 +70,11 @@ class Walker {
         L.excluded++;
         continue;
       }
+      // Regular files (by d_type) are opened at once when a visitor wants them: one
+      // lookup, and the stat comes from the open descriptor.
+      if (o_.on_file && de->d_type == DT_REG) {
+        if (VisitFile(handle->fd(), child, child_path, root, L)) continue;
+      }
       auto st = sys_.StatAt(handle->fd(), child);
       if (!st.ok()) {
         if (st.status().errnum() != ENOENT) L.problems.push_back({child_path, st.status()});
@@ -91,7 +97,8 @@ class Walker {
           L.small++;
           continue;
         }
-        L.files.push_back({std::move(child_path), *st, root});
+        if (o_.on_file && VisitFile(handle->fd(), child, child_path, root, L)) continue;
+        L.files.push_back({std::move(child_path), *st, root, {}, 0, false});
         if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
       } else if (S_ISLNK(mode)) {
         L.symlinks++;
@@ -99,6 +106,35 @@ class Walker {
         L.special++;
       }
     }
+  }
+
+  // Opens a regular file relative to its directory and hands it to on_file. Returns
+  // false when the entry is not a regular file after all (the caller classifies it).
+  bool VisitFile(int dirfd, const std::string& name, std::string& path, uint32_t root, Local& L) {
+    auto fd = sys_.OpenAt(dirfd, name, false);
+    if (!fd.ok()) {
+      int e = fd.status().errnum();
+      if (e == ELOOP) return false;  // a symlink now: classified by the caller
+      if (e != ENOENT) L.problems.push_back({path, fd.status()});
+      return true;
+    }
+    auto st = sys_.Fstat(*fd);
+    if (!st.ok() || !S_ISREG(st->mode)) {
+      sys_.Close(*fd);
+      if (!st.ok()) L.problems.push_back({path, st.status()});
+      return st.ok() ? false : true;
+    }
+    if (st->size == 0 || st->size < o_.min_size) {
+      sys_.Close(*fd);
+      L.small++;
+      return true;
+    }
+    WalkEntry e{std::move(path), *st, root, {}, 0, false};
+    o_.on_file(*fd, &e);
+    sys_.Close(*fd);
+    L.files.push_back(std::move(e));
+    if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
+    return true;
   }
 
   Result<WalkResult> Run(const std::vector<std::string>& roots) {
@@ -113,7 +149,7 @@ class Walker {
           continue;
         }
         if (S_ISREG(st->mode)) {
-          if (st->size > 0 && st->size >= o_.min_size) local_.local().files.push_back({root, *st, i});
+          if (st->size > 0 && st->size >= o_.min_size) local_.local().files.push_back({root, *st, i, {}, 0, false});
           continue;
         }
         if (!S_ISDIR(st->mode)) {
@@ -125,8 +161,12 @@ class Walker {
       }
       tasks_.wait();
     });
+    size_t total = 0;
+    for (auto& L : local_) total += L.files.size();
+    out.files.reserve(total);
     for (auto& L : local_) {
       for (auto& f : L.files) out.files.push_back(std::move(f));
+      L.files.clear();
       for (auto& p : L.problems) out.problems.push_back(std::move(p));
       out.dirs += L.dirs;
       out.skipped_special += L.special;

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@
 
 namespace oans {
 
+struct WalkEntry;
+
 struct WalkOptions {
   // Globs: with a '/', matched against the whole path; without, against the name.
   std::vector<std::string> excludes;
@@ -22,12 +25,20 @@ struct WalkOptions {
   bool one_filesystem = true;
   int threads = 4;
   std::atomic<uint64_t>* files_found = nullptr;  // progress counter, may be null
+  // When set, every regular file kept is opened relative to its directory (no second
+  // path lookup) and this is called with the descriptor, from a walker thread; the stat
+  // in `entry` then comes from that descriptor.
+  std::function<void(int fd, WalkEntry* entry)> on_file;
 };
 
 struct WalkEntry {
   std::string path;
   FileStat st;
   uint32_t root = 0;  // index of the root it was found under
+  // Filled by WalkOptions::on_file while the file is open in the walk:
+  std::vector<FiemapExtent> extents;
+  uint32_t inode_flags = 0;
+  bool mapped = false;  // extents and inode_flags are valid
 };
 
 struct WalkProblem {

@@ -276,6 +276,18 @@ TEST(PlanFile, TrailerMismatch) {
   EXPECT_TRUE(StatusIs(ReadPlanStatus(dir.Join("nohdr")), Status::Code::kCorrupt, "no header"));
 }
 
+TEST(PlanFile, DataAfterTrailerIsCorrupt) {
+  TempDir dir;
+  test::WritePlan(dir.Join("a"), SampleHeader(), {SampleRound(0, 2, 1)});
+  test::WritePlan(dir.Join("b"), SampleHeader(), {SampleRound(0, 2, 1)});
+  // Two plans run together must not pass as the first one alone.
+  test::WriteFile(dir.Join("ab"), test::ReadFile(dir.Join("a")) + test::ReadFile(dir.Join("b")));
+  EXPECT_TRUE(StatusIs(ReadPlanStatus(dir.Join("ab")), Status::Code::kCorrupt, "after the trailer"));
+  test::WriteFile(dir.Join("junk"), test::ReadFile(dir.Join("a")) + "junk");
+  EXPECT_TRUE(StatusIs(ReadPlanStatus(dir.Join("junk")), Status::Code::kCorrupt));
+  EXPECT_OK(ReadPlanStatus(dir.Join("a")));
+}
+
 TEST(PlanFile, IndexGivenToPlanReader) {
   TempDir dir;
   IndexHeader ih;

@@ -1,5 +1,8 @@
 #include "lib/planner.h"
 
+// FileSpec is filled with designated-order aggregates that leave the tail defaulted.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -106,6 +109,16 @@ TEST(Planner, UnsharedRanges) {
     EXPECT_EQ(r.offset % 4096, 0u);
     EXPECT_TRUE(r.length % 4096 == 0 || r.offset + r.length == 30000) << r.offset << "+" << r.length;
   }
+}
+
+TEST(Planner, DataAndIntersectRanges) {
+  std::vector<FiemapExtent> ex = {{0, 1 << 20, 8192, 0}, {65536, 2 << 20, 1000, 0}, {70000, 3 << 20, 5000, 0}};
+  // Widened to 4 KiB and merged where they touch; clipped at the size.
+  EXPECT_EQ(DataRanges(ex, 73000, 4096), (std::vector<Range>{{0, 8192}, {65536, 73000 - 65536}}));
+  EXPECT_TRUE(DataRanges({}, 100, 4096).empty());
+  EXPECT_EQ(IntersectRanges({{0, 100}, {200, 100}}, {{50, 200}}), (std::vector<Range>{{50, 50}, {200, 50}}));
+  EXPECT_TRUE(IntersectRanges({{0, 100}}, {{100, 100}}).empty());
+  EXPECT_TRUE(IntersectRanges({}, {{0, 100}}).empty());
 }
 
 // ---- RunPlan on synthetic indexes ----------------------------------------------------
@@ -348,6 +361,23 @@ TEST(Planner, PartlySharingDestGetsTheRest) {
   EXPECT_EQ(r.stats.planned_bytes, 512u << 10);
 }
 
+TEST(Planner, HolesInTheSourceAreNotPlanned) {
+  TempDir dir;
+  FileSpec a{"a", Blocks(1, 8)}, b{"b", Blocks(1, 8), 20 << 20};
+  a.extents = {{0, 10 << 20, 256 << 10, 0}, {512 << 10, (10 << 20) + (512 << 10), 512 << 10, kExtentLast}};
+  WriteSpecIndex(dir.Join("a.idx"), {a, b});
+  PlanRun r = Plan(dir, Opts({dir.Join("a.idx")}));
+  ASSERT_OK(r.status);
+  CheckPlanInvariants(r, 32 << 20);
+  ASSERT_EQ(r.ops.size(), 2u);
+  EXPECT_EQ(r.Path(0, r.ops[0].source), "/r/a");
+  std::vector<Range> got;
+  for (const auto& op : r.ops) got.push_back({op.offset, op.length});
+  std::sort(got.begin(), got.end(), [](const Range& x, const Range& y) { return x.offset < y.offset; });
+  EXPECT_EQ(got, (std::vector<Range>{{0, 256 << 10}, {512 << 10, 512 << 10}}));
+  EXPECT_EQ(r.stats.planned_bytes, 768u << 10);
+}
+
 TEST(Planner, DifferentFilesystemsNeverPaired) {
   TempDir dir;
   // Two indexes of two filesystems, the same content on both.
@@ -366,12 +396,18 @@ TEST(Planner, DifferentFilesystemsNeverPaired) {
   // One index naming two filesystems.
   WriteSpecIndex(dir.Join("c.idx"),
                  {{"c1", Blocks(1, 8), 10 << 20, 0, 0}, {"c2", Blocks(1, 8), 20 << 20, 0, 1},
-                  {"c3", {7, 8, 9, 1, 2, 3}, 30 << 20, 0, 1}},
+                  {"c3", {300, 301, 1, 2}, 30 << 20, 0, 0}},  // shares blocks 1, 2 with c1 (same fs)
                  {Fs("UUID-A", 5), Fs("UUID-B", 5)});
   r = Plan(dir, Opts({dir.Join("c.idx")}));
   ASSERT_OK(r.status);
-  EXPECT_TRUE(r.ops.empty());
   EXPECT_EQ(r.stats.filesystems, 2u);
+  EXPECT_EQ(r.stats.whole_groups, 0u);
+  // Only the block run between c1 and c3 (same filesystem); c2's equal blocks are not used.
+  ASSERT_EQ(r.ops.size(), 1u);
+  EXPECT_EQ(r.Path(0, r.ops[0].source), "/r/c1");
+  ASSERT_EQ(r.ops[0].dests.size(), 1u);
+  EXPECT_EQ(r.Path(0, r.ops[0].dests[0].file), "/r/c3");
+  EXPECT_EQ(r.ops[0].length, 2u * kBs);
 }
 
 TEST(Planner, SubvolumesOfOneFilesystemPaired) {
