@@ -31,6 +31,20 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path) {
   }
   out->path_ = path;
   out->name_ = path;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A device or a FIFO (/dev/null, a named pipe): written in place, nothing to rename.
+    if (S_ISDIR(st.st_mode)) return Status::Invalid(path + " is a directory; give a file name");
+    out->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (out->fd_ < 0) return Status::Io("opening " + path, errno);
+    if (::isatty(out->fd_)) {
+      ::close(out->fd_);
+      out->fd_ = -1;
+      return Status::Invalid("refusing to write binary data to a terminal (" + path + ")");
+    }
+    out->direct_ = true;
+    return out;
+  }
   std::random_device rd;
   out->tmp_ = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd() & 0xffffff);
   out->fd_ = ::open(out->tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -44,6 +58,13 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path) {
 
 Status OutputFile::Commit() {
   if (fd_ == STDOUT_FILENO) return Status::Ok();
+  if (direct_) {
+    int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) return Status::Io("writing " + path_, errno);
+    committed_ = true;
+    return Status::Ok();
+  }
   if (::fsync(fd_) != 0) return Status::Io("writing " + path_, errno);
   if (::close(fd_) != 0) {
     fd_ = -1;

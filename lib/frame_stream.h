@@ -34,6 +34,7 @@ class OutputFile {
   int fd_ = -1;
   std::string name_, path_, tmp_;
   bool committed_ = false;
+  bool direct_ = false;  // a device or FIFO, written in place
 };
 
 class InputFile {

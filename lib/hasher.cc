@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace oans {
 
@@ -23,9 +24,27 @@ Result<FileHashes> HashFile(Sys& sys, int fd, uint64_t size, uint32_t block_size
   out.blocks.reserve(size / block_size + 1);
   uint64_t off = 0;
   Status error;
+  // Holes read as zeros: hash zeros for them instead of reading (sparse images).
+  uint64_t data_start = 0, data_end = 0;  // the data segment known to hold `off`
   while (off < size) {
     size_t len = size_t(std::min<uint64_t>(buffer->size(), size - off));
+    if (off >= data_end) {
+      data_start = sys.Seek(fd, off, false);
+      data_end = data_start == UINT64_MAX ? UINT64_MAX : sys.Seek(fd, data_start, true);
+      if (data_start == UINT64_MAX) data_start = size;
+    }
     size_t got = 0;
+    if (off < data_start) {
+      // A whole buffer of hole: no read. Stop at the next data, on a block boundary.
+      uint64_t hole_end = std::min<uint64_t>(data_start, size);
+      uint64_t n = std::min<uint64_t>(len, hole_end - off);
+      n = n / block_size * block_size;
+      if (n > 0) {
+        len = size_t(n);
+        std::memset(buffer->data(), 0, len);
+        got = len;
+      }
+    }
     while (got < len) {
       auto r = sys.Pread(fd, buffer->data() + got, len - got, off + got);
       if (!r.ok()) {

@@ -9,6 +9,7 @@
 namespace oans {
 namespace {
 
+constexpr uint32_t kNoCowFlag = 0x00800000;  // FS_NOCOW_FL
 constexpr uint32_t kUnusableExtent = kExtentInline | kExtentDelalloc | kExtentUnknown;
 
 struct PFile {
@@ -99,7 +100,8 @@ Status Load(const PlanOptions& o, PlanHeader* header, std::vector<PFile>* files,
             f.id = FileIdentity::Of(e);
             f.path = std::move(e.path);
             f.fs = remap[e.fs];
-            f.pair = pairs_of_section[e.fs];
+            // btrfs refuses to share between nodatacow and ordinary files: never pair them.
+            f.pair = pairs_of_section[e.fs] * 2 + ((e.inode_flags & kNoCowFlag) ? 1 : 0);
             f.dev = e.dev;
             f.ino = e.ino;
             f.size = e.size;

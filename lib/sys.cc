@@ -164,6 +164,12 @@ class PosixSys final : public Sys {
 
   Result<FsIdentity> Identify(int fd) override { return IdentifyFilesystem(fd); }
 
+  uint64_t Seek(int fd, uint64_t offset, bool hole) override {
+    off_t r = ::lseek(fd, off_t(offset), hole ? SEEK_HOLE : SEEK_DATA);
+    if (r < 0) return errno == ENXIO ? UINT64_MAX : (hole ? UINT64_MAX : offset);  // unsupported: all data
+    return uint64_t(r);
+  }
+
   Status ReplaceWithLink(int src_fd, const std::string& dest_path, const FileStat& dest) override {
     const size_t slash = dest_path.rfind('/');
     if (slash == std::string::npos) return Status::Invalid(dest_path + ": not an absolute path");

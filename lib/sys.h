@@ -84,6 +84,12 @@ class Sys {
   // FS_IOC_GETFLAGS; 0 when unsupported.
   virtual uint32_t InodeFlags(int fd) = 0;
   virtual Result<FsIdentity> Identify(int fd) = 0;
+  // lseek(SEEK_DATA) (hole = false) or lseek(SEEK_HOLE) (hole = true) from `offset`;
+  // UINT64_MAX when there is no further data. The default knows of no holes.
+  virtual uint64_t Seek(int fd, uint64_t offset, bool hole) {
+    (void)fd;
+    return hole ? UINT64_MAX : offset;
+  }
   // Replaces the file at dest_path with a hardlink to src_fd's inode, atomically: a link
   // under a temporary name in the same directory, then rename over dest_path. Refuses
   // (kMismatch) unless dest_path still names the inode `dest` describes, unchanged.
