@@ -158,13 +158,13 @@ Result<bool> FrameReader::Next(kj::Array<capnp::word>* words) {
     return Status::Corrupt(name_ + " is damaged (a message claims " + std::to_string(body_words * 8) +
                            " bytes, more than the 1 GiB limit)");
   // Read the body in chunks so the allocation grows only with data actually present.
-  std::vector<capnp::word> body;
-  const size_t chunk = (16u << 20) / sizeof(capnp::word);
+  std::vector<uint64_t> body;  // words, as plain integers
+  const size_t chunk = (16u << 20) / sizeof(uint64_t);
   size_t have = 0;
   while (have < body_words) {
     size_t n = std::min<size_t>(chunk, body_words - have);
     body.resize(have + n);
-    auto b = z_.ReadExact(body.data() + have, n * sizeof(capnp::word));
+    auto b = z_.ReadExact(body.data() + have, n * sizeof(uint64_t));
     if (!b.ok()) return b.status();
     if (!*b) return Status::Corrupt(name_ + " is truncated (ends inside a message)");
     have += n;
