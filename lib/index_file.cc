@@ -7,35 +7,14 @@
 #include <cstring>
 
 #include "format/index.capnp.h"
+#include "lib/schema_io.h"
 
 namespace oans {
 namespace {
 
-void FillFs(schema::Filesystem::Builder b, const FsRecord& f) {
-  b.setUuid(f.uuid);
-  b.setSubvolume(f.subvolume);
-  b.setDev(f.dev);
-  b.setFsType(f.type);
-  b.setBlockSize(f.block_size);
-  b.setMountPoint(f.mount_point);
-}
-
-FsRecord ReadFs(schema::Filesystem::Reader r) {
-  FsRecord f;
-  f.uuid = r.getUuid();
-  f.subvolume = r.getSubvolume();
-  f.dev = r.getDev();
-  f.type = r.getFsType();
-  f.block_size = r.getBlockSize();
-  f.mount_point = r.getMountPoint();
-  return f;
-}
-
-kj::ArrayPtr<const kj::byte> Bytes(const std::string& s) {
-  return kj::arrayPtr(reinterpret_cast<const kj::byte*>(s.data()), s.size());
-}
-
-std::string FromData(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
+using schema_io::Bytes;
+using schema_io::FromData;
+using schema_io::ReadFs;
 
 size_t EstimateBytes(const FileEntry& e) {
   return 128 + e.path.size() + e.extents.size() * 32 + e.block_hashes.size() * 16;
@@ -65,7 +44,7 @@ Status IndexWriter::WriteHeader(const IndexHeader& h) {
   auto roots = hb.initRoots(unsigned(h.roots.size()));
   for (unsigned i = 0; i < h.roots.size(); ++i) roots.set(i, Bytes(h.roots[i]));
   auto fss = hb.initFilesystems(unsigned(h.filesystems.size()));
-  for (unsigned i = 0; i < h.filesystems.size(); ++i) FillFs(fss[i], h.filesystems[i]);
+  for (unsigned i = 0; i < h.filesystems.size(); ++i) schema_io::WriteFs(fss[i], h.filesystems[i]);
   hb.setBlockSize(h.block_size);
   hb.setMinSize(h.min_size);
   auto ex = hb.initExcludes(unsigned(h.excludes.size()));

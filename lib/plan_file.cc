@@ -4,15 +4,14 @@
 #include <kj/exception.h>
 
 #include "format/plan.capnp.h"
+#include "lib/schema_io.h"
 #include "lib/sys.h"
 
 namespace oans {
 namespace {
 
-kj::ArrayPtr<const kj::byte> Bytes(const std::string& s) {
-  return kj::arrayPtr(reinterpret_cast<const kj::byte*>(s.data()), s.size());
-}
-std::string FromData(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
+using schema_io::Bytes;
+using schema_io::FromData;
 
 }  // namespace
 
@@ -26,15 +25,7 @@ Status PlanWriter::WriteHeader(const PlanHeader& h) {
   auto roots = b.initRoots(unsigned(h.roots.size()));
   for (unsigned i = 0; i < h.roots.size(); ++i) roots.set(i, Bytes(h.roots[i]));
   auto fss = b.initFilesystems(unsigned(h.filesystems.size()));
-  for (unsigned i = 0; i < h.filesystems.size(); ++i) {
-    const FsRecord& f = h.filesystems[i];
-    fss[i].setUuid(f.uuid);
-    fss[i].setSubvolume(f.subvolume);
-    fss[i].setDev(f.dev);
-    fss[i].setFsType(f.type);
-    fss[i].setBlockSize(f.block_size);
-    fss[i].setMountPoint(f.mount_point);
-  }
+  for (unsigned i = 0; i < h.filesystems.size(); ++i) schema_io::WriteFs(fss[i], h.filesystems[i]);
   b.setRoundSize(h.round_size);
   b.setBlockSize(h.block_size);
   auto idx = b.initIndexes(unsigned(h.indexes.size()));
@@ -134,16 +125,7 @@ Result<std::unique_ptr<PlanReader>> PlanReader::Open(const std::string& path) {
     ph.tool_version = h.getToolVersion();
     ph.created_ns = h.getCreatedNs();
     for (auto r : h.getRoots()) ph.roots.push_back(FromData(r));
-    for (auto f : h.getFilesystems()) {
-      FsRecord r;
-      r.uuid = f.getUuid();
-      r.subvolume = f.getSubvolume();
-      r.dev = f.getDev();
-      r.type = f.getFsType();
-      r.block_size = f.getBlockSize();
-      r.mount_point = f.getMountPoint();
-      ph.filesystems.push_back(r);
-    }
+    for (auto f : h.getFilesystems()) ph.filesystems.push_back(schema_io::ReadFs(f));
     ph.round_size = h.getRoundSize();
     ph.block_size = h.getBlockSize();
     for (auto i : h.getIndexes()) ph.indexes.push_back(i);
