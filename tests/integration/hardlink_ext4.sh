@@ -30,10 +30,10 @@ set -e
 pass "reflink mode on ext4 reports EOPNOTSUPP and changes nothing"
 
 # Hardlink mode, with a writer changing a file while it is being compared (the rate
-# limit makes the 48 MiB compare take about 6 s; the writer strikes after 2 s).
+# limit makes the 48 MiB compare take about 6 s; the writer strikes after 3 s).
 "$BIN/oans-scan" --quiet "$MNT/slow" -o "$WORK/slow.idx"
 "$BIN/oans-plan" --quiet --whole-files-only "$WORK/slow.idx" -o "$WORK/slow.plan"
-( sleep 2; printf 'written during the compare' | dd of="$MNT/slow/b/slow.bin" bs=1 seek=$((1 << 20)) conv=notrunc status=none ) &
+( sleep 3; printf 'written during the compare' | dd of="$MNT/slow/b/slow.bin" bs=1 seek=$((1 << 20)) conv=notrunc status=none ) &
 writer=$!
 set +e
 "$BIN/oans-apply" --link=hard --max-rate 8M --no-journal "$WORK/slow.plan" 2> "$WORK/slow.err"; rc=$?
