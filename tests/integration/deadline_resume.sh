@@ -5,9 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
 mkfs_mount btrfs 512M
-make_tree "$MNT/orig"
-cp -a --reflink=never "$MNT/orig" "$MNT/copy"
-sync
+tree_and_copy
 before=$(checksums "$MNT")
 "$BIN/oans-scan" --quiet "$MNT" -o "$WORK/idx"
 "$BIN/oans-plan" --json --round-size 1M "$WORK/idx" -o "$WORK/plan" 2> "$WORK/plan.json"

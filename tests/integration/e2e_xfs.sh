@@ -5,9 +5,7 @@ source "$(dirname "$0")/lib.sh"
 it_init "$1"
 command -v mkfs.xfs >/dev/null || { echo "SKIP: xfsprogs not installed"; exit 77; }
 mkfs_mount xfs 512M
-make_tree "$MNT/orig"
-cp -a --reflink=never "$MNT/orig" "$MNT/copy"
-sync
+tree_and_copy
 before=$(checksums "$MNT")
 used_before=$(df --output=used -B1 "$MNT" | tail -1)
 

@@ -101,6 +101,13 @@ os.symlink("/etc/passwd", f"{d}/src/outside.symlink")
 PY
 }
 
+# tree_and_copy: MNT/orig holds the sample tree and MNT/copy a non-reflinked copy of it.
+tree_and_copy() {
+  make_tree "$MNT/orig"
+  cp -a --reflink=never "$MNT/orig" "$MNT/copy"
+  sync
+}
+
 # checksums DIR -> "sha256  relative/path" lines, sorted. Works for paths longer than
 # PATH_MAX and reads only the data of sparse files: zero blocks and holes hash alike.
 checksums() {

@@ -5,9 +5,7 @@ source "$(dirname "$0")/lib.sh"
 it_init "$1"
 command -v script >/dev/null || { echo "SKIP: script(1) not installed"; exit 77; }
 mkfs_mount btrfs 512M
-make_tree "$MNT/orig"
-cp -a --reflink=never "$MNT/orig" "$MNT/copy"
-sync
+tree_and_copy
 
 # Under a terminal (script gives the tools a pty) progress shows bytes, percent and ETA.
 script -qec "$BIN/oans-scan -o $WORK/idx $MNT" /dev/null > "$WORK/scan.tty"
