@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <tbb/global_control.h>
-#include <tbb/parallel_for.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
@@ -309,9 +308,8 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
       return std::tie(a.first_physical, a.entry.st.ino) < std::tie(b.first_physical, b.entry.st.ino);
     });
-  } else if (stats->order == ReadOrder::kInode) {
-    // Already sorted by (dev, inode) by the hardlink merge.
   }
+  // Inode order needs nothing: the hardlink merge already sorted by (dev, inode).
 
   IndexWriter writer(out);
   OANS_RETURN_IF_ERROR(writer.WriteHeader(header));
