@@ -1,9 +1,13 @@
 #include "lib/planner.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <unordered_map>
 
+#include "lib/spill.h"
 #include "lib/version.h"
 
 namespace oans {
@@ -12,151 +16,417 @@ namespace {
 constexpr uint32_t kNoCowFlag = 0x00800000;  // FS_NOCOW_FL
 constexpr uint32_t kUnusableExtent = kExtentInline | kExtentDelalloc | kExtentUnknown;
 
-struct PFile {
-  std::string path;
-  uint32_t fs = 0;    // index into the plan's filesystems (uuid + subvolume)
-  uint32_t pair = 0;  // filesystem (uuid) id: only files with equal `pair` are paired
-  uint64_t dev = 0, ino = 0, size = 0;
-  int64_t mtime_ns = 0;
-  FileIdentity id;  // for --since
-  Hash128 hash;
-  std::vector<FiemapExtent> extents;
-  std::vector<Hash128> blocks;
-  uint64_t first_physical = UINT64_MAX;
-  bool changed = true;  // new or changed since --since (always true without it)
-};
-
-struct Unit {
-  uint32_t src = 0;
-  uint64_t offset = 0, length = 0;
-  std::vector<PlanDest> dests;  // file = PFile id, physical filled later
-};
-
 bool SameMapping(const FiemapExtent& a, const FiemapExtent& b) {
   if ((a.flags | b.flags) & kUnusableExtent) return false;
   if ((a.flags | b.flags) & kExtentEncoded) return a.physical == b.physical && a.logical == b.logical;
   return a.physical - a.logical == b.physical - b.logical;
 }
 
-// Loads every index into `files`, one record per (filesystem, inode).
-Status Load(const PlanOptions& o, PlanHeader* header, std::vector<PFile>* files, PlanStats* stats,
-            Observer* observer) {
-  std::map<std::string, uint32_t> fs_index;   // uuid/subvolume -> plan filesystem
-  std::map<std::string, uint32_t> pair_index; // uuid -> pairing id
-  std::unordered_map<std::string, std::unordered_map<uint64_t, uint32_t>> seen;  // fs key -> ino -> file
-  std::vector<uint32_t> remap;
+// What the plan needs of a file beyond its sort keys. Kept in a RecordStore (memory,
+// then a temporary file), looked up by file id.
+struct Detail {
+  std::string path;
+  uint32_t fs = 0;  // index into the plan's filesystems (uuid + subvolume)
+  uint64_t dev = 0, ino = 0, size = 0;
+  int64_t mtime_ns = 0;
+  uint64_t first_physical = UINT64_MAX;
+  std::vector<FiemapExtent> extents;  // sorted by logical offset
+};
+
+struct DetailHead {
+  uint32_t fs, extents;
+  uint64_t dev, ino, size;
+  int64_t mtime_ns;
+  uint64_t first_physical;
+};
+
+std::string EncodeDetail(const Detail& d) {
+  DetailHead h{d.fs, uint32_t(d.extents.size()), d.dev, d.ino, d.size, d.mtime_ns, d.first_physical};
+  std::string out;
+  out.reserve(sizeof h + d.extents.size() * sizeof(FiemapExtent) + d.path.size());
+  out.append(reinterpret_cast<const char*>(&h), sizeof h);
+  out.append(reinterpret_cast<const char*>(d.extents.data()), d.extents.size() * sizeof(FiemapExtent));
+  out.append(d.path);
+  return out;
+}
+
+Status DecodeDetail(const std::string& in, Detail* d) {
+  DetailHead h;
+  if (in.size() < sizeof h) return Status::Corrupt("planner: damaged file record in the temporary store");
+  std::memcpy(&h, in.data(), sizeof h);
+  const size_t ext_bytes = size_t(h.extents) * sizeof(FiemapExtent);
+  if (in.size() < sizeof h + ext_bytes) return Status::Corrupt("planner: damaged file record in the temporary store");
+  d->fs = h.fs;
+  d->dev = h.dev;
+  d->ino = h.ino;
+  d->size = h.size;
+  d->mtime_ns = h.mtime_ns;
+  d->first_physical = h.first_physical;
+  d->extents.resize(h.extents);
+  std::memcpy(d->extents.data(), in.data() + sizeof h, ext_bytes);
+  d->path.assign(in, sizeof h + ext_bytes);
+  return Status::Ok();
+}
+
+// File details by id, with a small cache of recent lookups.
+class Details {
+ public:
+  Details(const std::string& dir, uint64_t budget) : store_(dir, budget) {}
+  Result<uint32_t> Add(const Detail& d) {
+    auto at = store_.Add(EncodeDetail(d));
+    if (!at.ok()) return at.status();
+    offsets_.push_back(*at);
+    return uint32_t(offsets_.size() - 1);
+  }
+  size_t size() const { return offsets_.size(); }
+  Result<std::shared_ptr<const Detail>> Get(uint32_t id) {
+    auto it = cache_.find(id);
+    if (it != cache_.end()) return it->second;
+    if (cache_.size() >= kCache) cache_.clear();
+    OANS_RETURN_IF_ERROR(store_.Get(offsets_[id], &scratch_));
+    auto d = std::make_shared<Detail>();
+    OANS_RETURN_IF_ERROR(DecodeDetail(scratch_, d.get()));
+    cache_.emplace(id, d);
+    return std::shared_ptr<const Detail>(d);
+  }
+  bool spilled() const { return store_.spilled(); }
+
+ private:
+  static constexpr size_t kCache = 4096;
+  RecordStore store_;
+  std::vector<uint64_t> offsets_;
+  std::unordered_map<uint32_t, std::shared_ptr<const Detail>> cache_;
+  std::string scratch_;
+};
+
+// Sort keys. Each stage streams one sorted sequence and feeds the next.
+struct WholeKey {  // whole-file grouping: equal pair, size and hash
+  uint32_t pair, id;
+  uint64_t size;
+  Hash128 hash;
+  uint64_t first_physical;
+};
+struct WholeLess {
+  bool operator()(const WholeKey& a, const WholeKey& b) const {
+    return std::tie(a.pair, a.size, a.hash, a.first_physical, a.id) <
+           std::tie(b.pair, b.size, b.hash, b.first_physical, b.id);
+  }
+};
+struct InodeKey {  // one record per (filesystem, inode) across indexes
+  uint64_t ino;
+  uint32_t fs_key, id;
+};
+struct InodeLess {
+  bool operator()(const InodeKey& a, const InodeKey& b) const {
+    return std::tie(a.fs_key, a.ino, a.id) < std::tie(b.fs_key, b.ino, b.id);
+  }
+};
+struct BlockKey {  // block grouping: equal pair and block hash
+  Hash128 hash;
+  uint32_t pair, file, blk, unused;
+};
+struct BlockLess {
+  bool operator()(const BlockKey& x, const BlockKey& y) const {
+    return std::tie(x.pair, x.hash, x.file, x.blk) < std::tie(y.pair, y.hash, y.file, y.blk);
+  }
+};
+struct PairKey {  // one identical block of a source and a destination
+  uint32_t src, dst, sblk, dblk;
+  int64_t delta() const { return int64_t(dblk) - int64_t(sblk); }
+};
+struct PairLess {
+  bool operator()(const PairKey& x, const PairKey& y) const {
+    return std::make_tuple(x.src, x.dst, x.delta(), x.sblk) < std::make_tuple(y.src, y.dst, y.delta(), y.sblk);
+  }
+};
+struct RunKey {  // a run of identical blocks
+  uint32_t src, dst;
+  uint64_t offset, length, dst_offset;
+};
+struct RunLess {
+  bool operator()(const RunKey& a, const RunKey& b) const {
+    return std::tie(a.src, a.offset, a.length, a.dst, a.dst_offset) <
+           std::tie(b.src, b.offset, b.length, b.dst, b.dst_offset);
+  }
+};
+struct OpKey {  // an operation, by the source's physical offset
+  uint64_t physical, offset, stored, bytes;
+  uint32_t source, unused;
+};
+struct OpLess {
+  bool operator()(const OpKey& a, const OpKey& b) const {
+    return std::tie(a.physical, a.source, a.offset, a.stored) < std::tie(b.physical, b.source, b.offset, b.stored);
+  }
+};
+
+struct Unit {
+  uint32_t src = 0;
+  uint64_t offset = 0, length = 0;
+  std::vector<PlanDest> dests;  // file = file id, physical filled later
+};
+
+std::string EncodeOp(const PlanOp& op) {
+  std::string out;
+  auto put = [&](const auto& v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(op.source);
+  put(op.offset);
+  put(op.length);
+  put(op.physical);
+  put(uint32_t(op.dests.size()));
+  for (const auto& d : op.dests) {
+    put(d.file);
+    put(d.offset);
+    put(d.physical);
+  }
+  return out;
+}
+
+Status DecodeOp(const std::string& in, PlanOp* op) {
+  size_t pos = 0;
+  bool ok = true;
+  auto get = [&](auto* v) {
+    if (pos + sizeof *v > in.size()) {
+      ok = false;
+      return;
+    }
+    std::memcpy(v, in.data() + pos, sizeof *v);
+    pos += sizeof *v;
+  };
+  uint32_t n = 0;
+  get(&op->source);
+  get(&op->offset);
+  get(&op->length);
+  get(&op->physical);
+  get(&n);
+  if (!ok || n > kMaxDedupeDests) return Status::Corrupt("planner: damaged operation in the temporary store");
+  op->dests.resize(n);
+  for (auto& d : op->dests) {
+    get(&d.file);
+    get(&d.offset);
+    get(&d.physical);
+  }
+  return ok ? Status::Ok() : Status::Corrupt("planner: damaged operation in the temporary store");
+}
+
+// The planner's state between stages; memory is bounded by PlanOptions::memory plus a
+// few bytes per file (a detail offset and three flags).
+class Planner {
+ public:
+  Planner(const PlanOptions& o, Observer* observer, PlanStats* stats)
+      : o_(o),
+        observer_(observer),
+        stats_(stats),
+        dir_(TempDirectory(o.temp_dir)),
+        details_(dir_, o.memory / 4),
+        whole_(dir_, o.memory / 5),
+        inodes_(dir_, o.memory / 10),
+        blocks_(dir_, o.memory / 5),
+        ops_(dir_, o.memory / 4),
+        op_store_(dir_, o.memory / 10) {}
+
+  Status Run(OutputFile* out, std::vector<GroupReport>* reports);
+
+ private:
+  Status Load();
+  Status LoadSince(std::unordered_map<std::string, std::unordered_map<uint64_t, FileIdentity>>* old);
+  Status DropDuplicateInodes();
+  Status PlanWholeFiles(std::vector<GroupReport>* reports);
+  Status WholeGroup(const std::vector<uint32_t>& ids, std::vector<GroupReport>* reports);
+  Status PlanBlocks();
+  Status AddOps(const Unit& u);
+  Status WriteRounds(OutputFile* out);
+
+  const PlanOptions& o_;
+  Observer* observer_;
+  PlanStats* stats_;
+  std::string dir_;
+  PlanHeader header_;
+  Details details_;
+  std::vector<uint32_t> pair_of_;  // file id -> pairing id
+  std::vector<bool> changed_, dropped_, is_dest_;
+  ExternalSorter<WholeKey, WholeLess> whole_;
+  ExternalSorter<InodeKey, InodeLess> inodes_;
+  ExternalSorter<BlockKey, BlockLess> blocks_;
+  ExternalSorter<OpKey, OpLess> ops_;
+  RecordStore op_store_;
+};
+
+Status Planner::LoadSince(std::unordered_map<std::string, std::unordered_map<uint64_t, FileIdentity>>* old) {
+  IndexReadOptions ro;
+  ro.allow_truncated = true;
+  auto r = ReadIndex(
+      o_.since, ro, [](const IndexHeader&) { return Status::Ok(); },
+      [&](const IndexHeader& h, std::vector<FileEntry>& batch) {
+        for (auto& e : batch)
+          if (e.hashed) (*old)[h.filesystems[e.fs].Key()][e.ino] = FileIdentity::Of(e);
+        return Status::Ok();
+      });
+  if (!r.ok()) return r.status().Prepend("--since");
+  stats_->since_truncated = r->truncated;
+  if (r->truncated) observer_->Notice("warning: " + o_.since + " is incomplete; files missing from it count as new");
+  return Status::Ok();
+}
+
+// Reads every index once: details to the store, keys to the sorters.
+Status Planner::Load() {
+  std::unordered_map<std::string, std::unordered_map<uint64_t, FileIdentity>> old;
+  if (!o_.since.empty()) OANS_RETURN_IF_ERROR(LoadSince(&old));
+  std::map<std::string, uint32_t> fs_index;    // uuid/subvolume -> plan filesystem
+  std::map<std::string, uint32_t> pair_index;  // uuid -> pairing id
+  std::vector<uint32_t> remap, pairs_of_section;
+  std::vector<const std::unordered_map<uint64_t, FileIdentity>*> old_of_section;
   uint64_t loaded = 0, loaded_bytes = 0;
-  for (const auto& path : o.indexes) {
-    std::vector<uint32_t> pairs_of_section;
+  for (const auto& path : o_.indexes) {
     auto r = ReadIndex(
         path, IndexReadOptions{},
         [&](const IndexHeader& h) {
-          if (header->block_size == 0 || header->indexes.empty()) header->block_size = h.block_size;
-          if (h.block_size != header->block_size)
+          if (header_.block_size == 0 || header_.indexes.empty()) header_.block_size = h.block_size;
+          if (h.block_size != header_.block_size)
             return Status::Invalid(path + " was scanned with --block-size " + std::to_string(h.block_size) +
-                                   " but another index with " + std::to_string(header->block_size) +
+                                   " but another index with " + std::to_string(header_.block_size) +
                                    "; scan them with the same block size");
           for (const auto& root : h.roots)
-            if (std::find(header->roots.begin(), header->roots.end(), root) == header->roots.end())
-              header->roots.push_back(root);
+            if (std::find(header_.roots.begin(), header_.roots.end(), root) == header_.roots.end())
+              header_.roots.push_back(root);
           remap.clear();
           pairs_of_section.clear();
+          old_of_section.clear();
           for (const auto& f : h.filesystems) {
             auto it = fs_index.find(f.Key());
             if (it == fs_index.end()) {
-              header->filesystems.push_back(f);
-              it = fs_index.emplace(f.Key(), uint32_t(header->filesystems.size() - 1)).first;
+              header_.filesystems.push_back(f);
+              it = fs_index.emplace(f.Key(), uint32_t(header_.filesystems.size() - 1)).first;
             }
             remap.push_back(it->second);
             auto p = pair_index.emplace(f.uuid, uint32_t(pair_index.size())).first;
             pairs_of_section.push_back(p->second);
+            auto o = old.find(f.Key());
+            old_of_section.push_back(o == old.end() ? nullptr : &o->second);
           }
-          if (std::find(header->indexes.begin(), header->indexes.end(), path) == header->indexes.end())
-            header->indexes.push_back(path);
+          if (std::find(header_.indexes.begin(), header_.indexes.end(), path) == header_.indexes.end())
+            header_.indexes.push_back(path);
           return Status::Ok();
         },
-        [&](const IndexHeader& h, std::vector<FileEntry>& batch) {
+        [&](const IndexHeader&, std::vector<FileEntry>& batch) -> Status {
           loaded += batch.size();
           for (const auto& e : batch) loaded_bytes += e.size;
-          observer->Progress({"load", loaded_bytes, 0, loaded, 0});
+          observer_->Progress({"load", loaded_bytes, 0, loaded, 0});
           for (auto& e : batch) {
             if (!e.error.empty() || !e.hashed) {
-              stats->skipped_errors++;
+              stats_->skipped_errors++;
               continue;
             }
             bool inline_data = false;
             for (const auto& x : e.extents)
               if (x.flags & kExtentInline) inline_data = true;
             if (inline_data) {
-              stats->skipped_inline++;
+              stats_->skipped_inline++;
               continue;
             }
-            auto& inodes = seen[h.filesystems[e.fs].Key()];
-            if (!inodes.emplace(e.ino, uint32_t(files->size())).second) {
-              stats->duplicate_inodes++;
-              continue;
-            }
-            PFile f;
-            f.id = FileIdentity::Of(e);
-            f.path = std::move(e.path);
-            f.fs = remap[e.fs];
-            // btrfs refuses to share between nodatacow and ordinary files: never pair them.
-            f.pair = pairs_of_section[e.fs] * 2 + ((e.inode_flags & kNoCowFlag) ? 1 : 0);
-            f.dev = e.dev;
-            f.ino = e.ino;
-            f.size = e.size;
-            f.mtime_ns = e.mtime_ns;
-            f.hash = e.hash;
-            f.extents = std::move(e.extents);
-            std::sort(f.extents.begin(), f.extents.end(),
+            Detail d;
+            d.path = std::move(e.path);
+            d.fs = remap[e.fs];
+            d.dev = e.dev;
+            d.ino = e.ino;
+            d.size = e.size;
+            d.mtime_ns = e.mtime_ns;
+            d.extents = std::move(e.extents);
+            std::sort(d.extents.begin(), d.extents.end(),
                       [](const FiemapExtent& a, const FiemapExtent& b) { return a.logical < b.logical; });
-            f.blocks = std::move(e.block_hashes);
-            f.first_physical = PhysicalAt(f.extents, 0);
-            files->push_back(std::move(f));
+            d.first_physical = PhysicalAt(d.extents, 0);
+            auto id = details_.Add(d);
+            if (!id.ok()) return id.status();
+            // btrfs refuses to share between nodatacow and ordinary files: never pair them.
+            const uint32_t pair = pairs_of_section[e.fs] * 2 + ((e.inode_flags & kNoCowFlag) ? 1 : 0);
+            pair_of_.push_back(pair);
+            bool changed = true;
+            if (const auto* o = old_of_section[e.fs]) {
+              auto it = o->find(e.ino);
+              if (it != o->end() && FileIdentity::Of(e).UnchangedFrom(it->second)) changed = false;
+            }
+            changed_.push_back(changed);
+            OANS_RETURN_IF_ERROR(whole_.Add({pair, *id, d.size, e.hash, d.first_physical}));
+            OANS_RETURN_IF_ERROR(inodes_.Add({d.ino, d.fs, *id}));
+            if (o_.blocks) {
+              const uint64_t full = d.size / header_.block_size;
+              for (uint64_t b = 0; b < full && b < e.block_hashes.size(); ++b)
+                OANS_RETURN_IF_ERROR(blocks_.Add({e.block_hashes[b], pair, *id, uint32_t(b), 0}));
+            }
+            if (details_.size() == UINT32_MAX) return Status::Invalid("more than 4 billion files in one plan");
           }
           return Status::Ok();
         });
     if (!r.ok()) return r.status();
   }
-  stats->files = files->size();
-  stats->filesystems = pair_index.size();
-  if (!o.since.empty()) {
-    std::unordered_map<std::string, std::unordered_map<uint64_t, FileIdentity>> old;
-    IndexReadOptions ro;
-    ro.allow_truncated = true;
-    auto r = ReadIndex(
-        o.since, ro, [](const IndexHeader&) { return Status::Ok(); },
-        [&](const IndexHeader& h, std::vector<FileEntry>& batch) {
-          for (auto& e : batch)
-            if (e.hashed) old[h.filesystems[e.fs].Key()][e.ino] = FileIdentity::Of(e);
-          return Status::Ok();
-        });
-    if (!r.ok()) return r.status().Prepend("--since");
-    stats->since_truncated = r->truncated;
-    if (r->truncated) observer->Notice("warning: " + o.since + " is incomplete; files missing from it count as new");
-    for (auto& f : *files) {
-      auto fs = old.find(header->filesystems[f.fs].Key());
-      if (fs == old.end()) continue;
-      auto it = fs->second.find(f.ino);
-      if (it != fs->second.end() && f.id.UnchangedFrom(it->second)) f.changed = false;
+  stats_->filesystems = pair_index.size();
+  dropped_.assign(details_.size(), false);
+  is_dest_.assign(details_.size(), false);
+  return Status::Ok();
+}
+
+// The same inode seen twice (overlapping roots, an index given twice): the first wins.
+Status Planner::DropDuplicateInodes() {
+  InodeKey last{0, UINT32_MAX, 0};
+  OANS_RETURN_IF_ERROR(inodes_.ForEach([&](const InodeKey& k) {
+    if (k.fs_key == last.fs_key && k.ino == last.ino) {
+      dropped_[k.id] = true;
+      stats_->duplicate_inodes++;
+    } else {
+      last = k;
     }
-  }
+    return Status::Ok();
+  }));
+  inodes_ = ExternalSorter<InodeKey, InodeLess>(dir_, 0);
+  stats_->files = details_.size() - stats_->duplicate_inodes;
   return Status::Ok();
 }
 
 // Whole-file groups: equal filesystem, size and hash.
-void PlanWholeFiles(std::vector<PFile>& files, PlanStats* stats, std::vector<Unit>* units, std::vector<bool>* is_dest,
-                    std::vector<GroupReport>* reports, uint32_t align_of_pair_default,
-                    const std::vector<FsRecord>& filesystems) {
-  std::vector<uint32_t> order(files.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    const PFile &x = files[a], &y = files[b];
-    return std::tie(x.pair, x.size, x.hash, x.first_physical, x.path) <
-           std::tie(y.pair, y.size, y.hash, y.first_physical, y.path);
+Status Planner::PlanWholeFiles(std::vector<GroupReport>* reports) {
+  std::vector<uint32_t> group;
+  WholeKey head{};
+  uint64_t done = 0;
+  const uint64_t total = whole_.size();
+  auto flush = [&]() -> Status {
+    Status s = group.size() >= 2 ? WholeGroup(group, reports) : Status::Ok();
+    group.clear();
+    return s;
+  };
+  OANS_RETURN_IF_ERROR(whole_.ForEach([&](const WholeKey& k) -> Status {
+    if (++done % 65536 == 0) observer_->Progress({"group", 0, 0, done, total});
+    if (dropped_[k.id]) return Status::Ok();
+    if (!group.empty() && !(k.pair == head.pair && k.size == head.size && k.hash == head.hash))
+      OANS_RETURN_IF_ERROR(flush());
+    if (group.empty()) head = k;
+    group.push_back(k.id);
+    return Status::Ok();
+  }));
+  OANS_RETURN_IF_ERROR(flush());
+  whole_ = ExternalSorter<WholeKey, WholeLess>(dir_, 0);
+  return Status::Ok();
+}
+
+Status Planner::WholeGroup(const std::vector<uint32_t>& ids, std::vector<GroupReport>* reports) {
+  bool any_changed = false;
+  for (uint32_t m : ids) any_changed |= changed_[m];
+  if (!any_changed) return Status::Ok();
+  stats_->whole_groups++;
+  std::vector<std::shared_ptr<const Detail>> files;
+  std::unordered_map<uint32_t, size_t> slot;
+  for (uint32_t m : ids) {
+    auto d = details_.Get(m);
+    if (!d.ok()) return d.status();
+    slot[m] = files.size();
+    files.push_back(*d);
+  }
+  auto at = [&](uint32_t id) -> const Detail& { return *files[slot[id]]; };
+  // Members in physical order, then by path.
+  std::vector<uint32_t> members = ids;
+  std::sort(members.begin(), members.end(), [&](uint32_t x, uint32_t y) {
+    return std::tie(at(x).first_physical, at(x).path) < std::tie(at(y).first_physical, at(y).path);
   });
   auto sig_less = [&](uint32_t a, uint32_t b) {
-    const auto &x = files[a].extents, &y = files[b].extents;
+    const auto &x = at(a).extents, &y = at(b).extents;
     return std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end(),
                                         [](const FiemapExtent& p, const FiemapExtent& q) {
                                           return std::tie(p.logical, p.physical, p.length) <
@@ -164,7 +434,7 @@ void PlanWholeFiles(std::vector<PFile>& files, PlanStats* stats, std::vector<Uni
                                         });
   };
   auto sig_equal = [&](uint32_t a, uint32_t b) {
-    const auto &x = files[a].extents, &y = files[b].extents;
+    const auto &x = at(a).extents, &y = at(b).extents;
     if (x.empty() || x.size() != y.size()) return false;
     for (size_t i = 0; i < x.size(); ++i)
       if (x[i].logical != y[i].logical || x[i].physical != y[i].physical || x[i].length != y[i].length ||
@@ -172,163 +442,274 @@ void PlanWholeFiles(std::vector<PFile>& files, PlanStats* stats, std::vector<Uni
         return false;
     return true;
   };
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i + 1;
-    const PFile& head = files[order[i]];
-    while (j < order.size() && files[order[j]].pair == head.pair && files[order[j]].size == head.size &&
-           files[order[j]].hash == head.hash)
-      ++j;
-    if (j - i < 2) {
-      i = j;
-      continue;
+  // Source: a member of the largest set that already shares one extent layout; among
+  // equals, the one earliest on disk.
+  std::vector<uint32_t> by_sig = members;
+  std::stable_sort(by_sig.begin(), by_sig.end(), sig_less);
+  uint32_t src = members.front();
+  size_t best = 1;
+  for (size_t a = 0; a < by_sig.size();) {
+    size_t b = a + 1;
+    while (b < by_sig.size() && sig_equal(by_sig[a], by_sig[b])) ++b;
+    if (b - a > best) {
+      best = b - a;
+      src = *std::min_element(by_sig.begin() + long(a), by_sig.begin() + long(b), [&](uint32_t x, uint32_t y) {
+        return std::tie(at(x).first_physical, at(x).path) < std::tie(at(y).first_physical, at(y).path);
+      });
     }
-    std::vector<uint32_t> members(order.begin() + long(i), order.begin() + long(j));
-    i = j;
-    bool any_changed = false;
-    for (uint32_t m : members) any_changed |= files[m].changed;
-    if (!any_changed) continue;
-    stats->whole_groups++;
-    // Source: a member of the largest set that already shares one extent layout;
-    // among equals, the one earliest on disk (members are in physical order).
-    std::vector<uint32_t> by_sig = members;
-    std::stable_sort(by_sig.begin(), by_sig.end(), sig_less);
-    uint32_t src = members.front();
-    size_t best = 1;
-    for (size_t a = 0; a < by_sig.size();) {
-      size_t b = a + 1;
-      while (b < by_sig.size() && sig_equal(by_sig[a], by_sig[b])) ++b;
-      if (b - a > best) {
-        best = b - a;
-        src = *std::min_element(by_sig.begin() + long(a), by_sig.begin() + long(b), [&](uint32_t x, uint32_t y) {
-          return std::tie(files[x].first_physical, files[x].path) < std::tie(files[y].first_physical, files[y].path);
-        });
-      }
-      a = b;
-    }
-    const PFile& s = files[src];
-    const uint64_t align = filesystems[s.fs].block_size ? filesystems[s.fs].block_size : align_of_pair_default;
-    GroupReport report;
-    report.size = s.size;
-    report.source = s.path;
-    // Destinations with the same unshared ranges share one operation.
-    std::map<std::pair<uint64_t, uint64_t>, Unit> by_range;
-    for (uint32_t d : members) {
-      if (d == src) continue;
-      (*is_dest)[d] = true;
-      stats->duplicate_bytes += s.size;
-      std::vector<Range> unshared;
-      if (sig_equal(src, d)) {
-        stats->shared_bytes += s.size;
-      } else {
-        auto shared = SharedRanges(s.extents, files[d].extents, s.size);
-        for (const auto& r : shared) stats->shared_bytes += r.length;
-        unshared = UnsharedRanges(shared, s.size, align);
-        // Holes in the source have nothing to share.
-        if (!s.extents.empty()) unshared = IntersectRanges(unshared, DataRanges(s.extents, s.size, align));
-      }
-      report.dests.push_back(files[d].path);
-      report.dest_shared.push_back(unshared.empty());
-      for (const auto& r : unshared) {
-        Unit& u = by_range[{r.offset, r.length}];
-        u.src = src;
-        u.offset = r.offset;
-        u.length = r.length;
-        u.dests.push_back({d, r.offset, 0});
-      }
-    }
-    for (auto& [k, u] : by_range) units->push_back(std::move(u));
-    if (reports) reports->push_back(std::move(report));
+    a = b;
   }
+  const Detail& s = at(src);
+  const uint64_t align = header_.filesystems[s.fs].block_size ? header_.filesystems[s.fs].block_size : 4096;
+  GroupReport report;
+  report.size = s.size;
+  if (reports) report.source = s.path;
+  // Destinations with the same unshared ranges share one operation.
+  std::map<std::pair<uint64_t, uint64_t>, Unit> by_range;
+  for (uint32_t d : members) {
+    if (d == src) continue;
+    is_dest_[d] = true;
+    stats_->duplicate_bytes += s.size;
+    std::vector<Range> unshared;
+    if (sig_equal(src, d)) {
+      stats_->shared_bytes += s.size;
+    } else {
+      auto shared = SharedRanges(s.extents, at(d).extents, s.size);
+      for (const auto& r : shared) stats_->shared_bytes += r.length;
+      unshared = UnsharedRanges(shared, s.size, align);
+      // Holes in the source have nothing to share.
+      if (!s.extents.empty()) unshared = IntersectRanges(unshared, DataRanges(s.extents, s.size, align));
+    }
+    if (reports) {
+      report.dests.push_back(at(d).path);
+      report.dest_shared.push_back(unshared.empty());
+    }
+    for (const auto& r : unshared) {
+      Unit& u = by_range[{r.offset, r.length}];
+      u.src = src;
+      u.offset = r.offset;
+      u.length = r.length;
+      u.dests.push_back({d, r.offset, 0});
+    }
+  }
+  for (auto& [k, u] : by_range) OANS_RETURN_IF_ERROR(AddOps(u));
+  if (reports) reports->push_back(std::move(report));
+  return Status::Ok();
 }
 
 // Runs of identical blocks between files that are not whole-file destinations.
-void PlanBlocks(const std::vector<PFile>& files, const std::vector<bool>& is_dest, uint32_t bs, PlanStats* stats,
-                std::vector<Unit>* units) {
-  struct B {
-    uint32_t pair;
-    Hash128 hash;
-    uint32_t file;
-    uint32_t blk;
-  };
-  std::vector<B> blocks;
-  for (uint32_t f = 0; f < files.size(); ++f) {
-    if (is_dest[f]) continue;
-    const PFile& p = files[f];
-    const uint64_t full = p.size / bs;
-    for (uint64_t b = 0; b < full && b < p.blocks.size(); ++b) blocks.push_back({p.pair, p.blocks[b], f, uint32_t(b)});
-  }
-  std::sort(blocks.begin(), blocks.end(), [&](const B& x, const B& y) {
-    return std::tie(x.pair, x.hash, x.file, x.blk) < std::tie(y.pair, y.hash, y.file, y.blk);
-  });
-  struct Pair {
-    uint32_t src, dst;
-    uint64_t sblk, dblk;
-  };
-  std::vector<Pair> pairs;
-  for (size_t i = 0; i < blocks.size();) {
-    size_t j = i + 1;
-    while (j < blocks.size() && blocks[j].pair == blocks[i].pair && blocks[j].hash == blocks[i].hash) ++j;
-    if (j - i >= 2) {
-      const B& s = blocks[i];
-      bool any_changed = false, counted = false;
-      for (size_t k = i; k < j; ++k) any_changed |= files[blocks[k].file].changed;
-      for (size_t k = i + 1; k < j && any_changed; ++k) {
-        const B& d = blocks[k];
-        if (d.file == s.file && d.blk == s.blk) continue;
-        const uint64_t so = uint64_t(s.blk) * bs, dof = uint64_t(d.blk) * bs;
-        uint64_t sp = PhysicalAt(files[s.file].extents, so), dp = PhysicalAt(files[d.file].extents, dof);
-        if (sp == UINT64_MAX || dp == UINT64_MAX) continue;  // a hole or inline data: nothing to share
-        if (!counted) {
-          stats->block_groups++;
-          counted = true;
-        }
-        stats->duplicate_bytes += bs;
-        uint64_t sp_end = PhysicalAt(files[s.file].extents, so + bs - 1);
-        uint64_t dp_end = PhysicalAt(files[d.file].extents, dof + bs - 1);
-        if (sp == dp && sp_end == dp_end) {
-          stats->shared_bytes += bs;
-          continue;
-        }
-        pairs.push_back({s.file, d.file, s.blk, d.blk});
-      }
+Status Planner::PlanBlocks() {
+  const uint32_t bs = header_.block_size;
+  ExternalSorter<PairKey, PairLess> pairs(dir_, o_.memory / 4);
+  std::vector<BlockKey> group;
+  auto flush = [&]() -> Status {
+    if (group.size() < 2) {
+      group.clear();
+      return Status::Ok();
     }
-    i = j;
-  }
-  std::vector<B>().swap(blocks);
-  std::sort(pairs.begin(), pairs.end(), [](const Pair& x, const Pair& y) {
-    int64_t dx = int64_t(x.dblk) - int64_t(x.sblk), dy = int64_t(y.dblk) - int64_t(y.sblk);
-    return std::tie(x.src, x.dst, dx, x.sblk) < std::tie(y.src, y.dst, dy, y.sblk);
-  });
-  std::vector<Unit> runs;
-  for (size_t i = 0; i < pairs.size();) {
-    const Pair& p = pairs[i];
-    const int64_t delta = int64_t(p.dblk) - int64_t(p.sblk);
-    const uint64_t max_run = p.src == p.dst ? uint64_t(delta < 0 ? -delta : delta) : UINT64_MAX;
-    size_t j = i + 1;
-    while (j < pairs.size() && pairs[j].src == p.src && pairs[j].dst == p.dst &&
-           int64_t(pairs[j].dblk) - int64_t(pairs[j].sblk) == delta && pairs[j].sblk == pairs[j - 1].sblk + 1 &&
-           j - i < max_run)
-      ++j;
-    Unit u;
-    u.src = p.src;
-    u.offset = p.sblk * bs;
-    u.length = (j - i) * uint64_t(bs);
-    u.dests.push_back({p.dst, p.dblk * bs, 0});
-    runs.push_back(std::move(u));
-    i = j;
-  }
+    bool any_changed = false, counted = false;
+    for (const auto& b : group) any_changed |= changed_[b.file];
+    const BlockKey& s = group.front();
+    for (size_t k = 1; k < group.size() && any_changed; ++k) {
+      const BlockKey& d = group[k];
+      if (d.file == s.file && d.blk == s.blk) continue;
+      auto sd = details_.Get(s.file);
+      if (!sd.ok()) return sd.status();
+      auto dd = details_.Get(d.file);
+      if (!dd.ok()) return dd.status();
+      const uint64_t so = uint64_t(s.blk) * bs, dof = uint64_t(d.blk) * bs;
+      uint64_t sp = PhysicalAt((*sd)->extents, so), dp = PhysicalAt((*dd)->extents, dof);
+      if (sp == UINT64_MAX || dp == UINT64_MAX) continue;  // a hole or inline data: nothing to share
+      if (!counted) {
+        stats_->block_groups++;
+        counted = true;
+      }
+      stats_->duplicate_bytes += bs;
+      uint64_t sp_end = PhysicalAt((*sd)->extents, so + bs - 1);
+      uint64_t dp_end = PhysicalAt((*dd)->extents, dof + bs - 1);
+      if (sp == dp && sp_end == dp_end) {
+        stats_->shared_bytes += bs;
+        continue;
+      }
+      OANS_RETURN_IF_ERROR(pairs.Add({s.file, d.file, s.blk, d.blk}));
+    }
+    group.clear();
+    return Status::Ok();
+  };
+  OANS_RETURN_IF_ERROR(blocks_.ForEach([&](const BlockKey& b) -> Status {
+    if (is_dest_[b.file] || dropped_[b.file]) return Status::Ok();
+    if (!group.empty() && !(b.pair == group.front().pair && b.hash == group.front().hash))
+      OANS_RETURN_IF_ERROR(flush());
+    group.push_back(b);
+    return Status::Ok();
+  }));
+  OANS_RETURN_IF_ERROR(flush());
+  blocks_ = ExternalSorter<BlockKey, BlockLess>(dir_, 0);
+
+  // Consecutive pairs with the same offset between source and destination form a run.
+  ExternalSorter<RunKey, RunLess> runs(dir_, o_.memory / 4);
+  bool open = false;
+  PairKey first{}, prev{};
+  uint64_t len = 0, max_run = 0;
+  auto close_run = [&]() -> Status {
+    if (!open) return Status::Ok();
+    open = false;
+    return runs.Add({first.src, first.dst, uint64_t(first.sblk) * bs, len * bs, uint64_t(first.dblk) * bs});
+  };
+  OANS_RETURN_IF_ERROR(pairs.ForEach([&](const PairKey& p) -> Status {
+    if (open && p.src == first.src && p.dst == first.dst && p.delta() == first.delta() && p.sblk == prev.sblk + 1 &&
+        len < max_run) {
+      prev = p;
+      len++;
+      return Status::Ok();
+    }
+    OANS_RETURN_IF_ERROR(close_run());
+    open = true;
+    first = prev = p;
+    len = 1;
+    // Within one file, a run may not overlap its own copy.
+    max_run = p.src == p.dst ? uint64_t(std::abs(p.delta())) : UINT64_MAX;
+    return Status::Ok();
+  }));
+  OANS_RETURN_IF_ERROR(close_run());
+  pairs = ExternalSorter<PairKey, PairLess>(dir_, 0);
+
   // One operation for every destination of the same source range.
-  std::sort(runs.begin(), runs.end(), [](const Unit& a, const Unit& b) {
-    return std::tie(a.src, a.offset, a.length) < std::tie(b.src, b.offset, b.length);
-  });
-  for (size_t i = 0; i < runs.size();) {
-    Unit u = std::move(runs[i]);
-    size_t j = i + 1;
-    for (; j < runs.size() && runs[j].src == u.src && runs[j].offset == u.offset && runs[j].length == u.length; ++j)
-      u.dests.push_back(runs[j].dests.front());
-    units->push_back(std::move(u));
-    i = j;
+  Unit u;
+  bool have = false;
+  OANS_RETURN_IF_ERROR(runs.ForEach([&](const RunKey& r) -> Status {
+    if (have && r.src == u.src && r.offset == u.offset && r.length == u.length) {
+      u.dests.push_back({r.dst, r.dst_offset, 0});
+      return Status::Ok();
+    }
+    if (have) OANS_RETURN_IF_ERROR(AddOps(u));
+    have = true;
+    u.src = r.src;
+    u.offset = r.offset;
+    u.length = r.length;
+    u.dests.assign(1, {r.dst, r.dst_offset, 0});
+    return Status::Ok();
+  }));
+  if (have) OANS_RETURN_IF_ERROR(AddOps(u));
+  return Status::Ok();
+}
+
+// Splits a unit into operations that fit a round and an ioctl, each with physical
+// addresses, and queues them by the source's physical offset.
+Status Planner::AddOps(const Unit& u) {
+  auto src = details_.Get(u.src);
+  if (!src.ok()) return src.status();
+  std::shared_ptr<const Detail> s = *src;
+  const uint64_t align = std::max<uint64_t>(4096, header_.filesystems[s->fs].block_size);
+  const size_t max_dests = size_t(std::clamp<uint64_t>(o_.round_size / align - 1, 1, kMaxDedupeDests));
+  for (size_t d0 = 0; d0 < u.dests.size(); d0 += max_dests) {
+    size_t nd = std::min(max_dests, u.dests.size() - d0);
+    uint64_t chunk = std::max<uint64_t>(align, o_.round_size / (1 + nd) / align * align);
+    for (uint64_t c = 0; c < u.length; c += chunk) {
+      PlanOp op;
+      op.source = u.src;
+      op.offset = u.offset + c;
+      op.length = std::min(chunk, u.length - c);
+      op.physical = PhysicalAt(s->extents, op.offset);
+      for (size_t k = d0; k < d0 + nd; ++k) {
+        auto d = details_.Get(u.dests[k].file);
+        if (!d.ok()) return d.status();
+        uint64_t doff = u.dests[k].offset + c;
+        op.dests.push_back({u.dests[k].file, doff, PhysicalAt((*d)->extents, doff)});
+      }
+      const uint64_t bytes = op.length * (1 + nd);
+      stats_->planned_bytes += op.length * nd;
+      auto stored = op_store_.Add(EncodeOp(op));
+      if (!stored.ok()) return stored.status();
+      OANS_RETURN_IF_ERROR(ops_.Add({op.physical, op.offset, *stored, bytes, op.source, 0}));
+    }
   }
+  return Status::Ok();
+}
+
+// Packs the operations, in physical order, into rounds: once to count them for the
+// header, once to write them.
+Status Planner::WriteRounds(OutputFile* out) {
+  uint64_t rounds = 0, in_round = 0;
+  bool first = true;
+  OANS_RETURN_IF_ERROR(ops_.ForEach([&](const OpKey& k) {
+    if (first || in_round + k.bytes > o_.round_size) {
+      rounds++;
+      in_round = 0;
+      first = false;
+    }
+    in_round += k.bytes;
+    return Status::Ok();
+  }));
+  stats_->ops = ops_.size();
+  stats_->rounds = rounds;
+  header_.rounds = rounds;
+  header_.groups = stats_->whole_groups + stats_->block_groups;
+  header_.duplicate_bytes = stats_->duplicate_bytes;
+  header_.shared_bytes = stats_->shared_bytes;
+  header_.planned_bytes = stats_->planned_bytes;
+  if (!out) return Status::Ok();  // a report only
+
+  PlanWriter writer(out);
+  OANS_RETURN_IF_ERROR(writer.WriteHeader(header_));
+  PlanRound round;
+  std::unordered_map<uint32_t, uint32_t> local;
+  std::string scratch;
+  uint64_t written = 0;
+  auto local_id = [&](uint32_t f) -> Result<uint32_t> {
+    auto it = local.find(f);
+    if (it != local.end()) return it->second;
+    auto d = details_.Get(f);
+    if (!d.ok()) return d.status();
+    const Detail& p = **d;
+    round.files.push_back({p.path, p.fs, p.dev, p.ino, p.size, p.mtime_ns});
+    uint32_t id = uint32_t(round.files.size() - 1);
+    local.emplace(f, id);
+    return id;
+  };
+  auto emit = [&]() -> Status {
+    if (round.ops.empty()) return Status::Ok();
+    round.index = written++;
+    OANS_RETURN_IF_ERROR(writer.AddRound(round));
+    round = PlanRound();
+    local.clear();
+    return Status::Ok();
+  };
+  OANS_RETURN_IF_ERROR(ops_.ForEach([&](const OpKey& k) -> Status {
+    if (!round.ops.empty() && round.bytes + k.bytes > o_.round_size) OANS_RETURN_IF_ERROR(emit());
+    OANS_RETURN_IF_ERROR(op_store_.Get(k.stored, &scratch));
+    PlanOp op;
+    OANS_RETURN_IF_ERROR(DecodeOp(scratch, &op));
+    auto s = local_id(op.source);
+    if (!s.ok()) return s.status();
+    op.source = *s;
+    for (auto& d : op.dests) {
+      auto l = local_id(d.file);
+      if (!l.ok()) return l.status();
+      d.file = *l;
+    }
+    round.bytes += k.bytes;
+    round.ops.push_back(std::move(op));
+    return Status::Ok();
+  }));
+  OANS_RETURN_IF_ERROR(emit());
+  if (written != rounds) return Status::Corrupt("planner: rounds written differ from rounds counted");
+  return writer.Finish();
+}
+
+Status Planner::Run(OutputFile* out, std::vector<GroupReport>* reports) {
+  header_.tool_version = ToolVersion();
+  header_.created_ns = NowNs();
+  header_.round_size = o_.round_size;
+  header_.block_size = 0;
+  header_.command_line = o_.command_line;
+  OANS_RETURN_IF_ERROR(Load());
+  if (header_.block_size == 0) header_.block_size = 128 * 1024;
+  OANS_RETURN_IF_ERROR(DropDuplicateInodes());
+  if (o_.whole_files) OANS_RETURN_IF_ERROR(PlanWholeFiles(reports));
+  if (o_.blocks) OANS_RETURN_IF_ERROR(PlanBlocks());
+  stats_->spilled = details_.spilled() || whole_.runs() > 0 || ops_.runs() > 0;
+  return WriteRounds(out);
 }
 
 }  // namespace
@@ -410,106 +791,15 @@ std::vector<Range> UnsharedRanges(const std::vector<Range>& shared, uint64_t siz
   return out;
 }
 
+
 Status RunPlan(const PlanOptions& o, OutputFile* out, Observer* observer, PlanStats* stats,
                std::vector<GroupReport>* reports) {
   Observer quiet;
   if (!observer) observer = &quiet;
   if (o.round_size < (1u << 20)) return Status::Invalid("--round-size must be at least 1M");
-  PlanHeader header;
-  header.tool_version = ToolVersion();
-  header.created_ns = NowNs();
-  header.round_size = o.round_size;
-  header.block_size = 0;
-  header.command_line = o.command_line;
-  std::vector<PFile> files;
-  OANS_RETURN_IF_ERROR(Load(o, &header, &files, stats, observer));
-  if (header.block_size == 0) header.block_size = 128 * 1024;
-
-  std::vector<Unit> units;
-  std::vector<bool> is_dest(files.size(), false);
-  if (o.whole_files) PlanWholeFiles(files, stats, &units, &is_dest, reports, 4096, header.filesystems);
-  if (o.blocks) PlanBlocks(files, is_dest, header.block_size, stats, &units);
-
-  // Split into operations that fit a round and an ioctl, each with physical addresses.
-  struct Op {
-    PlanOp op;
-    uint64_t bytes;
-  };
-  std::vector<Op> ops;
-  for (auto& u : units) {
-    const PFile& s = files[u.src];
-    const uint64_t align = std::max<uint64_t>(4096, header.filesystems[s.fs].block_size);
-    const size_t max_dests = size_t(std::clamp<uint64_t>(o.round_size / align - 1, 1, kMaxDedupeDests));
-    for (size_t d0 = 0; d0 < u.dests.size(); d0 += max_dests) {
-      size_t nd = std::min(max_dests, u.dests.size() - d0);
-      uint64_t chunk = std::max<uint64_t>(align, o.round_size / (1 + nd) / align * align);
-      for (uint64_t c = 0; c < u.length; c += chunk) {
-        Op op;
-        op.op.source = u.src;
-        op.op.offset = u.offset + c;
-        op.op.length = std::min(chunk, u.length - c);
-        op.op.physical = PhysicalAt(s.extents, op.op.offset);
-        for (size_t k = d0; k < d0 + nd; ++k) {
-          const PFile& d = files[u.dests[k].file];
-          uint64_t doff = u.dests[k].offset + c;
-          op.op.dests.push_back({u.dests[k].file, doff, PhysicalAt(d.extents, doff)});
-        }
-        op.bytes = op.op.length * (1 + nd);
-        stats->planned_bytes += op.op.length * nd;
-        ops.push_back(std::move(op));
-      }
-    }
-  }
-  std::vector<Unit>().swap(units);
-  std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) {
-    return std::tie(a.op.physical, a.op.source, a.op.offset) < std::tie(b.op.physical, b.op.source, b.op.offset);
-  });
-
-  // Pack into rounds.
-  std::vector<std::pair<size_t, size_t>> round_spans;
-  uint64_t in_round = 0;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (round_spans.empty() || in_round + ops[i].bytes > o.round_size) {
-      round_spans.push_back({i, i});
-      in_round = 0;
-    }
-    round_spans.back().second = i + 1;
-    in_round += ops[i].bytes;
-  }
-  stats->ops = ops.size();
-  stats->rounds = round_spans.size();
-  header.rounds = stats->rounds;
-  header.groups = stats->whole_groups + stats->block_groups;
-  header.duplicate_bytes = stats->duplicate_bytes;
-  header.shared_bytes = stats->shared_bytes;
-  header.planned_bytes = stats->planned_bytes;
-
-  if (!out) return Status::Ok();  // a report only
-  PlanWriter writer(out);
-  OANS_RETURN_IF_ERROR(writer.WriteHeader(header));
-  for (size_t r = 0; r < round_spans.size(); ++r) {
-    PlanRound round;
-    round.index = r;
-    std::unordered_map<uint32_t, uint32_t> local;
-    auto local_id = [&](uint32_t f) {
-      auto it = local.find(f);
-      if (it != local.end()) return it->second;
-      const PFile& p = files[f];
-      round.files.push_back({p.path, p.fs, p.dev, p.ino, p.size, p.mtime_ns});
-      uint32_t id = uint32_t(round.files.size() - 1);
-      local.emplace(f, id);
-      return id;
-    };
-    for (size_t i = round_spans[r].first; i < round_spans[r].second; ++i) {
-      PlanOp op = std::move(ops[i].op);
-      op.source = local_id(op.source);
-      for (auto& d : op.dests) d.file = local_id(d.file);
-      round.bytes += ops[i].bytes;
-      round.ops.push_back(std::move(op));
-    }
-    OANS_RETURN_IF_ERROR(writer.AddRound(round));
-  }
-  return writer.Finish();
+  if (o.memory < (64u << 10)) return Status::Invalid("--memory must be at least 64K");
+  Planner planner(o, observer, stats);
+  return planner.Run(out, reports);
 }
 
 }  // namespace oans

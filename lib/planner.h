@@ -1,4 +1,6 @@
-// The planner: from extent indexes to a dedupe plan. Stages:
+// The planner: from extent indexes to a dedupe plan. Each stage streams a sorted
+// sequence of fixed-size records (lib/spill.h: in memory up to --memory, else sorted runs
+// on temporary files, merged) and file details live in a record store. Stages:
 //   load (one record per inode and filesystem) -> whole-file groups (size + hash)
 //   -> choose a source per group (the largest set already sharing extents)
 //   -> drop ranges a destination already shares with the source (FIEMAP physical)
@@ -26,6 +28,11 @@ struct PlanOptions {
   bool whole_files = true;            // plan whole-file duplicates
   bool blocks = true;                 // plan runs of identical blocks between other files
   std::string since;                  // only groups touching files new/changed since this index
+  // Memory for the planner's sorted records and file details; past it they spill to
+  // temporary files in temp_dir (default $TMPDIR, else /var/tmp). Beyond it: 9 bytes per
+  // file, the current duplicate group and, with `since`, the old index's identities.
+  uint64_t memory = 512ull << 20;
+  std::string temp_dir;
   std::vector<std::string> command_line;
 };
 
@@ -42,6 +49,7 @@ struct PlanStats {
   uint64_t ops = 0, rounds = 0;
   uint64_t filesystems = 0;
   bool since_truncated = false;
+  bool spilled = false;          // records did not fit --memory and went to temporary files
 };
 
 // A duplicate group for reports: one source and its destinations (whole files only).

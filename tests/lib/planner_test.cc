@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
+#include <sys/stat.h>
 #include <set>
 
 #include "lib/hasher.h"
@@ -662,6 +664,82 @@ TEST(Planner, DamagedOrTruncatedIndexRejected) {
   test::WriteIndex(dir.Join("cut.idx"), h, {MakeEntry({"a", Blocks(1, 2), 10 << 20}, 1)}, 7, /*finish=*/false);
   EXPECT_TRUE(StatusIs(Plan(dir, Opts({dir.Join("cut.idx")})).status, Status::Code::kCorrupt, "truncated"));
   EXPECT_FALSE(test::Exists(dir.Join("out.plan")));
+}
+
+// Planning with a memory budget small enough that every sorter and the file store spill
+// to temporary files gives exactly the plan planned in memory.
+TEST(Planner, SpillingToDiskGivesTheSamePlan) {
+  TempDir dir;
+  std::vector<FileSpec> specs;
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 3000; ++i) {
+    // Whole-file groups of 1-4 copies, some large enough to span rounds, block runs
+    // shared between otherwise different files, and a group of 200 copies.
+    const int group = i / 3;
+    std::vector<uint64_t> blocks = Blocks(uint64_t(group) * 100, 1 + group % 5);
+    if (i % 11 == 0) blocks.push_back(900000 + i);  // differs at the end: a block run, not a whole file
+    if (i % 3 == 2 && group % 4 == 0) blocks = Blocks(uint64_t(group) * 100 + 50, 3);  // a singleton
+    specs.push_back({"d" + std::to_string(i % 17) + "/f" + std::to_string(i), blocks, (rng() % 100000 + 1) << 20});
+  }
+  for (int c = 0; c < 200; ++c) specs.push_back({"many/" + std::to_string(c), {424242}, uint64_t(c + 200000) << 20});
+  WriteSpecIndex(dir.Join("a.idx"), specs);
+  // A second index that sees two of the same inodes again, and one file of its own.
+  std::vector<FileSpec> b = {specs[5], specs[6], {"extra", Blocks(500, 3), 7ull << 40}};
+  b[0].ino = 1005;
+  b[1].ino = 1006;
+  b[2].ino = 999999;
+  WriteSpecIndex(dir.Join("b.idx"), b);
+
+  PlanOptions o = Opts({dir.Join("a.idx"), dir.Join("b.idx")});
+  o.round_size = 1 << 20;
+  PlanRun in_memory = Plan(dir, o);
+  ASSERT_OK(in_memory.status);
+  EXPECT_FALSE(in_memory.stats.spilled);
+  CheckPlanInvariants(in_memory, o.round_size);
+  o.memory = 64 << 10;
+  o.temp_dir = dir.Join("spill");
+  ASSERT_EQ(mkdir(o.temp_dir.c_str(), 0700), 0);
+  PlanRun spilled = Plan(dir, o);
+  ASSERT_OK(spilled.status);
+  EXPECT_TRUE(spilled.stats.spilled);
+  CheckPlanInvariants(spilled, o.round_size);
+  EXPECT_EQ(test::ListDir(o.temp_dir).size(), 0u);  // nothing left behind
+
+  EXPECT_GT(in_memory.stats.whole_groups, 500u);
+  EXPECT_GT(in_memory.stats.block_groups, 100u);
+  EXPECT_EQ(in_memory.stats.duplicate_inodes, 2u);
+  EXPECT_GT(in_memory.rounds.size(), 20u);
+  EXPECT_EQ(spilled.stats.files, in_memory.stats.files);
+  EXPECT_EQ(spilled.stats.duplicate_inodes, in_memory.stats.duplicate_inodes);
+  EXPECT_EQ(spilled.stats.whole_groups, in_memory.stats.whole_groups);
+  EXPECT_EQ(spilled.stats.block_groups, in_memory.stats.block_groups);
+  EXPECT_EQ(spilled.stats.duplicate_bytes, in_memory.stats.duplicate_bytes);
+  EXPECT_EQ(spilled.stats.planned_bytes, in_memory.stats.planned_bytes);
+  ASSERT_EQ(spilled.rounds.size(), in_memory.rounds.size());
+  ASSERT_EQ(spilled.ops.size(), in_memory.ops.size());
+  for (size_t i = 0; i < spilled.ops.size(); ++i) {
+    const PlanOp &a = spilled.ops[i], &b = in_memory.ops[i];
+    ASSERT_EQ(spilled.Path(i, a.source), in_memory.Path(i, b.source)) << "op " << i;
+    ASSERT_EQ(a.offset, b.offset);
+    ASSERT_EQ(a.length, b.length);
+    ASSERT_EQ(a.physical, b.physical);
+    ASSERT_EQ(a.dests.size(), b.dests.size());
+    for (size_t k = 0; k < a.dests.size(); ++k) {
+      ASSERT_EQ(spilled.Path(i, a.dests[k].file), in_memory.Path(i, b.dests[k].file));
+      ASSERT_EQ(a.dests[k].offset, b.dests[k].offset);
+    }
+  }
+}
+
+TEST(Planner, UnwritableTempDirIsAClearError) {
+  TempDir dir;
+  std::vector<FileSpec> specs;
+  for (int i = 0; i < 5000; ++i) specs.push_back({"f" + std::to_string(i), {uint64_t(i / 2)}, uint64_t(i + 1) << 20});
+  WriteSpecIndex(dir.Join("a.idx"), specs);
+  PlanOptions o = Opts({dir.Join("a.idx")});
+  o.memory = 64 << 10;
+  o.temp_dir = dir.Join("missing");
+  EXPECT_TRUE(StatusIs(Plan(dir, o).status, Status::Code::kIoError, "missing"));
 }
 
 }  // namespace

@@ -76,6 +76,11 @@ int main(int argc, char** argv) {
       ->type_name("FILE");
   app.add_option("--since", o.since, "Plan only duplicate groups involving a file new or changed since index OLD")
       ->type_name("OLD");
+  cli::AddSize(app, "--memory", &o.memory,
+               "Memory for the planner's records (default 512M, at least 16M); past it, sorted runs and file "
+               "details go to temporary files, removed on exit");
+  app.add_option("--temp-dir", o.temp_dir, "Directory for those temporary files (default $TMPDIR, else /var/tmp)")
+      ->type_name("DIR");
   app.add_flag("--whole-files-only", no_blocks, "Plan whole-file duplicates only, not partial (block) duplicates");
   app.add_option("--format", format,
                  "What to write: plan (default), or a report of the whole-file duplicate groups instead: text, "
@@ -109,6 +114,7 @@ int main(int argc, char** argv) {
     o.indexes.push_back(tmpl);
     list_path_to_remove = tmpl;
   }
+  if (o.memory < (16u << 20)) return cli::Fail("oans-plan", "--memory must be at least 16M");
   if (o.indexes.empty()) o.indexes.push_back("-");
   o.blocks = !no_blocks;
   o.command_line = cli::Argv(argc, argv);

@@ -1,0 +1,171 @@
+// Bounded memory for work that grows with the number of files: an unnamed temporary
+// file, a store of variable-length records that moves to that file past a memory budget,
+// and an external sorter of fixed-size records (sorted runs spilled to a temporary file,
+// then merged). Temporary files are created unlinked (O_TMPFILE, or unlinked right after
+// mkstemp), so they disappear on exit, on error and on a crash alike.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "lib/status.h"
+
+namespace oans {
+
+// Directory for temporary files: `preferred` if set, else $TMPDIR, else /var/tmp.
+std::string TempDirectory(const std::string& preferred = "");
+
+class TempFile {
+ public:
+  static Result<std::unique_ptr<TempFile>> Create(const std::string& dir);
+  ~TempFile();
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  // Appends; returns the offset the data was written at.
+  Result<uint64_t> Append(const void* data, size_t n);
+  Status ReadAt(uint64_t offset, void* data, size_t n) const;
+  uint64_t size() const { return size_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  TempFile(int fd, std::string dir) : fd_(fd), dir_(std::move(dir)) {}
+  int fd_;
+  std::string dir_;
+  uint64_t size_ = 0;
+};
+
+// Variable-length records addressed by the offset Add returns. Records stay in memory
+// until `memory_budget` bytes are held, then everything moves to a temporary file and
+// further records are appended there through a small buffer.
+class RecordStore {
+ public:
+  RecordStore(std::string temp_dir, uint64_t memory_budget) : dir_(std::move(temp_dir)), budget_(memory_budget) {}
+  Result<uint64_t> Add(const std::string& record);
+  Status Get(uint64_t offset, std::string* record) const;
+  bool spilled() const { return file_ != nullptr; }
+  uint64_t bytes() const { return (file_ ? file_->size() : 0) + buffer_.size(); }
+
+ private:
+  Status FlushBuffer();
+  std::string dir_;
+  uint64_t budget_;
+  std::unique_ptr<TempFile> file_;
+  std::string buffer_;  // records from file_->size() on (all of them before a spill)
+};
+
+// Sorts fixed-size records in at most `memory_budget` bytes. Add() them, then ForEach()
+// visits them in order (as often as needed). `Less` is a strict weak ordering; records
+// comparing equal come out in no particular order.
+template <typename T, typename Less>
+class ExternalSorter {
+  static_assert(std::is_trivially_copyable_v<T>, "records are written to disk as bytes");
+
+ public:
+  ExternalSorter(std::string temp_dir, uint64_t memory_budget, Less less = Less())
+      : dir_(std::move(temp_dir)),
+        capacity_(std::max<size_t>(1024, size_t(memory_budget / sizeof(T)))),
+        less_(less) {}
+
+  Status Add(const T& record) {
+    // Reserved once: pages count only when records fill them.
+    if (buffer_.capacity() == 0) buffer_.reserve(capacity_);
+    buffer_.push_back(record);
+    count_++;
+    if (buffer_.size() >= capacity_) return SpillRun();
+    return Status::Ok();
+  }
+
+  uint64_t size() const { return count_; }
+  size_t runs() const { return runs_.size(); }
+
+  // Visits every record in order; a non-OK status from `visit` stops the walk.
+  Status ForEach(const std::function<Status(const T&)>& visit) {
+    if (!sorted_) {
+      if (!runs_.empty() && !buffer_.empty()) OANS_RETURN_IF_ERROR(SpillRun());
+      if (runs_.empty()) std::sort(buffer_.begin(), buffer_.end(), less_);
+      sorted_ = true;
+    }
+    if (runs_.empty()) {
+      for (const T& r : buffer_) OANS_RETURN_IF_ERROR(visit(r));
+      return Status::Ok();
+    }
+    return Merge(visit);
+  }
+
+ private:
+  struct Run {
+    uint64_t offset, count;
+  };
+  Status SpillRun() {
+    if (buffer_.empty()) return Status::Ok();
+    std::sort(buffer_.begin(), buffer_.end(), less_);
+    if (!file_) {
+      auto f = TempFile::Create(dir_);
+      if (!f.ok()) return f.status();
+      file_ = std::move(*f);
+    }
+    auto off = file_->Append(buffer_.data(), buffer_.size() * sizeof(T));
+    if (!off.ok()) return off.status();
+    runs_.push_back({*off, buffer_.size()});
+    buffer_.clear();
+    return Status::Ok();
+  }
+
+  // k-way merge; each run is read through its own buffer, together within the budget.
+  Status Merge(const std::function<Status(const T&)>& visit) {
+    std::vector<T>().swap(buffer_);
+    const size_t per_run = std::max<size_t>(64, capacity_ / (runs_.size() + 1));
+    struct Cursor {
+      Run run;
+      uint64_t next = 0;  // records consumed from the file
+      std::vector<T> buf;
+      size_t pos = 0;
+    };
+    std::vector<Cursor> cursors(runs_.size());
+    auto fill = [&](Cursor& c) -> Status {
+      uint64_t n = std::min<uint64_t>(per_run, c.run.count - c.next);
+      c.buf.resize(n);
+      c.pos = 0;
+      if (n == 0) return Status::Ok();
+      OANS_RETURN_IF_ERROR(file_->ReadAt(c.run.offset + c.next * sizeof(T), c.buf.data(), n * sizeof(T)));
+      c.next += n;
+      return Status::Ok();
+    };
+    auto greater = [&](size_t a, size_t b) {
+      return less_(cursors[b].buf[cursors[b].pos], cursors[a].buf[cursors[a].pos]);
+    };
+    std::priority_queue<size_t, std::vector<size_t>, decltype(greater)> heap(greater);
+    for (size_t i = 0; i < runs_.size(); ++i) {
+      cursors[i].run = runs_[i];
+      OANS_RETURN_IF_ERROR(fill(cursors[i]));
+      if (!cursors[i].buf.empty()) heap.push(i);
+    }
+    while (!heap.empty()) {
+      size_t i = heap.top();
+      heap.pop();
+      Cursor& c = cursors[i];
+      OANS_RETURN_IF_ERROR(visit(c.buf[c.pos]));
+      if (++c.pos == c.buf.size()) OANS_RETURN_IF_ERROR(fill(c));
+      if (c.pos < c.buf.size()) heap.push(i);
+    }
+    return Status::Ok();
+  }
+
+  std::string dir_;
+  size_t capacity_;
+  Less less_;
+  std::vector<T> buffer_;
+  std::vector<Run> runs_;
+  std::unique_ptr<TempFile> file_;
+  uint64_t count_ = 0;
+  bool sorted_ = false;
+};
+
+}  // namespace oans
