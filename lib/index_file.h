@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lib/frame_stream.h"
+#include "lib/spill.h"
 #include "lib/hasher.h"
 #include "lib/status.h"
 #include "lib/sys.h"
@@ -84,6 +85,8 @@ class IndexWriter {
  public:
   // Writes to `out` (not owned); call Finish() then out->Commit().
   IndexWriter(OutputFile* out, size_t batch_records = 2048);
+  // Writes to a descriptor (not owned), for a spool of records to be appended later.
+  IndexWriter(int fd, std::string name, size_t batch_records = 2048);
   Status WriteHeader(const IndexHeader& header);
   Status Add(FileEntry entry);
   // Flushes the last batch and writes the trailer.
@@ -91,10 +94,14 @@ class IndexWriter {
   // Writes the pending batch without a trailer (an interrupted scan).
   Status Flush() { return FlushBatch(); }
   const IndexTotals& totals() const { return totals_; }
+  // After the header: copies the batches another writer wrote to `spool` (flushed, no
+  // header or trailer) and counts them, described by that writer's totals.
+  Status AppendFrames(const TempFile& spool, const IndexTotals& spooled);
 
  private:
   Status FlushBatch();
-  OutputFile* out_;
+  int fd_;
+  std::string name_;
   FrameWriter frames_;
   size_t batch_records_;
   size_t batch_bytes_ = 0;

@@ -1,5 +1,6 @@
 #include "lib/scan.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,35 +13,14 @@
 #include <map>
 #include <mutex>
 #include <thread>
-#include <unordered_map>
 
 #include "lib/hasher.h"
+#include "lib/spill.h"
 #include "lib/version.h"
 #include "lib/walk.h"
 
 namespace oans {
 namespace {
-
-struct Candidate {
-  WalkEntry entry;  // with its extents and inode flags when the walk could map it
-  std::vector<std::string> other_paths;
-  uint32_t fs = 0;
-  uint64_t first_physical = UINT64_MAX;
-};
-
-struct PrevKey {
-  std::string fs;
-  uint64_t ino;
-  bool operator==(const PrevKey&) const = default;
-};
-struct PrevKeyHash {
-  size_t operator()(const PrevKey& k) const { return std::hash<std::string>()(k.fs) * 31 + std::hash<uint64_t>()(k.ino); }
-};
-struct PrevEntry {
-  FileIdentity id;
-  Hash128 hash;
-  std::vector<Hash128> blocks;
-};
 
 std::string Hostname() {
   char buf[256] = {0};
@@ -48,86 +28,244 @@ std::string Hostname() {
   return buf;
 }
 
-// Reads a file and fills its record. Never fails: problems become the record's error.
-FileEntry ReadOne(Sys& sys, Candidate& c, const ScanOptions& o, const IndexHeader& header,
-                  const std::unordered_map<PrevKey, PrevEntry, PrevKeyHash>& prev, std::vector<char>* buffer,
-                  std::atomic<uint64_t>* bytes_read, bool* reused) {
-  FileEntry e;
-  e.path = c.entry.path;
-  e.fs = c.fs;
-  e.dev = c.entry.st.dev;
-  e.ino = c.entry.st.ino;
-  e.size = c.entry.st.size;
-  e.mtime_ns = c.entry.st.mtime_ns;
-  e.ctime_ns = c.entry.st.ctime_ns;
-  e.nlink = c.entry.st.nlink;
-  e.other_paths = std::move(c.other_paths);
-  // Unchanged since the previous index and mapped by the walk: nothing to open.
-  auto p = prev.find(PrevKey{header.filesystems[c.fs].Key(), e.ino});
-  const bool unchanged = p != prev.end() && FileIdentity::Of(e).UnchangedFrom(p->second.id);
-  if (unchanged && c.entry.mapped) {
-    e.extents = std::move(c.entry.extents);
-    e.inode_flags = c.entry.inode_flags;
-    e.hash = p->second.hash;
-    e.block_hashes = p->second.blocks;
-    e.hashed = true;
-    e.reused = true;
-    *reused = true;
-    return e;
+// The previous index, compact: one sorted array of fixed records and one array of block
+// hashes, looked up by (filesystem key, inode).
+class PreviousIndex {
+ public:
+  Status Load(const std::string& path, uint32_t block_size, ScanStats* stats, Observer* observer) {
+    IndexReadOptions ro;
+    ro.allow_truncated = true;
+    auto r = ReadIndex(
+        path, ro, [](const IndexHeader&) { return Status::Ok(); },
+        [&](const IndexHeader& h, std::vector<FileEntry>& batch) {
+          if (h.block_size != block_size) return Status::Ok();  // other block size: nothing reusable
+          for (auto& f : batch) {
+            if (!f.hashed) continue;
+            Rec rec;
+            rec.fs = FsId(h.filesystems[f.fs].Key());
+            rec.ino = f.ino;
+            rec.id = FileIdentity::Of(f);
+            rec.hash = f.hash;
+            rec.first_block = blocks_.size();
+            rec.blocks = uint32_t(f.block_hashes.size());
+            blocks_.insert(blocks_.end(), f.block_hashes.begin(), f.block_hashes.end());
+            recs_.push_back(rec);
+          }
+          return Status::Ok();
+        });
+    if (!r.ok()) return r.status().Prepend("--previous");
+    // Later records of the same inode win, as they would in a map.
+    std::stable_sort(recs_.begin(), recs_.end(), [](const Rec& a, const Rec& b) {
+      return std::tie(a.fs, a.ino) < std::tie(b.fs, b.ino);
+    });
+    std::vector<Rec> unique;
+    unique.reserve(recs_.size());
+    for (const auto& rec : recs_) {
+      if (!unique.empty() && unique.back().fs == rec.fs && unique.back().ino == rec.ino) unique.back() = rec;
+      else unique.push_back(rec);
+    }
+    recs_.swap(unique);
+    stats->previous_files = recs_.size();
+    stats->previous_truncated = r->truncated;
+    if (r->truncated)
+      observer->Notice("warning: " + path + " is incomplete (an interrupted scan); reusing the " +
+                       std::to_string(recs_.size()) + " files it holds");
+    return Status::Ok();
   }
-  auto fail = [&](const Status& s) {
-    e.error = s.message();
-    e.errnum = s.errnum();
-    e.hashed = false;
-    e.block_hashes.clear();
-    return e;
+
+  // Fills e's hashes when the previous index holds this file unchanged.
+  bool Reuse(const std::string& fs_key, FileEntry* e) const {
+    auto f = fs_ids_.find(fs_key);
+    if (f == fs_ids_.end()) return false;
+    Rec key;
+    key.fs = f->second;
+    key.ino = e->ino;
+    auto it = std::lower_bound(recs_.begin(), recs_.end(), key,
+                               [](const Rec& a, const Rec& b) { return std::tie(a.fs, a.ino) < std::tie(b.fs, b.ino); });
+    if (it == recs_.end() || it->fs != key.fs || it->ino != key.ino) return false;
+    if (!FileIdentity::Of(*e).UnchangedFrom(it->id)) return false;
+    e->hash = it->hash;
+    e->block_hashes.assign(blocks_.begin() + long(it->first_block), blocks_.begin() + long(it->first_block + it->blocks));
+    e->hashed = true;
+    e->reused = true;
+    return true;
+  }
+
+ private:
+  struct Rec {
+    uint32_t fs = 0, blocks = 0;
+    uint64_t ino = 0, first_block = 0;
+    FileIdentity id;
+    Hash128 hash;
   };
-  auto fd = sys.OpenNoFollow(c.entry.path);
-  if (!fd.ok()) return fail(fd.status());
-  struct Closer {
-    Sys& s;
-    int fd;
-    ~Closer() { s.Close(fd); }
-  } closer{sys, *fd};
-  auto st = sys.Fstat(*fd);
-  if (!st.ok()) return fail(st.status());
-  if (st->dev != c.entry.st.dev || st->ino != c.entry.st.ino || !S_ISREG(st->mode))
-    return fail(Status::Mismatch("replaced by another file since the walk"));
-  e.size = st->size;
-  e.mtime_ns = st->mtime_ns;
-  e.ctime_ns = st->ctime_ns;
-  e.nlink = st->nlink;
-  if (c.entry.mapped) {
-    e.inode_flags = c.entry.inode_flags;
-    e.extents = std::move(c.entry.extents);
-  } else {
-    e.inode_flags = sys.InodeFlags(*fd);
-    std::vector<FiemapExtent> ext;
-    Status fs = sys.Fiemap(*fd, &ext);
-    if (fs.ok()) e.extents = std::move(ext);  // no extent map is not fatal: nothing is shared then
+  uint32_t FsId(const std::string& key) { return fs_ids_.emplace(key, uint32_t(fs_ids_.size())).first->second; }
+  std::map<std::string, uint32_t> fs_ids_;
+  std::vector<Rec> recs_;
+  std::vector<Hash128> blocks_;
+};
+
+// The filesystems met so far, identified once per st_dev through an open file.
+class Filesystems {
+ public:
+  Filesystems(Sys& sys, const std::vector<std::string>& roots) : sys_(sys), roots_(roots) {}
+  // Caller holds no lock; fd is a file on `dev` (or -1: identify by opening `path`).
+  uint32_t Of(uint64_t dev, int fd, const std::string& path, uint32_t root) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = of_dev_.find(dev);
+    if (it != of_dev_.end()) return it->second;
+    FsRecord r;
+    r.dev = dev;
+    int own = -1;
+    if (fd < 0) {
+      auto o = sys_.OpenNoFollow(path);
+      if (o.ok()) fd = own = *o;
+    }
+    Result<FsIdentity> id = fd >= 0 ? sys_.Identify(fd) : Result<FsIdentity>(Status::Invalid("not open"));
+    if (own >= 0) sys_.Close(own);
+    if (id.ok()) {
+      r.uuid = id->uuid;
+      r.subvolume = id->subvolume;
+      r.type = id->type;
+      r.block_size = id->block_size;
+      r.mount_point = root < roots_.size() ? roots_[root] : "";
+      for (auto& d : id->devices)
+        if (std::find(devices_.begin(), devices_.end(), d) == devices_.end()) devices_.push_back(d);
+    } else {
+      // Unidentified: an entry of its own, never paired with anything else.
+      r.uuid = "unknown-dev-" + std::to_string(dev);
+    }
+    list_.push_back(r);
+    keys_.push_back(r.Key());
+    return of_dev_[dev] = uint32_t(list_.size() - 1);
   }
-  if (e.size == 0) return fail(Status::Mismatch("became empty since the walk"));
-  if (p != prev.end() && FileIdentity::Of(e).UnchangedFrom(p->second.id)) {
-    e.hash = p->second.hash;
-    e.block_hashes = p->second.blocks;
-    e.hashed = true;
-    e.reused = true;
-    *reused = true;
-    return e;
+  // Keys are stable once added; safe to read for an index returned by Of.
+  std::string Key(uint32_t i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return keys_[i];
   }
-  auto h = HashFile(sys, *fd, e.size, o.block_size, buffer,
-                    [](void* ctx, uint64_t n) { static_cast<std::atomic<uint64_t>*>(ctx)->fetch_add(n); },
-                    bytes_read);
-  if (!h.ok()) return fail(h.status());
-  auto after = sys.Fstat(*fd);
-  if (!after.ok()) return fail(after.status());
-  if (after->size != e.size || after->mtime_ns != e.mtime_ns || after->ctime_ns != e.ctime_ns)
-    return fail(Status::Mismatch("changed while being read"));
-  e.hash = h->whole;
-  e.block_hashes = std::move(h->blocks);
-  e.hashed = true;
+  std::vector<FsRecord> list() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return list_;
+  }
+  std::vector<std::string> devices() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return devices_;
+  }
+
+ private:
+  Sys& sys_;
+  const std::vector<std::string>& roots_;
+  std::mutex mu_;
+  std::map<uint64_t, uint32_t> of_dev_;
+  std::vector<FsRecord> list_;
+  std::vector<std::string> keys_;
+  std::vector<std::string> devices_;
+};
+
+FileEntry EntryOf(const WalkEntry& w, uint32_t fs) {
+  FileEntry e;
+  e.path = w.path;
+  e.fs = fs;
+  e.dev = w.st.dev;
+  e.ino = w.st.ino;
+  e.size = w.st.size;
+  e.mtime_ns = w.st.mtime_ns;
+  e.ctime_ns = w.st.ctime_ns;
+  e.nlink = w.st.nlink;
   return e;
 }
+
+void Fail(FileEntry* e, const Status& s) {
+  e->error = s.message();
+  e->errnum = s.errnum();
+  e->hashed = false;
+  e->block_hashes.clear();
+}
+
+// Fills e (identity from the walk) from the open file: extents unless `mapped`, then
+// hashes, reused from the previous index when unchanged. Problems become e's error.
+void ReadOpen(Sys& sys, int fd, bool mapped, const std::string& fs_key, const PreviousIndex& prev,
+              const ScanOptions& o, std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read, FileEntry* e) {
+  auto st = sys.Fstat(fd);
+  if (!st.ok()) return Fail(e, st.status());
+  if (st->dev != e->dev || st->ino != e->ino || !S_ISREG(st->mode))
+    return Fail(e, Status::Mismatch("replaced by another file since the walk"));
+  e->size = st->size;
+  e->mtime_ns = st->mtime_ns;
+  e->ctime_ns = st->ctime_ns;
+  e->nlink = st->nlink;
+  if (!mapped) {
+    e->inode_flags = sys.InodeFlags(fd);
+    std::vector<FiemapExtent> ext;
+    if (sys.Fiemap(fd, &ext).ok()) e->extents = std::move(ext);  // no map is not fatal: nothing is shared then
+  }
+  if (e->size == 0) return Fail(e, Status::Mismatch("became empty since the walk"));
+  if (prev.Reuse(fs_key, e)) return;
+  auto h = HashFile(sys, fd, e->size, o.block_size, buffer,
+                    [](void* ctx, uint64_t n) { static_cast<std::atomic<uint64_t>*>(ctx)->fetch_add(n); },
+                    bytes_read);
+  if (!h.ok()) return Fail(e, h.status());
+  auto after = sys.Fstat(fd);
+  if (!after.ok()) return Fail(e, after.status());
+  if (after->size != e->size || after->mtime_ns != e->mtime_ns || after->ctime_ns != e->ctime_ns)
+    return Fail(e, Status::Mismatch("changed while being read"));
+  e->hash = h->whole;
+  e->block_hashes = std::move(h->blocks);
+  e->hashed = true;
+}
+
+// A file kept for reading after the walk (disk order, or a hardlink to merge).
+struct Candidate {
+  WalkEntry entry;
+  std::vector<std::string> other_paths;
+  uint32_t fs = 0;
+};
+
+// Records written while the walk runs go to an unnamed temporary file, since the header
+// (which lists the filesystems met) must come first; it is copied out after the walk.
+class Sink {
+ public:
+  Sink(std::unique_ptr<TempFile> spool, ScanStats* stats, Observer* observer)
+      : spool_(std::move(spool)), writer_(spool_->fd(), "the scan's temporary spool"), stats_(stats),
+        observer_(observer) {}
+  Status Add(FileEntry e, uint64_t bytes_read) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (e.reused) stats_->reused++;
+    else if (e.hashed) stats_->hashed++;
+    if (!e.error.empty()) {
+      stats_->errors++;
+      observer_->Notice(e.path + ": " + e.error);
+    }
+    stats_->files++;
+    stats_->bytes += e.size;
+    if (status_.ok()) status_ = writer_.Add(std::move(e));
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_ > std::chrono::milliseconds(200)) {
+      last_ = now;
+      observer_->Progress({"walk", bytes_read, 0, stats_->files, 0});
+    }
+    return status_;
+  }
+  Status status() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return status_;
+  }
+  // Flushes and copies the records into `out` after its header.
+  Status CopyInto(IndexWriter* out) {
+    OANS_RETURN_IF_ERROR(status_);
+    OANS_RETURN_IF_ERROR(writer_.Flush());
+    return out->AppendFrames(*spool_, writer_.totals());
+  }
+
+ private:
+  std::mutex mu_;
+  std::unique_ptr<TempFile> spool_;
+  IndexWriter writer_;
+  ScanStats* stats_;
+  Observer* observer_;
+  Status status_;
+  std::chrono::steady_clock::time_point last_{};
+};
 
 }  // namespace
 
@@ -160,47 +298,74 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     header.roots.push_back(*n);
   }
 
-  // Previous index: hashes keyed by (filesystem, inode).
-  std::unordered_map<PrevKey, PrevEntry, PrevKeyHash> prev;
-  if (!o.previous.empty()) {
-    IndexReadOptions ro;
-    ro.allow_truncated = true;
-    auto r = ReadIndex(
-        o.previous, ro, [](const IndexHeader&) { return Status::Ok(); },
-        [&](const IndexHeader& h, std::vector<FileEntry>& batch) {
-          if (h.block_size != o.block_size) return Status::Ok();  // other block size: nothing reusable
-          for (auto& f : batch) {
-            if (!f.hashed) continue;
-            prev[PrevKey{h.filesystems[f.fs].Key(), f.ino}] =
-                PrevEntry{FileIdentity::Of(f), f.hash, std::move(f.block_hashes)};
-          }
-          return Status::Ok();
-        });
-    if (!r.ok()) return r.status().Prepend("--previous");
-    stats->previous_files = prev.size();
-    stats->previous_truncated = r->truncated;
-    if (r->truncated)
-      observer->Notice("warning: " + o.previous + " is incomplete (an interrupted scan); reusing the " +
-                       std::to_string(prev.size()) + " files it holds");
-  }
+  PreviousIndex prev;
+  if (!o.previous.empty()) OANS_RETURN_IF_ERROR(prev.Load(o.previous, o.block_size, stats, observer));
 
-  // Walk.
-  std::atomic<uint64_t> found{0};
+  // Storage kind, threads and order, from the roots' filesystems.
+  Filesystems filesystems(sys, header.roots);
+  for (uint32_t i = 0; i < header.roots.size(); ++i) {
+    auto st = sys.StatAt(AT_FDCWD, header.roots[i]);
+    if (st.ok()) filesystems.Of(st->dev, -1, header.roots[i], i);
+  }
+  if (o.storage == StorageChoice::kAuto) {
+    stats->storage = DetectStorage(filesystems.devices());
+  } else {
+    stats->storage.kind = o.storage == StorageChoice::kHdd ? StorageKind::kHdd : StorageKind::kSsd;
+    stats->storage.reason = "set by --storage";
+  }
+  const bool hdd = stats->storage.kind == StorageKind::kHdd;
+  stats->threads = o.io_threads > 0 ? o.io_threads : (hdd ? 1 : 8);
+  stats->order = o.order != ReadOrder::kAuto ? o.order : (hdd ? ReadOrder::kPhysical : ReadOrder::kNone);
+  // In walk order, files are read while the walk has them open, by the walk's threads,
+  // and leave at once: memory stays flat. Other orders keep the files to sort them.
+  const bool read_in_walk = stats->order == ReadOrder::kNone;
+  observer->Notice("storage: " + std::string(StorageKindName(stats->storage.kind)) + " (" +
+                   stats->storage.reason + "); " + std::to_string(stats->threads) + " reader thread(s), " +
+                   ReadOrderName(stats->order) + " order");
+
+  auto spool = TempFile::Create(TempDirectory());
+  if (!spool.ok()) return spool.status();
+  Sink sink(std::move(*spool), stats, observer);
+  std::atomic<uint64_t> found{0}, bytes_read{0};
   WalkOptions wo;
   wo.excludes = o.excludes;
   wo.min_size = o.min_size;
-  wo.threads = o.io_threads > 0 ? o.io_threads : 8;
+  // The walk waits on metadata reads: at least 8 walkers, even when one reads data.
+  wo.threads = read_in_walk ? stats->threads : std::max(8, stats->threads);
   wo.files_found = &found;
-  // Map each file while the walk has it open: no second lookup, and the read order
-  // (physical offset of the first extent) is known before any data is read.
-  wo.on_file = [&sys](int fd, WalkEntry* e) {
-    e->mapped = sys.Fiemap(fd, &e->extents).ok();
-    e->inode_flags = sys.InodeFlags(fd);
+  // Each file is mapped while the walk has it open. Unchanged files (and, in walk order,
+  // every file) are finished there; the rest wait for the disk-order read.
+  wo.on_file = [&](int fd, WalkEntry* w) -> bool {
+    if (o.stop && o.stop->load()) return true;  // stopping: leave the file for the next scan
+    std::vector<FiemapExtent> extents;
+    const bool mapped = sys.Fiemap(fd, &extents).ok();
+    const uint32_t flags = sys.InodeFlags(fd);
+    for (const auto& e : extents)
+      if (!(e.flags & (kExtentInline | kExtentDelalloc | kExtentUnknown))) {
+        w->first_physical = e.physical;
+        break;
+      }
+    if (w->st.nlink > 1) return false;  // hardlinks are merged after the walk
+    const uint32_t fs = filesystems.Of(w->st.dev, fd, w->path, w->root);
+    FileEntry e = EntryOf(*w, fs);
+    e.extents = std::move(extents);
+    e.inode_flags = flags;
+    const std::string key = filesystems.Key(fs);
+    if (mapped && prev.Reuse(key, &e)) {
+      sink.Add(std::move(e), bytes_read.load());
+      return true;
+    }
+    if (!read_in_walk) return false;
+    thread_local std::vector<char> buffer;
+    ReadOpen(sys, fd, mapped, key, prev, o, &buffer, &bytes_read, &e);
+    sink.Add(std::move(e), bytes_read.load());
+    return true;
   };
   tbb::global_control allow_walkers(tbb::global_control::max_allowed_parallelism,
                                     size_t(std::max<int>(wo.threads, int(std::thread::hardware_concurrency()))));
   auto walked = Walk(sys, header.roots, wo);
   if (!walked.ok()) return walked.status();
+  OANS_RETURN_IF_ERROR(sink.status());
   WalkResult& w = *walked;
   stats->dirs = w.dirs;
   stats->skipped_special = w.skipped_special;
@@ -208,7 +373,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   stats->skipped_mounts = w.skipped_mounts;
   stats->skipped_small = w.skipped_small;
   stats->excluded = w.excluded;
-  observer->Progress({"walk", 0, 0, w.files.size(), w.files.size()});
+  observer->Progress({"walk", bytes_read.load(), 0, found.load(), found.load()});
 
   // Hardlinks: one record per inode, the smallest path first, the others alongside.
   // An index is sorted rather than the entries themselves, so each entry moves once.
@@ -232,90 +397,29 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   }
   std::vector<uint32_t>().swap(by_inode);
   std::vector<WalkEntry>().swap(w.files);
+  for (auto& c : cands) c.fs = filesystems.Of(c.entry.st.dev, -1, c.entry.path, c.entry.root);
+  if (stats->order == ReadOrder::kPhysical)
+    std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+      return std::tie(a.entry.first_physical, a.entry.st.ino) < std::tie(b.entry.first_physical, b.entry.st.ino);
+    });
+  // Inode order (and hardlinks in walk order) needs nothing: the merge sorted by inode.
 
-  // Filesystems: identify each st_dev once through one of its files.
-  std::map<uint64_t, uint32_t> fs_of_dev;
-  std::map<std::string, uint32_t> fs_of_key;
-  std::vector<std::string> devices;
-  for (auto& c : cands) {
-    auto it = fs_of_dev.find(c.entry.st.dev);
-    if (it != fs_of_dev.end()) {
-      c.fs = it->second;
-      continue;
-    }
-    auto fd = sys.OpenNoFollow(c.entry.path);
-    if (!fd.ok()) continue;  // identified later through another file, or recorded as error
-    auto id = sys.Identify(*fd);
-    sys.Close(*fd);
-    if (!id.ok()) continue;
-    FsRecord r;
-    r.uuid = id->uuid;
-    r.subvolume = id->subvolume;
-    r.dev = c.entry.st.dev;
-    r.type = id->type;
-    r.block_size = id->block_size;
-    r.mount_point = header.roots[c.entry.root];
-    header.filesystems.push_back(r);
-    uint32_t idx = uint32_t(header.filesystems.size() - 1);
-    fs_of_dev[c.entry.st.dev] = idx;
-    c.fs = idx;
-    for (auto& d : id->devices)
-      if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
-  }
-  // Files whose filesystem could not be identified keep their own unpaired entry.
-  for (auto& c : cands) {
-    if (fs_of_dev.count(c.entry.st.dev)) {
-      c.fs = fs_of_dev[c.entry.st.dev];
-      continue;
-    }
-    FsRecord r;
-    r.uuid = "unknown-dev-" + std::to_string(c.entry.st.dev);
-    r.dev = c.entry.st.dev;
-    header.filesystems.push_back(r);
-    fs_of_dev[c.entry.st.dev] = c.fs = uint32_t(header.filesystems.size() - 1);
-  }
+  header.filesystems = filesystems.list();
   if (header.filesystems.empty()) {
     FsRecord r;
     r.uuid = "none";
     header.filesystems.push_back(r);
   }
-
-  // Storage kind, threads and order.
-  if (o.storage == StorageChoice::kAuto) {
-    stats->storage = DetectStorage(devices);
-  } else {
-    stats->storage.kind = o.storage == StorageChoice::kHdd ? StorageKind::kHdd : StorageKind::kSsd;
-    stats->storage.reason = "set by --storage";
-  }
-  const bool hdd = stats->storage.kind == StorageKind::kHdd;
-  stats->threads = o.io_threads > 0 ? o.io_threads : (hdd ? 1 : 8);
-  stats->order = o.order != ReadOrder::kAuto ? o.order : (hdd ? ReadOrder::kPhysical : ReadOrder::kInode);
-  observer->Notice("storage: " + std::string(StorageKindName(stats->storage.kind)) + " (" +
-                   stats->storage.reason + "); " + std::to_string(stats->threads) + " reader thread(s), " +
-                   ReadOrderName(stats->order) + " order");
+  IndexWriter writer(out);
+  OANS_RETURN_IF_ERROR(writer.WriteHeader(header));
+  OANS_RETURN_IF_ERROR(sink.CopyInto(&writer));
 
   // Readers wait on I/O, so there may be more of them than cores.
   tbb::global_control allow(tbb::global_control::max_allowed_parallelism,
                             size_t(std::max<int>(stats->threads, int(std::thread::hardware_concurrency()))));
   tbb::task_arena arena(stats->threads);
-  if (stats->order == ReadOrder::kPhysical) {
-    for (auto& c : cands)
-      for (const auto& e : c.entry.extents)
-        if (!(e.flags & (kExtentInline | kExtentDelalloc | kExtentUnknown))) {
-          c.first_physical = e.physical;
-          break;
-        }
-    std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
-      return std::tie(a.first_physical, a.entry.st.ino) < std::tie(b.first_physical, b.entry.st.ino);
-    });
-  }
-  // Inode order needs nothing: the hardlink merge already sorted by (dev, inode).
-
-  IndexWriter writer(out);
-  OANS_RETURN_IF_ERROR(writer.WriteHeader(header));
   uint64_t total_bytes = 0;
   for (auto& c : cands) total_bytes += c.entry.st.size;
-  std::atomic<uint64_t> bytes_read{0};
   uint64_t bytes_done = 0;
   Status write_status;
   size_t next = 0;
@@ -323,7 +427,6 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   struct Item {
     size_t i;
     FileEntry e;
-    bool reused = false;
   };
   arena.execute([&] {
     tbb::parallel_pipeline(
@@ -340,15 +443,23 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
             tbb::make_filter<size_t, Item*>(tbb::filter_mode::parallel,
                                             [&](size_t i) -> Item* {
                                               thread_local std::vector<char> buffer;
-                                              auto* it = new Item{i, {}};
-                                              it->e = ReadOne(sys, cands[i], o, header, prev, &buffer,
-                                                              &bytes_read, &it->reused);
+                                              Candidate& c = cands[i];
+                                              auto* it = new Item{i, EntryOf(c.entry, c.fs)};
+                                              it->e.other_paths = std::move(c.other_paths);
+                                              auto fd = sys.OpenNoFollow(c.entry.path);
+                                              if (!fd.ok()) {
+                                                Fail(&it->e, fd.status());
+                                                return it;
+                                              }
+                                              ReadOpen(sys, *fd, false, filesystems.Key(c.fs), prev, o, &buffer,
+                                                       &bytes_read, &it->e);
+                                              sys.Close(*fd);
                                               return it;
                                             }) &
             tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order, [&](Item* it) {
               std::unique_ptr<Item> own(it);
               bytes_done += cands[it->i].entry.st.size;
-              if (it->reused) stats->reused++;
+              if (it->e.reused) stats->reused++;
               else if (it->e.hashed) stats->hashed++;
               if (!it->e.error.empty()) {
                 stats->errors++;
@@ -360,7 +471,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
               auto now = std::chrono::steady_clock::now();
               if (now - last_progress > std::chrono::milliseconds(200)) {
                 last_progress = now;
-                observer->Progress({"hash", bytes_done, total_bytes, stats->files, cands.size()});
+                observer->Progress({"hash", bytes_done, total_bytes, stats->files, found.load()});
               }
             }));
   });
@@ -378,7 +489,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     observer->Notice(p.path + ": " + p.status.message());
     OANS_RETURN_IF_ERROR(writer.Add(std::move(e)));
   }
-  observer->Progress({"hash", bytes_done, total_bytes, stats->files, cands.size()});
+  observer->Progress({"hash", bytes_done, total_bytes, stats->files, found.load()});
   if (o.stop && o.stop->load()) {
     stats->interrupted = true;
     OANS_RETURN_IF_ERROR(writer.Flush());

@@ -1,9 +1,14 @@
-// The scan: walk the roots, then read every file once (in disk order on spinning
-// storage) and write its identity, extent map and hashes to an extent index. Stages:
-//   walk -> merge hardlinks -> identify filesystems -> choose storage/threads/order
-//   -> (previous index lookup) -> read + hash in a bounded parallel pipeline -> write.
-// Records leave in batches as they are finished, so memory holds the walk's file list
-// (about 100 bytes plus the path per file) and a bounded number of in-flight files.
+// The scan: walk the roots, read every file once and write its identity, extent map and
+// hashes to an extent index. Stages:
+//   identify the roots' filesystems -> choose storage/threads/order
+//   -> walk: each file is mapped (FIEMAP) while the walk has it open; a file unchanged
+//      since --previous is finished there, and in walk order (the SSD default) every
+//      file is read and hashed there too, by the walk's threads
+//   -> the files kept (disk order on HDD, inode order, and hardlinks, merged into one
+//      record) are read in a bounded parallel pipeline -> write.
+// Records finished during the walk go to an unnamed temporary spool, copied out after
+// the header (which lists the filesystems met). Memory: flat in walk order; in physical
+// or inode order the kept list costs about 150 bytes plus the path per file.
 #pragma once
 
 #include <atomic>

@@ -33,6 +33,8 @@ class TempFile {
   Status ReadAt(uint64_t offset, void* data, size_t n) const;
   uint64_t size() const { return size_; }
   const std::string& dir() const { return dir_; }
+  // For writers that write the descriptor directly (size() then counts only Append).
+  int fd() const { return fd_; }
 
  private:
   TempFile(int fd, std::string dir) : fd_(fd), dir_(std::move(dir)) {}

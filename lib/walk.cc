@@ -41,6 +41,7 @@ class Walker {
   void Dir(std::shared_ptr<DirHandle> parent, std::string name, std::string path, uint64_t mnt_id,
            uint32_t root) {
     Local& L = local_.local();
+    if (o_.stop && o_.stop->load(std::memory_order_relaxed)) return;
     auto fd = sys_.OpenAt(parent ? parent->fd() : AT_FDCWD, parent ? name : path, true);
     parent.reset();
     if (!fd.ok()) {
@@ -98,7 +99,7 @@ class Walker {
           continue;
         }
         if (o_.on_file && VisitFile(handle->fd(), child, child_path, root, L)) continue;
-        L.files.push_back({std::move(child_path), *st, root, {}, 0, false});
+        L.files.push_back({std::move(child_path), *st, root});
         if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
       } else if (S_ISLNK(mode)) {
         L.symlinks++;
@@ -129,10 +130,10 @@ class Walker {
       L.small++;
       return true;
     }
-    WalkEntry e{std::move(path), *st, root, {}, 0, false};
-    o_.on_file(*fd, &e);
+    WalkEntry e{std::move(path), *st, root};
+    const bool done = o_.on_file(*fd, &e);
     sys_.Close(*fd);
-    L.files.push_back(std::move(e));
+    if (!done) L.files.push_back(std::move(e));
     if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
     return true;
   }
@@ -149,7 +150,7 @@ class Walker {
           continue;
         }
         if (S_ISREG(st->mode)) {
-          if (st->size > 0 && st->size >= o_.min_size) local_.local().files.push_back({root, *st, i, {}, 0, false});
+          if (st->size > 0 && st->size >= o_.min_size) local_.local().files.push_back({root, *st, i});
           continue;
         }
         if (!S_ISDIR(st->mode)) {

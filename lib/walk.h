@@ -27,18 +27,17 @@ struct WalkOptions {
   std::atomic<uint64_t>* files_found = nullptr;  // progress counter, may be null
   // When set, every regular file kept is opened relative to its directory (no second
   // path lookup) and this is called with the descriptor, from a walker thread; the stat
-  // in `entry` then comes from that descriptor.
-  std::function<void(int fd, WalkEntry* entry)> on_file;
+  // in `entry` then comes from that descriptor. Returning true means the visitor is done
+  // with the file and the walk does not keep it in WalkResult::files.
+  std::function<bool(int fd, WalkEntry* entry)> on_file;
+  const std::atomic<bool>* stop = nullptr;  // when set, no further directory is read
 };
 
 struct WalkEntry {
   std::string path;
   FileStat st;
   uint32_t root = 0;  // index of the root it was found under
-  // Filled by WalkOptions::on_file while the file is open in the walk:
-  std::vector<FiemapExtent> extents;
-  uint32_t inode_flags = 0;
-  bool mapped = false;  // extents and inode_flags are valid
+  uint64_t first_physical = UINT64_MAX;  // may be set by WalkOptions::on_file, for disk order
 };
 
 struct WalkProblem {

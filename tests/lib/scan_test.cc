@@ -205,8 +205,16 @@ class FaultSys : public test::ForwardingSys {
   }
   Result<int> OpenAt(int dirfd, const std::string& name, bool directory) override {
     if (directory && name == deny_dir) return Status::Io("open " + name, EACCES);
-    return ForwardingSys::OpenAt(dirfd, name, directory);
+    // Files opened by the walk itself (read in walk order) are matched by name.
+    if (!directory && !deny.empty() && name == Base(deny)) return Status::Io("open " + name, EACCES);
+    auto fd = ForwardingSys::OpenAt(dirfd, name, directory);
+    if (fd.ok() && !directory && !eio.empty() && name == Base(eio)) {
+      std::lock_guard<std::mutex> lk(mu_);
+      eio_fds_.insert(*fd);
+    }
+    return fd;
   }
+  static std::string Base(const std::string& p) { return p.substr(p.rfind('/') + 1); }
   void Close(int fd) override {
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -227,6 +235,8 @@ class FaultSys : public test::ForwardingSys {
   std::set<int> eio_fds_;
 };
 
+// Files read after the walk (inode order): one replaced between the walk and the read,
+// one denied, one failing with EIO, and a directory denied.
 TEST_F(ScanTest, ErrorsRecordedPerFile) {
   test::MakeDir(P("secret"));
   test::WriteFile(P("secret/x"), "hidden");
@@ -237,7 +247,9 @@ TEST_F(ScanTest, ErrorsRecordedPerFile) {
   sys.deny_dir = "secret";
   ScanStats stats;
   Notices notices;
-  ASSERT_OK(Scan(sys, Options(), out_dir_.Join("e.idx"), &stats, &notices));
+  ScanOptions o = Options();
+  o.order = ReadOrder::kInode;
+  ASSERT_OK(Scan(sys, o, out_dir_.Join("e.idx"), &stats, &notices));
   EXPECT_EQ(sys.replaced.load() >= 1, true);
   auto files = ReadByPath(out_dir_.Join("e.idx"));
   ASSERT_EQ(files.size(), 5u);  // a, b, c, sub/d and the secret directory
@@ -267,6 +279,36 @@ TEST_F(ScanTest, ErrorsRecordedPerFile) {
   EXPECT_EQ(stats.hashed, 1u);
   EXPECT_TRUE(notices.Has(P("sub/d")));
   EXPECT_TRUE(notices.Has(P("secret")));
+}
+
+// Files read while the walk has them open (walk order, the SSD default): denied and
+// failing files are recorded with their error, the others hashed.
+TEST_F(ScanTest, ErrorsRecordedPerFileInWalkOrder) {
+  test::MakeDir(P("secret"));
+  test::WriteFile(P("secret/x"), "hidden");
+  FaultSys sys;
+  sys.deny = P("sub/d");
+  sys.eio = P("b");
+  sys.deny_dir = "secret";
+  ScanStats stats;
+  Notices notices;
+  ScanOptions o = Options();
+  o.order = ReadOrder::kNone;
+  ASSERT_OK(Scan(sys, o, out_dir_.Join("e.idx"), &stats, &notices));
+  EXPECT_EQ(stats.order, ReadOrder::kNone);
+  auto files = ReadByPath(out_dir_.Join("e.idx"));
+  ASSERT_EQ(files.size(), 5u);  // a, b, c (with h), sub/d and the secret directory
+  ExpectHashedLike(files[P("a")], contents_["a"]);
+  ExpectHashedLike(files[P("c")], contents_["c"]);
+  EXPECT_EQ(files[P("c")].other_paths, std::vector<std::string>{P("h")});
+  EXPECT_FALSE(files[P("b")].hashed);
+  EXPECT_EQ(files[P("b")].errnum, EIO);
+  EXPECT_TRUE(files[P("b")].block_hashes.empty());
+  EXPECT_EQ(files[P("sub/d")].errnum, EACCES);
+  EXPECT_EQ(files[P("secret")].errnum, EACCES);
+  EXPECT_EQ(stats.errors, 3u);
+  EXPECT_EQ(stats.hashed, 2u);
+  EXPECT_TRUE(notices.Has(P("b")));
 }
 
 TEST_F(ScanTest, PreviousReusesUnchangedFiles) {

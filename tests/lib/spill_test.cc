@@ -106,7 +106,9 @@ TEST(Spill, RecordStoreBeforeAndAfterSpill) {
     size_t len = (i % 97 == 0) ? 2000 + rng() % 3000 : rng() % 100;
     std::string r(len, '\0');
     for (auto& c : r) c = char(rng());
-    if (i == 50) EXPECT_FALSE(store.spilled());
+    if (i == 50) {
+      EXPECT_FALSE(store.spilled());
+    }
     auto at = store.Add(r);
     ASSERT_OK(at.status());
     records.push_back(r);

@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   app.add_option("--storage", storage, "Storage kind: auto, ssd or hdd (default auto: sysfs plus a seek test)")
       ->check(CLI::IsMember({"auto", "ssd", "hdd"}));
-  app.add_option("--order", order, "Read order: auto, physical, inode or none (default: physical on HDD, inode on SSD)")
+  app.add_option("--order", order, "Read order: auto, physical, inode or none (default: physical on HDD; none on SSD: files are read "
+                 "as the walk finds them, in parallel, in flat memory)")
       ->check(CLI::IsMember({"auto", "physical", "inode", "none"}));
   app.add_option("--progress", progress, "Progress on stderr: auto (terminal only), tty, json or none")
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
