@@ -6,13 +6,19 @@ _oans_tool() {
   case ${COMP_WORDS[0]##*/} in
     oans-scan) opts="--output --previous --block-size --min-size --exclude --io-threads --storage --order --progress --quiet --json --help --version" ;;
     oans-plan) opts="--output --round-size --since --from-list --whole-files-only --format --stats --json --progress --quiet --help --version" ;;
-    oans-apply) opts="--dry-run --prefetch --deadline --until --max-rate --io-class --journal --no-journal --link --progress --quiet --json --help --version" ;;
+    oans-apply) opts="--dry-run --prefetch --order --deadline --until --max-rate --io-class --journal --no-journal --link --progress --quiet --json --help --version" ;;
     oans-cat) opts="--blocks --help --version" ;;
     oans-diff) opts="--json --help --version" ;;
   esac
   case $prev in
     --storage) COMPREPLY=($(compgen -W "auto ssd hdd" -- "$cur")); return ;;
-    --order) COMPREPLY=($(compgen -W "auto physical inode none" -- "$cur")); return ;;
+    --order)
+      if [[ ${COMP_WORDS[0]##*/} == oans-apply ]]; then
+        COMPREPLY=($(compgen -W "physical none" -- "$cur"))
+      else
+        COMPREPLY=($(compgen -W "auto physical inode none" -- "$cur"))
+      fi
+      return ;;
     --progress) COMPREPLY=($(compgen -W "auto tty json none" -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "plan text json fdupes" -- "$cur")); return ;;
     --prefetch) COMPREPLY=($(compgen -W "on off" -- "$cur")); return ;;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <thread>
@@ -35,6 +36,13 @@ const char* ErrnoName(int e) {
     case EIO: return "EIO (I/O error)";
     default: return nullptr;
   }
+}
+
+uint64_t SplitMix64(uint64_t* state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
 }
 
 std::string ReasonFor(int errnum) {
@@ -154,6 +162,14 @@ Status LinkWhole(Sys& sys, int src_fd, int dst_fd, const PlanFileRef& dst, std::
 
 }  // namespace
 
+std::vector<size_t> ShuffledOrder(size_t n, uint64_t seed) {
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t(0));
+  uint64_t state = seed;
+  for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[size_t(SplitMix64(&state) % i)]);
+  return order;
+}
+
 Status CheckPlanFilesystems(Sys& sys, const PlanHeader& h) {
   for (const auto& root : h.roots) {
     auto fd = sys.OpenNoFollow(root);
@@ -191,8 +207,39 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
   }
   auto handled = [&](const PlanFileRef& f) { return o.hardlink && linked.count({f.dev, f.ino}); };
 
+  // Where rounds come from: the plan as it is read, or, without disk order, the whole
+  // plan read first and handed out in a fixed pseudo-random permutation. Either way every
+  // round is handed out once and named by its index, which is what the journal records.
+  std::vector<PlanRound> all;
+  std::vector<size_t> permutation;
+  size_t next_in_permutation = 0;
+  const bool shuffled = o.order == ApplyOrder::kShuffled;
+  if (shuffled) {
+    for (;;) {
+      PlanRound r;
+      auto more = plan.Next(&r);
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      if (o.journal && o.journal->Done(r.index)) {
+        // Skipped in any case: keep its index only.
+        r.files.clear();
+        r.ops.clear();
+        r.files.shrink_to_fit();
+        r.ops.shrink_to_fit();
+      }
+      all.push_back(std::move(r));
+    }
+    permutation = ShuffledOrder(all.size(), o.order_seed);
+  }
+  auto next_round = [&](PlanRound* r) -> Result<bool> {
+    if (!shuffled) return plan.Next(r);
+    if (next_in_permutation == permutation.size()) return false;
+    *r = std::move(all[permutation[next_in_permutation++]]);
+    return true;
+  };
+
   auto prepare = [&](Prepared* p) {
-    auto more = plan.Next(&p->round);
+    auto more = next_round(&p->round);
     if (!more.ok()) {
       p->error = more.status();
       p->end = true;
@@ -228,7 +275,15 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
       for (const auto& d : op.dests)
         if (p->fds[d.file] >= 0) ranges.push_back({d.physical, p->fds[d.file], d.offset, op.length});
     }
-    std::sort(ranges.begin(), ranges.end(), [](const R& a, const R& b) { return a.physical < b.physical; });
+    if (shuffled) {
+      // Seeded by the round's index: the same reads whatever position the round runs at.
+      const uint64_t seed = o.order_seed ^ (0x9e3779b97f4a7c15ull * (p->round.index + 1));
+      std::vector<R> in_plan_order = std::move(ranges);
+      ranges.clear();
+      for (size_t i : ShuffledOrder(in_plan_order.size(), seed)) ranges.push_back(in_plan_order[i]);
+    } else {
+      std::sort(ranges.begin(), ranges.end(), [](const R& a, const R& b) { return a.physical < b.physical; });
+    }
     for (const auto& r : ranges) {
       for (uint64_t off = 0; off < r.length;) {
         auto n = sys.Pread(r.fd, buffer.data(), size_t(std::min<uint64_t>(buffer.size(), r.length - off)),

@@ -7,6 +7,8 @@
 // The queue between them holds one round, so prefetch runs at most one round ahead and
 // never evicts the round being deduped. Data is read into one fixed 1 MiB buffer.
 // Per-destination problems are counted by reason and the run goes on.
+// ApplyOrder::kShuffled gives up the disk order on purpose, so that what the order is
+// worth can be measured; the journal names rounds by index, so any order resumes.
 #pragma once
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "lib/journal.h"
 #include "lib/observer.h"
@@ -23,9 +26,26 @@
 
 namespace oans {
 
+// The order of the rounds and of each round's read-ahead.
+enum class ApplyOrder {
+  // The plan's order: rounds sweep the sources' physical offsets upward, and each round's
+  // ranges (sources and destinations) are read ahead by physical offset.
+  kPhysical,
+  // No disk order: the rounds run in a pseudo-random permutation of the plan's order and
+  // each round's ranges are read ahead in a pseudo-random permutation too. Both come from
+  // ApplyOptions::order_seed (SplitMix64 + Fisher-Yates, the same on every platform), the
+  // ranges' from the seed and the round's index, so every run of a plan, and a run that
+  // resumes from the journal, uses the same order. The whole plan is read into memory
+  // before the first round (rounds already in the journal are kept as their index only).
+  kShuffled,
+};
+inline constexpr uint64_t kDefaultOrderSeed = 1;
+
 struct ApplyOptions {
   bool dry_run = false;   // verify files and report operations, change nothing
   bool prefetch = true;   // read each round into the page cache before deduping it
+  ApplyOrder order = ApplyOrder::kPhysical;
+  uint64_t order_seed = kDefaultOrderSeed;  // for ApplyOrder::kShuffled
   const std::atomic<bool>* stop = nullptr;  // stop after the current round
   // Stop after the round during which this time passes (0 = no deadline).
   std::chrono::steady_clock::time_point deadline{};
@@ -65,5 +85,8 @@ struct ApplyStats {
 Status CheckPlanFilesystems(Sys& sys, const PlanHeader& header);
 
 Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& options, Observer* observer, ApplyStats* stats);
+
+// The permutation of 0..n-1 that ApplyOrder::kShuffled uses for `seed`.
+std::vector<size_t> ShuffledOrder(size_t n, uint64_t seed);
 
 }  // namespace oans

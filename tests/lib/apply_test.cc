@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <set>
 
+#include "lib/journal.h"
 #include "tests/lib/test_util.h"
 
 namespace oans {
@@ -51,6 +54,7 @@ class FakeSys : public test::ForwardingSys {
     {
       std::lock_guard<std::mutex> lk(mu_);
       preads_++;
+      reads_.push_back({fds_.count(fd) ? fds_[fd] : "?", offset});
     }
     return ForwardingSys::Pread(fd, buf, len, offset);
   }
@@ -93,6 +97,18 @@ class FakeSys : public test::ForwardingSys {
     std::lock_guard<std::mutex> lk(mu_);
     return preads_;
   }
+  // Every pread in the order made: path, offset.
+  std::vector<std::pair<std::string, uint64_t>> reads() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return reads_;
+  }
+  void ClearRecords() {
+    std::lock_guard<std::mutex> lk(mu_);
+    calls_.clear();
+    reads_.clear();
+    opened_paths_.clear();
+    preads_ = 0;
+  }
   bool Opened(const std::string& path) {
     std::lock_guard<std::mutex> lk(mu_);
     return std::find(opened_paths_.begin(), opened_paths_.end(), path) != opened_paths_.end();
@@ -103,6 +119,7 @@ class FakeSys : public test::ForwardingSys {
   std::map<int, std::string> fds_;
   std::vector<Call> calls_;
   std::vector<std::string> opened_paths_;
+  std::vector<std::pair<std::string, uint64_t>> reads_;
   int preads_ = 0;
 };
 
@@ -158,6 +175,29 @@ class ApplyTest : public ::testing::Test {
     Status s = RunApply(sys_, **reader, o, nullptr, stats);
     EXPECT_EQ(sys_.open_fds(), 0u) << "descriptors left open";
     return s;
+  }
+
+  // n rounds; round i dedupes ri.b against ri.a (files made here).
+  std::vector<PlanRound> Rounds(int n) const {
+    std::vector<PlanRound> rounds;
+    for (int i = 0; i < n; ++i) {
+      const std::string a = P("r" + std::to_string(i) + ".a"), b = P("r" + std::to_string(i) + ".b");
+      test::WriteFile(a, std::string(16384, char('a' + i % 26)));
+      test::WriteFile(b, std::string(16384, char('a' + i % 26)));
+      rounds.push_back(Round(uint64_t(i), {Ref(a), Ref(b)}, {{0, {1}}}));
+    }
+    return rounds;
+  }
+  // The rounds of Rounds() that the calls so far belong to, in the order they ran.
+  std::vector<size_t> RoundsRun() {
+    std::vector<size_t> out;
+    for (const auto& c : sys_.calls()) out.push_back(std::stoul(c.src.substr(root_.size() + 2)));
+    return out;
+  }
+  static std::vector<size_t> Iota(size_t n) {
+    std::vector<size_t> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = i;
+    return v;
   }
 
   TempDir parent_;
@@ -514,6 +554,188 @@ TEST_F(ApplyTest, TruncatedPlanIsAnErrorAfterTheRoundsItHolds) {
   EXPECT_EQ(stats.rounds_done, 2u);
   EXPECT_EQ(sys_.calls().size(), 2u);
   EXPECT_FALSE(stats.interrupted);
+}
+
+TEST(ShuffledOrderTest, IsAFixedPermutation) {
+  EXPECT_TRUE(ShuffledOrder(0, 1).empty());
+  EXPECT_EQ(ShuffledOrder(1, 1), std::vector<size_t>{0});
+  for (size_t n : {2u, 7u, 100u}) {
+    auto p = ShuffledOrder(n, kDefaultOrderSeed);
+    auto sorted = p;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<size_t> all(n);
+    for (size_t i = 0; i < n; ++i) all[i] = i;
+    EXPECT_EQ(sorted, all) << "not a permutation of " << n;
+    EXPECT_EQ(p, ShuffledOrder(n, kDefaultOrderSeed)) << "not repeatable";
+    if (n > 2) {
+      EXPECT_NE(p, all) << "left in order";
+      EXPECT_NE(p, ShuffledOrder(n, kDefaultOrderSeed + 1)) << "the seed changes nothing";
+    }
+  }
+  // SplitMix64 + Fisher-Yates: the same values on every platform and standard library.
+  EXPECT_EQ(ShuffledOrder(8, 1), (std::vector<size_t>{4, 3, 2, 7, 5, 6, 0, 1}));
+}
+
+TEST_F(ApplyTest, PhysicalOrderRunsRoundsAsPlanned) {
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(12), Rounds(12), &stats));
+  EXPECT_EQ(RoundsRun(), Iota(12));
+}
+
+TEST_F(ApplyTest, ShuffledOrderRunsEveryRoundOnceInAnotherOrder) {
+  auto rounds = Rounds(12);
+  ApplyOptions o;
+  o.order = ApplyOrder::kShuffled;
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(12), rounds, &stats, o));
+  const auto first = RoundsRun();
+  EXPECT_EQ(first, ShuffledOrder(12, kDefaultOrderSeed));
+  EXPECT_NE(first, Iota(12));
+  auto sorted = first;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, Iota(12)) << "a round ran twice or not at all";
+  EXPECT_EQ(stats.rounds_done, 12u);
+  EXPECT_EQ(stats.ops, 12u);
+  EXPECT_EQ(stats.bytes_deduped, 12u * 8192);
+  EXPECT_EQ(stats.bytes_prefetched, 12u * 2 * 8192);
+  // The same order again; another seed, another order.
+  sys_.ClearRecords();
+  ApplyStats again;
+  ASSERT_OK(Apply(Header(12), rounds, &again, o));
+  EXPECT_EQ(RoundsRun(), first);
+  sys_.ClearRecords();
+  o.order_seed = 99;
+  ApplyStats other;
+  ASSERT_OK(Apply(Header(12), rounds, &other, o));
+  EXPECT_NE(RoundsRun(), first);
+  EXPECT_EQ(other.rounds_done, 12u);
+}
+
+TEST_F(ApplyTest, ShuffledOrderResumesFromTheJournal) {
+  const auto rounds = Rounds(12);
+  const std::string jpath = parent_.Join("p.plan.journal");
+  std::string notice;
+  // First run: stopped during its fourth round.
+  std::atomic<bool> stop{false};
+  sys_.on_dedupe = [&](const Call& c, std::vector<DedupeDest>* dests) {
+    if (sys_.calls().size() >= 4) stop.store(true);
+    for (auto& d : *dests) {
+      d.status = kDedupeSame;
+      d.bytes_deduped = c.length;
+    }
+    return Status::Ok();
+  };
+  ApplyOptions o;
+  o.order = ApplyOrder::kShuffled;
+  o.stop = &stop;
+  {
+    auto j = Journal::Open(jpath, Header(12), &notice);
+    ASSERT_OK(j.status());
+    o.journal = j->get();
+    ApplyStats stats;
+    EXPECT_TRUE(StatusIs(Apply(Header(12), rounds, &stats, o), Status::Code::kInterrupted));
+    EXPECT_EQ(stats.rounds_done, 4u);
+  }
+  const auto perm = ShuffledOrder(12, kDefaultOrderSeed);
+  const auto run1 = RoundsRun();
+  EXPECT_EQ(run1, std::vector<size_t>(perm.begin(), perm.begin() + 4));
+  // Second run, from the journal on disk: the other eight, in the same permutation.
+  sys_.ClearRecords();
+  stop.store(false);
+  sys_.on_dedupe = nullptr;
+  {
+    auto j = Journal::Open(jpath, Header(12), &notice);
+    ASSERT_OK(j.status());
+    EXPECT_EQ((*j)->done_count(), 4u);
+    o.journal = j->get();
+    ApplyStats stats;
+    ASSERT_OK(Apply(Header(12), rounds, &stats, o));
+    EXPECT_EQ(stats.rounds_from_journal, 4u);
+    EXPECT_EQ(stats.rounds_done, 8u);
+  }
+  EXPECT_EQ(RoundsRun(), std::vector<size_t>(perm.begin() + 4, perm.end()));
+  // Third run, in plan order: nothing left to do.
+  sys_.ClearRecords();
+  {
+    auto j = Journal::Open(jpath, Header(12), &notice);
+    ASSERT_OK(j.status());
+    o.journal = j->get();
+    o.order = ApplyOrder::kPhysical;
+    ApplyStats stats;
+    ASSERT_OK(Apply(Header(12), rounds, &stats, o));
+    EXPECT_EQ(stats.rounds_from_journal, 12u);
+    EXPECT_EQ(stats.rounds_done, 0u);
+  }
+  EXPECT_TRUE(sys_.calls().empty());
+  EXPECT_EQ(sys_.preads(), 0);  // rounds from the journal are not even opened
+  // Every round is in the journal exactly once.
+  std::ifstream in(jpath);
+  std::string line;
+  std::getline(in, line);
+  std::multiset<uint64_t> done;
+  while (std::getline(in, line))
+    if (!line.empty()) done.insert(std::stoull(line.substr(5)));
+  EXPECT_EQ(done, (std::multiset<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+}
+
+TEST_F(ApplyTest, ShuffledOrderStopsAtTheDeadline) {
+  ApplyOptions o;
+  o.order = ApplyOrder::kShuffled;
+  o.deadline = std::chrono::steady_clock::now();  // passes during the first round
+  ApplyStats stats;
+  Status s = Apply(Header(12), Rounds(12), &stats, o);
+  EXPECT_TRUE(StatusIs(s, Status::Code::kInterrupted, "deadline reached after 1 rounds"));
+  EXPECT_TRUE(stats.deadline_reached);
+  EXPECT_EQ(stats.rounds_done, 1u);
+  EXPECT_EQ(RoundsRun(), std::vector<size_t>{ShuffledOrder(12, kDefaultOrderSeed)[0]});
+}
+
+TEST_F(ApplyTest, ShuffledOrderReadsTheWholePlanBeforeTheFirstRound) {
+  ApplyOptions o;
+  o.order = ApplyOrder::kShuffled;
+  ApplyStats stats;
+  Status s = Apply(Header(3),
+                   {Round(0, {Ref(P("s")), Ref(P("a"))}, {{0, {1}}}), Round(1, {Ref(P("b")), Ref(P("c"))}, {{0, {1}}})},
+                   &stats, o, /*finish=*/false);
+  EXPECT_TRUE(StatusIs(s, Status::Code::kCorrupt, "truncated"));
+  EXPECT_EQ(stats.rounds_done, 0u);
+  EXPECT_TRUE(sys_.calls().empty());
+  EXPECT_FALSE(sys_.Opened(P("s")));
+}
+
+TEST_F(ApplyTest, PrefetchReadOrder) {
+  // One round, six ranges, each read with one pread; physical offsets out of plan order.
+  PlanRound r = Round(0, {Ref(P("s")), Ref(P("a")), Ref(P("b")), Ref(P("c")), Ref(P("d")), Ref(P("e"))},
+                      {{0, {1, 2}}, {3, {4, 5}}});
+  r.ops[0].physical = 500;
+  r.ops[0].dests[0].physical = 100;
+  r.ops[0].dests[1].physical = 900;
+  r.ops[1].physical = 300;
+  r.ops[1].dests[0].physical = 700;
+  r.ops[1].dests[1].physical = 50;
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {r}, &stats));
+  using Reads = std::vector<std::pair<std::string, uint64_t>>;
+  const Reads physical = {{P("e"), 0}, {P("a"), 0}, {P("c"), 0}, {P("s"), 0}, {P("d"), 0}, {P("b"), 0}};
+  EXPECT_EQ(sys_.reads(), physical);
+
+  ApplyOptions o;
+  o.order = ApplyOrder::kShuffled;
+  sys_.ClearRecords();
+  ApplyStats s1;
+  ASSERT_OK(Apply(Header(1), {r}, &s1, o));
+  const Reads shuffled = sys_.reads();
+  EXPECT_NE(shuffled, physical);
+  Reads a = shuffled, b = physical;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  EXPECT_EQ(a, b) << "every range once";
+  EXPECT_EQ(s1.bytes_prefetched, 6u * 8192);
+  EXPECT_EQ(sys_.calls().size(), 2u);  // the dedupe calls themselves keep the plan's order
+  sys_.ClearRecords();
+  ApplyStats s2;
+  ASSERT_OK(Apply(Header(1), {r}, &s2, o));
+  EXPECT_EQ(sys_.reads(), shuffled) << "not repeatable";
 }
 
 }  // namespace

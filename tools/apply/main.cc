@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
       "oans-apply"};
   app.set_version_flag("--version", ToolVersionString("oans-apply"));
   ApplyOptions o;
-  std::string plan_path, prefetch = "on", progress = "auto", journal_path, until, io_class = "best-effort";
+  std::string plan_path, prefetch = "on", order = "physical", progress = "auto", journal_path, until,
+      io_class = "best-effort";
   bool quiet = false, json = false, no_journal = false;
   uint64_t deadline_s = 0;
   app.add_option("plan", plan_path, "Plan file from oans-plan ('-' for standard input)")->required()->type_name("PLAN");
@@ -30,6 +31,13 @@ int main(int argc, char** argv) {
                "Check every file and print the operations as JSON lines on stdout; change nothing");
   app.add_option("--prefetch", prefetch, "Read each round into the page cache before deduping it: on or off")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--order", order,
+                 "physical (default): the plan's order, rounds sweeping the disk upward and each round read "
+                 "ahead by physical offset. none: rounds and each round's reads in a fixed pseudo-random order "
+                 "(seed " + std::to_string(kDefaultOrderSeed) +
+                     ", the same on every run; resumes like physical), to measure what disk order is worth; "
+                     "reads the whole plan into memory first")
+      ->check(CLI::IsMember({"physical", "none"}));
   app.add_option("--progress", progress, "Progress on stderr: auto, tty, json or none")
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
   cli::AddDuration(app, "--deadline", &deadline_s,
@@ -57,6 +65,7 @@ int main(int argc, char** argv) {
   app.footer(cli::ExitCodesHelp());
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   o.prefetch = prefetch == "on";
+  o.order = order == "none" ? ApplyOrder::kShuffled : ApplyOrder::kPhysical;
   std::atomic<bool> stop{false};
   o.stop = &stop;
   cli::InstallSignalHandlers(&stop);
