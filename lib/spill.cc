@@ -65,59 +65,84 @@ Status TempFile::ReadAt(uint64_t offset, void* data, size_t n) const {
   return Status::Ok();
 }
 
-namespace {
-constexpr size_t kWriteBuffer = 1u << 20;
+void RecordStore::Append(const char* p, size_t n) {
+  while (n > 0) {
+    const uint64_t in_mem = end_ - mem_base_;
+    const size_t pos = size_t(in_mem % kChunk);
+    if (pos == 0 && in_mem / kChunk == chunks_.size()) chunks_.emplace_back(new char[kChunk]);
+    const size_t take = std::min(n, kChunk - pos);
+    std::memcpy(chunks_[size_t(in_mem / kChunk)].get() + pos, p, take);
+    p += take;
+    n -= take;
+    end_ += take;
+  }
 }
 
-Status RecordStore::FlushBuffer() {
-  if (buffer_.empty()) return Status::Ok();
-  auto r = file_->Append(buffer_.data(), buffer_.size());
-  if (!r.ok()) return r.status();
-  buffer_.clear();
+// Moves every full chunk to the file; the chunk being filled stays.
+Status RecordStore::Spill() {
+  if (!file_) {
+    auto f = TempFile::Create(dir_);
+    if (!f.ok()) return f.status();
+    file_ = std::move(*f);
+  }
+  const size_t full = size_t((end_ - mem_base_) / kChunk);
+  for (size_t i = 0; i < full; ++i) {
+    auto r = file_->Append(chunks_[i].get(), kChunk);
+    if (!r.ok()) return r.status();
+  }
+  chunks_.erase(chunks_.begin(), chunks_.begin() + long(full));
+  mem_base_ += uint64_t(full) * kChunk;
   return Status::Ok();
 }
 
 Result<uint64_t> RecordStore::Add(const std::string& record) {
-  const uint64_t at = bytes();
+  const uint64_t at = end_;
   const uint32_t n = uint32_t(record.size());
-  buffer_.append(reinterpret_cast<const char*>(&n), sizeof n);
-  buffer_.append(record);
-  if (!file_ && buffer_.size() > budget_) {
-    auto f = TempFile::Create(dir_);
-    if (!f.ok()) return f.status();
-    file_ = std::move(*f);
-    OANS_RETURN_IF_ERROR(FlushBuffer());
-    std::string().swap(buffer_);
-  } else if (file_ && buffer_.size() >= kWriteBuffer) {
-    OANS_RETURN_IF_ERROR(FlushBuffer());
-  }
+  Append(reinterpret_cast<const char*>(&n), sizeof n);
+  Append(record.data(), record.size());
+  if (end_ - mem_base_ > (file_ ? kChunk : std::max<uint64_t>(budget_, kChunk))) OANS_RETURN_IF_ERROR(Spill());
   return at;
 }
 
-Status RecordStore::Get(uint64_t offset, std::string* record) const {
-  const uint64_t on_file = file_ ? file_->size() : 0;
-  uint32_t n = 0;
-  if (offset >= on_file) {
-    const uint64_t at = offset - on_file;
-    if (at + sizeof n > buffer_.size()) return Status::Corrupt("record store: offset out of range");
-    std::memcpy(&n, buffer_.data() + at, sizeof n);
-    if (at + sizeof n + n > buffer_.size()) return Status::Corrupt("record store: record out of range");
-    record->assign(buffer_.data() + at + sizeof n, n);
-    return Status::Ok();
+Status RecordStore::Read(uint64_t offset, char* p, size_t n) const {
+  if (offset + n > end_) return Status::Corrupt("record store: record out of range");
+  if (offset < mem_base_) {
+    const size_t from_file = size_t(std::min<uint64_t>(n, mem_base_ - offset));
+    OANS_RETURN_IF_ERROR(file_->ReadAt(offset, p, from_file));
+    p += from_file;
+    n -= from_file;
+    offset += from_file;
   }
-  // On file: one read that usually holds the whole record.
-  char head[512];
-  size_t want = size_t(std::min<uint64_t>(sizeof head, on_file - offset));
-  if (want < sizeof n) return Status::Corrupt("record store: record out of range");
-  OANS_RETURN_IF_ERROR(file_->ReadAt(offset, head, want));
-  std::memcpy(&n, head, sizeof n);
-  if (offset + sizeof n + n > on_file) return Status::Corrupt("record store: record out of range");
-  if (sizeof n + n <= want) {
-    record->assign(head + sizeof n, n);
-    return Status::Ok();
+  while (n > 0) {
+    const uint64_t in_mem = offset - mem_base_;
+    const size_t pos = size_t(in_mem % kChunk);
+    const size_t take = std::min(n, kChunk - pos);
+    std::memcpy(p, chunks_[size_t(in_mem / kChunk)].get() + pos, take);
+    p += take;
+    n -= take;
+    offset += take;
+  }
+  return Status::Ok();
+}
+
+Status RecordStore::Get(uint64_t offset, std::string* record) const {
+  uint32_t n = 0;
+  if (offset + sizeof n > end_) return Status::Corrupt("record store: offset out of range");
+  if (offset + sizeof n <= mem_base_ && mem_base_ - offset >= 512) {
+    // On file: one read that usually holds the whole record.
+    char head[512];
+    OANS_RETURN_IF_ERROR(file_->ReadAt(offset, head, sizeof head));
+    std::memcpy(&n, head, sizeof n);
+    if (offset + sizeof n + n > end_) return Status::Corrupt("record store: record out of range");
+    if (sizeof n + n <= sizeof head) {
+      record->assign(head + sizeof n, n);
+      return Status::Ok();
+    }
+  } else {
+    OANS_RETURN_IF_ERROR(Read(offset, reinterpret_cast<char*>(&n), sizeof n));
   }
   record->resize(n);
-  return file_->ReadAt(offset + sizeof n, record->data(), n);
+  return Read(offset + sizeof n, record->data(), n);
 }
 
 }  // namespace oans

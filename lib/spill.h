@@ -43,23 +43,28 @@ class TempFile {
   uint64_t size_ = 0;
 };
 
-// Variable-length records addressed by the offset Add returns. Records stay in memory
-// until `memory_budget` bytes are held, then everything moves to a temporary file and
-// further records are appended there through a small buffer.
+// Variable-length records addressed by the offset Add returns, laid out as one byte
+// stream. The stream is kept in fixed-size chunks in memory until `memory_budget` bytes
+// are held; then every full chunk goes to a temporary file and only the chunk being
+// filled stays in memory.
 class RecordStore {
  public:
   RecordStore(std::string temp_dir, uint64_t memory_budget) : dir_(std::move(temp_dir)), budget_(memory_budget) {}
   Result<uint64_t> Add(const std::string& record);
   Status Get(uint64_t offset, std::string* record) const;
   bool spilled() const { return file_ != nullptr; }
-  uint64_t bytes() const { return (file_ ? file_->size() : 0) + buffer_.size(); }
+  uint64_t bytes() const { return end_; }
 
  private:
-  Status FlushBuffer();
+  static constexpr size_t kChunk = 1u << 20;
+  void Append(const char* p, size_t n);
+  Status Read(uint64_t offset, char* p, size_t n) const;
+  Status Spill();
   std::string dir_;
   uint64_t budget_;
-  std::unique_ptr<TempFile> file_;
-  std::string buffer_;  // records from file_->size() on (all of them before a spill)
+  std::unique_ptr<TempFile> file_;     // the stream's first file_->size() bytes, once spilled
+  std::vector<std::unique_ptr<char[]>> chunks_;  // the rest, from mem_base_ on
+  uint64_t mem_base_ = 0, end_ = 0;
 };
 
 // Sorts fixed-size records in at most `memory_budget` bytes. Add() them, then ForEach()

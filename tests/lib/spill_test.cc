@@ -97,11 +97,11 @@ TEST(Spill, SorterReportsUnwritableTempDir) {
 
 TEST(Spill, RecordStoreBeforeAndAfterSpill) {
   TempDir dir;
-  RecordStore store(dir.path(), 10000);
+  RecordStore store(dir.path(), 10000);  // below one chunk (1 MiB): spills past the first
   std::vector<std::string> records;
   std::vector<uint64_t> offsets;
   std::mt19937_64 rng(5);
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < 40000; ++i) {
     // Mostly short records, some longer than one read of the store.
     size_t len = (i % 97 == 0) ? 2000 + rng() % 3000 : rng() % 100;
     std::string r(len, '\0');
