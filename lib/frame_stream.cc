@@ -157,7 +157,20 @@ Result<bool> FrameReader::Next(kj::Array<capnp::word>* words) {
   if (body_words * 8 > kMaxMessageBytes)
     return Status::Corrupt(name_ + " is damaged (a message claims " + std::to_string(body_words * 8) +
                            " bytes, more than the 1 GiB limit)");
-  // Read the body in chunks so the allocation grows only with data actually present.
+  // Messages up to 64 MiB (every batch and round oans writes) are read straight into
+  // their array. Larger ones are read in chunks, so the allocation grows only with data
+  // actually present.
+  constexpr uint64_t kDirectWords = (64u << 20) / sizeof(capnp::word);
+  if (body_words <= kDirectWords) {
+    *words = kj::heapArray<capnp::word>(table_words + body_words);
+    std::memcpy(static_cast<void*>(words->begin()), table.data(), table_words * sizeof(capnp::word));
+    if (body_words) {
+      auto b = z_.ReadExact(words->begin() + table_words, body_words * sizeof(capnp::word));
+      if (!b.ok()) return b.status();
+      if (!*b) return Status::Corrupt(name_ + " is truncated (ends inside a message)");
+    }
+    return true;
+  }
   std::vector<uint64_t> body;  // words, as plain integers
   const size_t chunk = (16u << 20) / sizeof(uint64_t);
   size_t have = 0;
@@ -171,7 +184,7 @@ Result<bool> FrameReader::Next(kj::Array<capnp::word>* words) {
   }
   *words = kj::heapArray<capnp::word>(table_words + body_words);
   std::memcpy(static_cast<void*>(words->begin()), table.data(), table_words * sizeof(capnp::word));
-  if (body_words) std::memcpy(static_cast<void*>(words->begin() + table_words), body.data(), body_words * sizeof(capnp::word));
+  std::memcpy(static_cast<void*>(words->begin() + table_words), body.data(), body_words * sizeof(capnp::word));
   return true;
 }
 
