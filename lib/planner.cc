@@ -23,9 +23,10 @@ bool SameMapping(const FiemapExtent& a, const FiemapExtent& b) {
 }
 
 // What the plan needs of a file beyond its sort keys. Kept in a RecordStore (memory,
-// then a temporary file), looked up by file id.
+// then a temporary file), looked up by file id. Paths, needed only for the files a plan
+// names and for reports, are kept apart.
 struct Detail {
-  std::string path;
+  uint64_t path_at = 0;  // offset of the path in the path store
   uint32_t fs = 0;  // index into the plan's filesystems (uuid + subvolume)
   uint64_t dev = 0, ino = 0, size = 0;
   int64_t mtime_ns = 0;
@@ -35,18 +36,17 @@ struct Detail {
 
 struct DetailHead {
   uint32_t fs, extents;
-  uint64_t dev, ino, size;
+  uint64_t path_at, dev, ino, size;
   int64_t mtime_ns;
   uint64_t first_physical;
 };
 
 std::string EncodeDetail(const Detail& d) {
-  DetailHead h{d.fs, uint32_t(d.extents.size()), d.dev, d.ino, d.size, d.mtime_ns, d.first_physical};
+  DetailHead h{d.fs, uint32_t(d.extents.size()), d.path_at, d.dev, d.ino, d.size, d.mtime_ns, d.first_physical};
   std::string out;
-  out.reserve(sizeof h + d.extents.size() * sizeof(FiemapExtent) + d.path.size());
+  out.reserve(sizeof h + d.extents.size() * sizeof(FiemapExtent));
   out.append(reinterpret_cast<const char*>(&h), sizeof h);
   out.append(reinterpret_cast<const char*>(d.extents.data()), d.extents.size() * sizeof(FiemapExtent));
-  out.append(d.path);
   return out;
 }
 
@@ -55,7 +55,8 @@ Status DecodeDetail(const std::string& in, Detail* d) {
   if (in.size() < sizeof h) return Status::Corrupt("planner: damaged file record in the temporary store");
   std::memcpy(&h, in.data(), sizeof h);
   const size_t ext_bytes = size_t(h.extents) * sizeof(FiemapExtent);
-  if (in.size() < sizeof h + ext_bytes) return Status::Corrupt("planner: damaged file record in the temporary store");
+  if (in.size() != sizeof h + ext_bytes) return Status::Corrupt("planner: damaged file record in the temporary store");
+  d->path_at = h.path_at;
   d->fs = h.fs;
   d->dev = h.dev;
   d->ino = h.ino;
@@ -64,15 +65,17 @@ Status DecodeDetail(const std::string& in, Detail* d) {
   d->first_physical = h.first_physical;
   d->extents.resize(h.extents);
   std::memcpy(d->extents.data(), in.data() + sizeof h, ext_bytes);
-  d->path.assign(in, sizeof h + ext_bytes);
   return Status::Ok();
 }
 
 // File details by id, with a small cache of recent lookups.
 class Details {
  public:
-  Details(const std::string& dir, uint64_t budget) : store_(dir, budget) {}
-  Result<uint32_t> Add(const Detail& d) {
+  Details(const std::string& dir, uint64_t budget, uint64_t path_budget) : store_(dir, budget), paths_(dir, path_budget) {}
+  Result<uint32_t> Add(Detail& d, const std::string& path) {
+    auto p = paths_.Add(path);
+    if (!p.ok()) return p.status();
+    d.path_at = *p;
     auto at = store_.Add(EncodeDetail(d));
     if (!at.ok()) return at.status();
     offsets_.push_back(*at);
@@ -89,11 +92,18 @@ class Details {
     cache_.emplace(id, d);
     return std::shared_ptr<const Detail>(d);
   }
+  Result<std::string> Path(uint32_t id) {
+    auto d = Get(id);
+    if (!d.ok()) return d.status();
+    std::string path;
+    OANS_RETURN_IF_ERROR(paths_.Get((*d)->path_at, &path));
+    return path;
+  }
   bool spilled() const { return store_.spilled(); }
 
  private:
   static constexpr size_t kCache = 4096;
-  RecordStore store_;
+  RecordStore store_, paths_;
   std::vector<uint64_t> offsets_;
   std::unordered_map<uint32_t, std::shared_ptr<const Detail>> cache_;
   std::string scratch_;
@@ -217,7 +227,7 @@ class Planner {
         observer_(observer),
         stats_(stats),
         dir_(TempDirectory(o.temp_dir)),
-        details_(dir_, o.memory / 4),
+        details_(dir_, o.memory / 4, std::min<uint64_t>(o.memory / 64, 2u << 20)),
         whole_(dir_, o.memory / 5),
         inodes_(dir_, o.memory / 10),
         blocks_(dir_, o.memory / 5),
@@ -324,7 +334,6 @@ Status Planner::Load() {
               continue;
             }
             Detail d;
-            d.path = std::move(e.path);
             d.fs = remap[e.fs];
             d.dev = e.dev;
             d.ino = e.ino;
@@ -334,7 +343,7 @@ Status Planner::Load() {
             std::sort(d.extents.begin(), d.extents.end(),
                       [](const FiemapExtent& a, const FiemapExtent& b) { return a.logical < b.logical; });
             d.first_physical = PhysicalAt(d.extents, 0);
-            auto id = details_.Add(d);
+            auto id = details_.Add(d, e.path);
             if (!id.ok()) return id.status();
             // btrfs refuses to share between nodatacow and ordinary files: never pair them.
             const uint32_t pair = pairs_of_section[e.fs] * 2 + ((e.inode_flags & kNoCowFlag) ? 1 : 0);
@@ -420,11 +429,9 @@ Status Planner::WholeGroup(const std::vector<uint32_t>& ids, std::vector<GroupRe
     files.push_back(*d);
   }
   auto at = [&](uint32_t id) -> const Detail& { return *files[slot[id]]; };
-  // Members in physical order, then by path.
-  std::vector<uint32_t> members = ids;
-  std::sort(members.begin(), members.end(), [&](uint32_t x, uint32_t y) {
-    return std::tie(at(x).first_physical, at(x).path) < std::tie(at(y).first_physical, at(y).path);
-  });
+  // Members in physical order, then in the order the indexes list them (ids are
+  // given so: the whole-file keys end with the id).
+  const std::vector<uint32_t>& members = ids;
   auto sig_less = [&](uint32_t a, uint32_t b) {
     const auto &x = at(a).extents, &y = at(b).extents;
     return std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end(),
@@ -454,7 +461,7 @@ Status Planner::WholeGroup(const std::vector<uint32_t>& ids, std::vector<GroupRe
     if (b - a > best) {
       best = b - a;
       src = *std::min_element(by_sig.begin() + long(a), by_sig.begin() + long(b), [&](uint32_t x, uint32_t y) {
-        return std::tie(at(x).first_physical, at(x).path) < std::tie(at(y).first_physical, at(y).path);
+        return std::tie(at(x).first_physical, x) < std::tie(at(y).first_physical, y);
       });
     }
     a = b;
@@ -463,7 +470,11 @@ Status Planner::WholeGroup(const std::vector<uint32_t>& ids, std::vector<GroupRe
   const uint64_t align = header_.filesystems[s.fs].block_size ? header_.filesystems[s.fs].block_size : 4096;
   GroupReport report;
   report.size = s.size;
-  if (reports) report.source = s.path;
+  if (reports) {
+    auto p = details_.Path(src);
+    if (!p.ok()) return p.status();
+    report.source = std::move(*p);
+  }
   // Destinations with the same unshared ranges share one operation.
   std::map<std::pair<uint64_t, uint64_t>, Unit> by_range;
   for (uint32_t d : members) {
@@ -481,7 +492,9 @@ Status Planner::WholeGroup(const std::vector<uint32_t>& ids, std::vector<GroupRe
       if (!s.extents.empty()) unshared = IntersectRanges(unshared, DataRanges(s.extents, s.size, align));
     }
     if (reports) {
-      report.dests.push_back(at(d).path);
+      auto p = details_.Path(d);
+      if (!p.ok()) return p.status();
+      report.dests.push_back(std::move(*p));
       report.dest_shared.push_back(unshared.empty());
     }
     for (const auto& r : unshared) {
@@ -662,7 +675,9 @@ Status Planner::WriteRounds(OutputFile* out) {
     auto d = details_.Get(f);
     if (!d.ok()) return d.status();
     const Detail& p = **d;
-    round.files.push_back({p.path, p.fs, p.dev, p.ino, p.size, p.mtime_ns});
+    auto path = details_.Path(f);
+    if (!path.ok()) return path.status();
+    round.files.push_back({std::move(*path), p.fs, p.dev, p.ino, p.size, p.mtime_ns});
     uint32_t id = uint32_t(round.files.size() - 1);
     local.emplace(f, id);
     return id;
