@@ -4,8 +4,8 @@ _oans_tool() {
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD-1]}
   case ${COMP_WORDS[0]##*/} in
-    oans-scan) opts="--output --previous --block-size --min-size --exclude --io-threads --storage --order --progress --quiet --json --help --version" ;;
-    oans-plan) opts="--output --round-size --since --from-list --whole-files-only --format --stats --json --progress --quiet --help --version" ;;
+    oans-scan) opts="--output --previous --block-size --min-size --exclude --io-threads --storage --order --temp-dir --progress --quiet --json --help --version" ;;
+    oans-plan) opts="--output --round-size --memory --temp-dir --since --from-list --whole-files-only --format --stats --json --progress --quiet --help --version" ;;
     oans-apply) opts="--dry-run --prefetch --order --deadline --until --max-rate --io-class --journal --no-journal --link --progress --quiet --json --help --version" ;;
     oans-cat) opts="--blocks --help --version" ;;
     oans-diff) opts="--json --help --version" ;;
@@ -24,7 +24,8 @@ _oans_tool() {
     --prefetch) COMPREPLY=($(compgen -W "on off" -- "$cur")); return ;;
     --io-class) COMPREPLY=($(compgen -W "best-effort idle" -- "$cur")); return ;;
     --link) COMPREPLY=($(compgen -W "reflink hard" -- "$cur")); return ;;
-    --block-size|--min-size|--round-size|--max-rate|--deadline|--until|--io-threads|--exclude) return ;;
+    --temp-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+    --memory|--block-size|--min-size|--round-size|--max-rate|--deadline|--until|--io-threads|--exclude) return ;;
   esac
   if [[ $cur == -* ]]; then
     COMPREPLY=($(compgen -W "$opts" -- "$cur"))

@@ -323,7 +323,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
                    stats->storage.reason + "); " + std::to_string(stats->threads) + " reader thread(s), " +
                    ReadOrderName(stats->order) + " order");
 
-  auto spool = TempFile::Create(TempDirectory());
+  auto spool = TempFile::Create(TempDirectory(o.temp_dir));
   if (!spool.ok()) return spool.status();
   Sink sink(std::move(*spool), stats, observer);
   std::atomic<uint64_t> found{0}, bytes_read{0};

@@ -36,6 +36,7 @@ struct ScanOptions {
   StorageChoice storage = StorageChoice::kAuto;
   ReadOrder order = ReadOrder::kAuto;
   std::string previous;  // previous index to reuse hashes from ("" = none)
+  std::string temp_dir;  // for the spool of records finished during the walk ("" = default)
   std::vector<std::string> command_line;
   const std::atomic<bool>* stop = nullptr;  // set by a signal handler: stop cleanly
 };

@@ -46,6 +46,10 @@ int main(int argc, char** argv) {
   app.add_option("--order", order, "Read order: auto, physical, inode or none (default: physical on HDD; none on SSD: files are read "
                  "as the walk finds them, in parallel, in flat memory)")
       ->check(CLI::IsMember({"auto", "physical", "inode", "none"}));
+  app.add_option("--temp-dir", o.temp_dir,
+                 "Directory for the unnamed spool of records finished during the walk (default $TMPDIR, else "
+                 "/var/tmp; about 60 bytes per file)")
+      ->type_name("DIR");
   app.add_option("--progress", progress, "Progress on stderr: auto (terminal only), tty, json or none")
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
   app.add_flag("-q,--quiet", quiet, "Print only errors");
