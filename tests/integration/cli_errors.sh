@@ -27,9 +27,16 @@ expect_error "--min-size" "$BIN/oans-scan" --min-size "10 M" "$WORK/tree" -o "$W
 expect_error "--round-size" "$BIN/oans-plan" --round-size 12Q "$WORK/i"
 expect_error "multiple of 4 KiB" "$BIN/oans-scan" --block-size 1000 "$WORK/tree" -o "$WORK/i"
 expect_error "nonexistent" "$BIN/oans-scan" "$WORK/nonexistent" -o "$WORK/i"
+expect_error "--memory" "$BIN/oans-plan" --memory 100 "$WORK/i"
+expect_error "at least 16M" "$BIN/oans-plan" --memory 1M "$WORK/i"
+expect_error "$WORK/no-such-dir" "$BIN/oans-scan" --temp-dir "$WORK/no-such-dir" "$WORK/tree" -o "$WORK/i"
 
 "$BIN/oans-scan" --quiet "$WORK/tree" -o "$WORK/good.idx"
 "$BIN/oans-plan" --quiet "$WORK/good.idx" -o "$WORK/good.plan"
+"$BIN/oans-plan" --quiet --memory 16M --temp-dir "$WORK" "$WORK/good.idx" -o "$WORK/small.plan"
+cmp -s <("$BIN/oans-cat" "$WORK/good.plan" | grep -v created) <("$BIN/oans-cat" "$WORK/small.plan" | grep -v created) ||
+  fail "--memory 16M planned differently"
+pass "oans-plan --memory 16M --temp-dir plans the same"
 size=$(stat -c %s "$WORK/good.idx")
 head -c $((size - 5)) "$WORK/good.idx" > "$WORK/trunc.idx"
 expect_error "trunc.idx is truncated" "$BIN/oans-plan" "$WORK/trunc.idx" -o "$WORK/p"
