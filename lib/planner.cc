@@ -7,6 +7,8 @@
 #include <memory>
 #include <unordered_map>
 
+#include <xxhash.h>
+
 #include "lib/spill.h"
 #include "lib/version.h"
 
@@ -115,7 +117,20 @@ struct WholeKey {  // whole-file grouping: equal pair, size and hash
   uint64_t size;
   Hash128 hash;
   uint64_t first_physical;
+  uint64_t layout;  // hash of the extent list, 0 when empty or unusable: equal = sharing it all
 };
+
+uint64_t LayoutOf(const std::vector<FiemapExtent>& extents) {
+  if (extents.empty()) return 0;
+  std::vector<uint64_t> v;
+  v.reserve(extents.size() * 3);
+  for (const auto& e : extents) {
+    if (e.flags & kUnusableExtent) return 0;
+    v.insert(v.end(), {e.logical, e.physical, e.length});
+  }
+  const uint64_t h = XXH3_64bits(v.data(), v.size() * sizeof(uint64_t));
+  return h ? h : 1;
+}
 struct WholeLess {
   bool operator()(const WholeKey& a, const WholeKey& b) const {
     return std::tie(a.pair, a.size, a.hash, a.first_physical, a.id) <
@@ -134,6 +149,7 @@ struct InodeLess {
 struct BlockKey {  // block grouping: equal pair and block hash
   Hash128 hash;
   uint32_t pair, file, blk, unused;
+  uint64_t physical, physical_end;  // of the block's first and last byte (UINT64_MAX: none)
 };
 struct BlockLess {
   bool operator()(const BlockKey& x, const BlockKey& y) const {
@@ -354,12 +370,17 @@ Status Planner::Load() {
               if (it != o->end() && FileIdentity::Of(e).UnchangedFrom(it->second)) changed = false;
             }
             changed_.push_back(changed);
-            OANS_RETURN_IF_ERROR(whole_.Add({pair, *id, d.size, e.hash, d.first_physical}));
+            OANS_RETURN_IF_ERROR(whole_.Add({pair, *id, d.size, e.hash, d.first_physical, LayoutOf(d.extents)}));
             OANS_RETURN_IF_ERROR(inodes_.Add({d.ino, d.fs, *id}));
             if (o_.blocks) {
               const uint64_t full = d.size / header_.block_size;
-              for (uint64_t b = 0; b < full && b < e.block_hashes.size(); ++b)
-                OANS_RETURN_IF_ERROR(blocks_.Add({e.block_hashes[b], pair, *id, uint32_t(b), 0}));
+              for (uint64_t b = 0; b < full && b < e.block_hashes.size(); ++b) {
+                const uint64_t at = b * header_.block_size;
+                const uint64_t p = PhysicalAt(d.extents, at);
+                if (p == UINT64_MAX) continue;  // a hole or inline data: nothing to share
+                OANS_RETURN_IF_ERROR(blocks_.Add({e.block_hashes[b], pair, *id, uint32_t(b), 0, p,
+                                                  PhysicalAt(d.extents, at + header_.block_size - 1)}));
+              }
             }
             if (details_.size() == UINT32_MAX) return Status::Invalid("more than 4 billion files in one plan");
           }
@@ -394,10 +415,24 @@ Status Planner::DropDuplicateInodes() {
 Status Planner::PlanWholeFiles(std::vector<GroupReport>* reports) {
   std::vector<uint32_t> group;
   WholeKey head{};
+  bool one_layout = true;
   uint64_t done = 0;
   const uint64_t total = whole_.size();
   auto flush = [&]() -> Status {
-    Status s = group.size() >= 2 ? WholeGroup(group, reports) : Status::Ok();
+    Status s;
+    if (group.size() >= 2 && one_layout && !reports) {
+      // Every member already shares one extent layout: nothing to plan, no detail to load.
+      bool any_changed = false;
+      for (uint32_t m : group) any_changed |= changed_[m];
+      if (any_changed) {
+        stats_->whole_groups++;
+        for (size_t i = 1; i < group.size(); ++i) is_dest_[group[i]] = true;
+        stats_->duplicate_bytes += head.size * (group.size() - 1);
+        stats_->shared_bytes += head.size * (group.size() - 1);
+      }
+    } else if (group.size() >= 2) {
+      s = WholeGroup(group, reports);
+    }
     group.clear();
     return s;
   };
@@ -406,7 +441,12 @@ Status Planner::PlanWholeFiles(std::vector<GroupReport>* reports) {
     if (dropped_[k.id]) return Status::Ok();
     if (!group.empty() && !(k.pair == head.pair && k.size == head.size && k.hash == head.hash))
       OANS_RETURN_IF_ERROR(flush());
-    if (group.empty()) head = k;
+    if (group.empty()) {
+      head = k;
+      one_layout = k.layout != 0;
+    } else if (k.layout != head.layout) {
+      one_layout = false;
+    }
     group.push_back(k.id);
     return Status::Ok();
   }));
@@ -526,21 +566,12 @@ Status Planner::PlanBlocks() {
     for (size_t k = 1; k < group.size() && any_changed; ++k) {
       const BlockKey& d = group[k];
       if (d.file == s.file && d.blk == s.blk) continue;
-      auto sd = details_.Get(s.file);
-      if (!sd.ok()) return sd.status();
-      auto dd = details_.Get(d.file);
-      if (!dd.ok()) return dd.status();
-      const uint64_t so = uint64_t(s.blk) * bs, dof = uint64_t(d.blk) * bs;
-      uint64_t sp = PhysicalAt((*sd)->extents, so), dp = PhysicalAt((*dd)->extents, dof);
-      if (sp == UINT64_MAX || dp == UINT64_MAX) continue;  // a hole or inline data: nothing to share
       if (!counted) {
         stats_->block_groups++;
         counted = true;
       }
       stats_->duplicate_bytes += bs;
-      uint64_t sp_end = PhysicalAt((*sd)->extents, so + bs - 1);
-      uint64_t dp_end = PhysicalAt((*dd)->extents, dof + bs - 1);
-      if (sp == dp && sp_end == dp_end) {
+      if (s.physical == d.physical && s.physical_end == d.physical_end) {
         stats_->shared_bytes += bs;
         continue;
       }
