@@ -120,6 +120,16 @@ struct WholeKey {  // whole-file grouping: equal pair, size and hash
   uint64_t layout;  // hash of the extent list, 0 when empty or unusable: equal = sharing it all
 };
 
+// Whether `logical` lies in written data: not a hole, not inline or unknown, and not a
+// preallocated (unwritten) extent, which reads as zeros and has nothing to share.
+bool Written(const std::vector<FiemapExtent>& extents, uint64_t logical) {
+  auto it = std::upper_bound(extents.begin(), extents.end(), logical,
+                             [](uint64_t l, const FiemapExtent& e) { return l < e.logical; });
+  if (it == extents.begin()) return false;
+  --it;
+  return logical < it->logical + it->length && !(it->flags & (kUnusableExtent | kExtentUnwritten));
+}
+
 uint64_t LayoutOf(const std::vector<FiemapExtent>& extents) {
   if (extents.empty()) return 0;
   std::vector<uint64_t> v;
@@ -376,10 +386,11 @@ Status Planner::Load() {
               const uint64_t full = d.size / header_.block_size;
               for (uint64_t b = 0; b < full && b < e.block_hashes.size(); ++b) {
                 const uint64_t at = b * header_.block_size;
+                const uint64_t last = at + header_.block_size - 1;
+                if (!Written(d.extents, at) || !Written(d.extents, last)) continue;  // nothing to share
                 const uint64_t p = PhysicalAt(d.extents, at);
-                if (p == UINT64_MAX) continue;  // a hole or inline data: nothing to share
-                OANS_RETURN_IF_ERROR(blocks_.Add({e.block_hashes[b], pair, *id, uint32_t(b), 0, p,
-                                                  PhysicalAt(d.extents, at + header_.block_size - 1)}));
+                OANS_RETURN_IF_ERROR(
+                    blocks_.Add({e.block_hashes[b], pair, *id, uint32_t(b), 0, p, PhysicalAt(d.extents, last)}));
               }
             }
             if (details_.size() == UINT32_MAX) return Status::Invalid("more than 4 billion files in one plan");

@@ -742,5 +742,23 @@ TEST(Planner, UnwritableTempDirIsAClearError) {
   EXPECT_TRUE(StatusIs(Plan(dir, o).status, Status::Code::kIoError, "missing"));
 }
 
+// Blocks in preallocated (unwritten) extents read as zeros: never paired, even when
+// their hashes match; written blocks of the same files still are.
+TEST(Planner, UnwrittenBlocksNotPaired) {
+  TempDir dir;
+  FileSpec a{"a", {5, 0, 0, 6}, 0};
+  a.extents = {{0, 10 << 20, kBs, 0}, {kBs, 11 << 20, 2 * kBs, kExtentUnwritten}, {3 * kBs, 12 << 20, kBs, kExtentLast}};
+  FileSpec b{"b", {7, 0, 0, 6}, 0};
+  b.extents = {{0, 20 << 20, kBs, 0}, {kBs, 21 << 20, 2 * kBs, kExtentUnwritten}, {3 * kBs, 22 << 20, kBs, kExtentLast}};
+  WriteSpecIndex(dir.Join("a.idx"), {a, b});
+  PlanRun r = Plan(dir, Opts({dir.Join("a.idx")}));
+  ASSERT_OK(r.status);
+  CheckPlanInvariants(r, 32 << 20);
+  ASSERT_EQ(r.ops.size(), 1u);  // block 3 (hash 6) only
+  EXPECT_EQ(r.ops[0].offset, 3u * kBs);
+  EXPECT_EQ(r.ops[0].length, kBs);
+  EXPECT_EQ(r.ops[0].dests[0].offset, 3u * kBs);
+}
+
 }  // namespace
 }  // namespace oans
