@@ -283,6 +283,11 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
       for (size_t i : ShuffledOrder(in_plan_order.size(), seed)) ranges.push_back(in_plan_order[i]);
     } else {
       std::sort(ranges.begin(), ranges.end(), [](const R& a, const R& b) { return a.physical < b.physical; });
+      // Every range of the round is requested at once, in disk order, so the device has
+      // many reads in flight; the plain reads below then wait for them and make sure all
+      // of it is in the page cache. Not with --max-rate, whose pace the reads set.
+      if (!o.max_rate)
+        for (const auto& r : ranges) sys.WillNeed(r.fd, r.offset, r.length);
     }
     for (const auto& r : ranges) {
       for (uint64_t off = 0; off < r.length;) {

@@ -170,6 +170,10 @@ class PosixSys final : public Sys {
     return uint64_t(r);
   }
 
+  void WillNeed(int fd, uint64_t offset, uint64_t length) override {
+    ::posix_fadvise(fd, off_t(offset), off_t(length), POSIX_FADV_WILLNEED);
+  }
+
   Status ReplaceWithLink(int src_fd, const std::string& dest_path, const FileStat& dest) override {
     const size_t slash = dest_path.rfind('/');
     if (slash == std::string::npos) return Status::Invalid(dest_path + ": not an absolute path");

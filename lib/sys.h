@@ -90,6 +90,9 @@ class Sys {
     (void)fd;
     return hole ? UINT64_MAX : offset;
   }
+  // Asks the kernel to start reading [offset, offset + length) into the page cache
+  // (POSIX_FADV_WILLNEED), without waiting; a hint only. The default does nothing.
+  virtual void WillNeed(int fd, uint64_t offset, uint64_t length) { (void)fd, (void)offset, (void)length; }
   // Replaces the file at dest_path with a hardlink to src_fd's inode, atomically: a link
   // under a temporary name in the same directory, then rename over dest_path. Refuses
   // (kMismatch) unless dest_path still names the inode `dest` describes, unchanged.

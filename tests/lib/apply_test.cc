@@ -58,6 +58,16 @@ class FakeSys : public test::ForwardingSys {
     }
     return ForwardingSys::Pread(fd, buf, len, offset);
   }
+  void WillNeed(int fd, uint64_t offset, uint64_t length) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    hints_.push_back({fds_.count(fd) ? fds_[fd] : "?", offset});
+    (void)length;
+  }
+  // Every read-ahead hint in the order made: path, offset.
+  std::vector<std::pair<std::string, uint64_t>> hints() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return hints_;
+  }
   Result<FsIdentity> Identify(int) override {
     FsIdentity id;
     id.type = "btrfs";
@@ -106,6 +116,7 @@ class FakeSys : public test::ForwardingSys {
     std::lock_guard<std::mutex> lk(mu_);
     calls_.clear();
     reads_.clear();
+    hints_.clear();
     opened_paths_.clear();
     preads_ = 0;
   }
@@ -119,7 +130,7 @@ class FakeSys : public test::ForwardingSys {
   std::map<int, std::string> fds_;
   std::vector<Call> calls_;
   std::vector<std::string> opened_paths_;
-  std::vector<std::pair<std::string, uint64_t>> reads_;
+  std::vector<std::pair<std::string, uint64_t>> reads_, hints_;
   int preads_ = 0;
 };
 
@@ -718,6 +729,7 @@ TEST_F(ApplyTest, PrefetchReadOrder) {
   using Reads = std::vector<std::pair<std::string, uint64_t>>;
   const Reads physical = {{P("e"), 0}, {P("a"), 0}, {P("c"), 0}, {P("s"), 0}, {P("d"), 0}, {P("b"), 0}};
   EXPECT_EQ(sys_.reads(), physical);
+  EXPECT_EQ(sys_.hints(), physical) << "the whole round is requested at once, in disk order";
 
   ApplyOptions o;
   o.order = ApplyOrder::kShuffled;
@@ -736,6 +748,7 @@ TEST_F(ApplyTest, PrefetchReadOrder) {
   ApplyStats s2;
   ASSERT_OK(Apply(Header(1), {r}, &s2, o));
   EXPECT_EQ(sys_.reads(), shuffled) << "not repeatable";
+  EXPECT_TRUE(sys_.hints().empty()) << "no read-ahead hint without disk order";
 }
 
 }  // namespace
