@@ -46,6 +46,16 @@ class PreviousIndex {
             rec.ino = f.ino;
             rec.id = FileIdentity::Of(f);
             rec.hash = f.hash;
+            rec.dev = f.dev;
+            rec.inode_flags = f.inode_flags;
+            rec.inline_only = !f.extents.empty();
+            for (const auto& x : f.extents)
+              if (!(x.flags & kExtentInline)) rec.inline_only = false;
+            if (rec.inline_only) {
+              rec.first_extent = extents_.size();
+              rec.extents = uint32_t(f.extents.size());
+              extents_.insert(extents_.end(), f.extents.begin(), f.extents.end());
+            }
             rec.first_block = blocks_.size();
             rec.blocks = uint32_t(f.block_hashes.size());
             blocks_.insert(blocks_.end(), f.block_hashes.begin(), f.block_hashes.end());
@@ -65,6 +75,9 @@ class PreviousIndex {
       else unique.push_back(rec);
     }
     recs_.swap(unique);
+    for (uint32_t i = 0; i < recs_.size(); ++i)
+      if (recs_[i].inline_only) inline_.push_back({recs_[i].ino, i});
+    std::sort(inline_.begin(), inline_.end());
     stats->previous_files = recs_.size();
     stats->previous_truncated = r->truncated;
     if (r->truncated)
@@ -73,8 +86,17 @@ class PreviousIndex {
     return Status::Ok();
   }
 
-  // Fills e's hashes when the previous index holds this file unchanged.
-  bool Reuse(const std::string& fs_key, FileEntry* e) const {
+  // Whether some file with this inode number held only inline data (btrfs keeps small
+  // files in its metadata; they have nothing to share and no extent map to refresh).
+  bool MaybeInline(uint64_t ino) const {
+    auto it = std::lower_bound(inline_.begin(), inline_.end(), std::pair<uint64_t, uint32_t>{ino, 0});
+    return it != inline_.end() && it->first == ino;
+  }
+
+  // Fills e's hashes when the previous index holds this file unchanged. With
+  // `inline_only`, only a record holding nothing but inline data counts, and its extents
+  // and inode flags are taken too (they cannot change without a new ctime).
+  bool Reuse(const std::string& fs_key, FileEntry* e, bool inline_only = false) const {
     auto f = fs_ids_.find(fs_key);
     if (f == fs_ids_.end()) return false;
     Rec key;
@@ -84,6 +106,12 @@ class PreviousIndex {
                                [](const Rec& a, const Rec& b) { return std::tie(a.fs, a.ino) < std::tie(b.fs, b.ino); });
     if (it == recs_.end() || it->fs != key.fs || it->ino != key.ino) return false;
     if (!FileIdentity::Of(*e).UnchangedFrom(it->id)) return false;
+    if (inline_only) {
+      if (!it->inline_only || it->dev != e->dev) return false;
+      e->extents.assign(extents_.begin() + long(it->first_extent),
+                        extents_.begin() + long(it->first_extent + it->extents));
+      e->inode_flags = it->inode_flags;
+    }
     e->hash = it->hash;
     e->block_hashes.assign(blocks_.begin() + long(it->first_block), blocks_.begin() + long(it->first_block + it->blocks));
     e->hashed = true;
@@ -97,11 +125,16 @@ class PreviousIndex {
     uint64_t ino = 0, first_block = 0;
     FileIdentity id;
     Hash128 hash;
+    uint64_t dev = 0, first_extent = 0;
+    uint32_t inode_flags = 0, extents = 0;
+    bool inline_only = false;
   };
   uint32_t FsId(const std::string& key) { return fs_ids_.emplace(key, uint32_t(fs_ids_.size())).first->second; }
   std::map<std::string, uint32_t> fs_ids_;
   std::vector<Rec> recs_;
   std::vector<Hash128> blocks_;
+  std::vector<FiemapExtent> extents_;                // of inline-only records
+  std::vector<std::pair<uint64_t, uint32_t>> inline_;  // inode -> record, inline-only records
 };
 
 // The filesystems met so far, identified once per st_dev through an open file.
@@ -361,6 +394,19 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     sink.Add(std::move(e), bytes_read.load());
     return true;
   };
+  // Unchanged files that held only inline data are finished from one stat by name.
+  if (!o.previous.empty())
+    wo.without_open = [&](int dirfd, const std::string& name, uint64_t ino, WalkEntry* w) -> bool {
+      if (!prev.MaybeInline(ino) || (o.stop && o.stop->load())) return false;
+      auto st = sys.StatAt(dirfd, name);
+      if (!st.ok() || !S_ISREG(st->mode) || st->nlink > 1 || st->size == 0 || st->size < o.min_size) return false;
+      w->st = *st;
+      const uint32_t fs = filesystems.Of(st->dev, -1, w->path, w->root);
+      FileEntry e = EntryOf(*w, fs);
+      if (!prev.Reuse(filesystems.Key(fs), &e, true)) return false;
+      sink.Add(std::move(e), bytes_read.load());
+      return true;
+    };
   tbb::global_control allow_walkers(tbb::global_control::max_allowed_parallelism,
                                     size_t(std::max<int>(wo.threads, int(std::thread::hardware_concurrency()))));
   auto walked = Walk(sys, header.roots, wo);

@@ -71,6 +71,14 @@ class Walker {
         L.excluded++;
         continue;
       }
+      // A visitor may finish a regular file without opening it (one stat by name).
+      if (o_.without_open && de->d_type == DT_REG) {
+        WalkEntry e{child_path, {}, root};
+        if (o_.without_open(handle->fd(), child, uint64_t(de->d_ino), &e)) {
+          if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+      }
       // Regular files (by d_type) are opened at once when a visitor wants them: one
       // lookup, and the stat comes from the open descriptor.
       if (o_.on_file && de->d_type == DT_REG) {

@@ -30,6 +30,10 @@ struct WalkOptions {
   // in `entry` then comes from that descriptor. Returning true means the visitor is done
   // with the file and the walk does not keep it in WalkResult::files.
   std::function<bool(int fd, WalkEntry* entry)> on_file;
+  // When set, called first for each entry readdir calls a regular file, with its
+  // directory, name and inode number, before anything else touches it; returning true
+  // means the visitor finished the file itself (entry.path and root are set for it).
+  std::function<bool(int dirfd, const std::string& name, uint64_t ino, WalkEntry* entry)> without_open;
   const std::atomic<bool>* stop = nullptr;  // when set, no further directory is read
 };
 

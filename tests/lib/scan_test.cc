@@ -346,6 +346,82 @@ TEST_F(ScanTest, PreviousReusesUnchangedFiles) {
   EXPECT_NE(second[P("c")].hash, first[P("c")].hash);
 }
 
+// A file system that keeps small files inline (as btrfs does) and counts opens by name.
+class InlineSys : public test::ForwardingSys {
+ public:
+  Status Fiemap(int fd, std::vector<FiemapExtent>* out) override {
+    auto st = Fstat(fd);
+    if (st.ok() && st->size < 4096) {
+      out->assign(1, {0, 0, 4096, kExtentInline | kExtentLast | 0x100});
+      return Status::Ok();
+    }
+    return ForwardingSys::Fiemap(fd, out);
+  }
+  Result<int> OpenAt(int dirfd, const std::string& name, bool directory) override {
+    if (!directory) {
+      std::lock_guard<std::mutex> lk(mu_);
+      opens_[name]++;
+    }
+    return ForwardingSys::OpenAt(dirfd, name, directory);
+  }
+  int opens(const std::string& name) {
+    std::lock_guard<std::mutex> lk(mu_);
+    return opens_[name];
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lk(mu_);
+    opens_.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, int> opens_;
+};
+
+// Unchanged files that held only inline data are not even opened again; their record
+// (inline extent, hashes) is carried over. A changed one is opened and read.
+TEST_F(ScanTest, PreviousInlineFilesNotOpened) {
+  InlineSys sys;
+  const std::string idx1 = out_dir_.Join("1.idx"), idx2 = out_dir_.Join("2.idx"), idx3 = out_dir_.Join("3.idx");
+  ScanStats s1;
+  ASSERT_OK(Scan(sys, Options(), idx1, &s1));
+  EXPECT_EQ(sys.opens("d"), 1);
+  auto first = ReadByPath(idx1);
+  ASSERT_EQ(first[P("sub/d")].extents.size(), 1u);
+  EXPECT_TRUE(first[P("sub/d")].extents[0].flags & kExtentInline);
+
+  sys.Clear();
+  ScanStats s2;
+  ScanOptions o = Options();
+  o.previous = idx1;
+  ASSERT_OK(Scan(sys, o, idx2, &s2));
+  EXPECT_EQ(sys.opens("d"), 0) << "an unchanged inline file was opened";
+  EXPECT_EQ(sys.opens("a"), 1) << "a file with data is mapped again";
+  EXPECT_EQ(s2.reused, 4u);
+  auto second = ReadByPath(idx2);
+  ASSERT_EQ(second.size(), 4u);
+  const FileEntry& d = second[P("sub/d")];
+  EXPECT_TRUE(d.reused);
+  ExpectHashedLike(d, contents_["sub/d"]);
+  ASSERT_EQ(d.extents.size(), 1u);
+  EXPECT_EQ(d.extents[0].flags, first[P("sub/d")].extents[0].flags);
+
+  // Grown (new size and mtime): opened and read again.
+  contents_["sub/d"] = "small, and a little more";
+  test::WriteFile(P("sub/d"), contents_["sub/d"]);
+  struct timespec ts[2] = {{0, UTIME_OMIT}, {time(nullptr) + 100, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, P("sub/d").c_str(), ts, 0), 0);
+  sys.Clear();
+  ScanStats s3;
+  o.previous = idx2;
+  ASSERT_OK(Scan(sys, o, idx3, &s3));
+  EXPECT_EQ(sys.opens("d"), 1);
+  EXPECT_EQ(s3.hashed, 1u);
+  auto third = ReadByPath(idx3);
+  EXPECT_FALSE(third[P("sub/d")].reused);
+  ExpectHashedLike(third[P("sub/d")], contents_["sub/d"]);
+}
+
 TEST_F(ScanTest, PreviousWithOtherBlockSizeReusesNothing) {
   ScanStats s1, s2;
   ASSERT_OK(Scan(DefaultSys(), Options(), out_dir_.Join("1.idx"), &s1));
