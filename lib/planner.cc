@@ -70,7 +70,10 @@ Status DecodeDetail(const std::string& in, Detail* d) {
   return Status::Ok();
 }
 
-// File details by id, with a small cache of recent lookups.
+// File details by id, with a small cache of recent lookups. Before a stage that needs
+// the details (or paths) of many files in an order unlike the ids, Preload fetches the
+// records of those files in one sequential pass into memory, within a budget; the rest
+// are read one by one.
 class Details {
  public:
   Details(const std::string& dir, uint64_t budget, uint64_t path_budget) : store_(dir, budget), paths_(dir, path_budget) {}
@@ -88,26 +91,68 @@ class Details {
     auto it = cache_.find(id);
     if (it != cache_.end()) return it->second;
     if (cache_.size() >= kCache) cache_.clear();
-    OANS_RETURN_IF_ERROR(store_.Get(offsets_[id], &scratch_));
+    if (!details_.Find(id, &scratch_)) OANS_RETURN_IF_ERROR(store_.Get(offsets_[id], &scratch_));
     auto d = std::make_shared<Detail>();
     OANS_RETURN_IF_ERROR(DecodeDetail(scratch_, d.get()));
     cache_.emplace(id, d);
     return std::shared_ptr<const Detail>(d);
   }
   Result<std::string> Path(uint32_t id) {
+    std::string path;
+    if (paths_pre_.Find(id, &path)) return path;
     auto d = Get(id);
     if (!d.ok()) return d.status();
-    std::string path;
     OANS_RETURN_IF_ERROR(paths_.Get((*d)->path_at, &path));
     return path;
+  }
+  // Keeps the details (and, with `paths`, the paths) of the files marked in `needed` in
+  // memory, as far as `budget` bytes go. Records of both stores are in id order.
+  Status Preload(const std::vector<bool>& needed, uint64_t budget, bool paths) {
+    cache_.clear();
+    details_ = Preloaded();
+    paths_pre_ = Preloaded();
+    const bool details = store_.spilled();  // else they are in memory already
+    if (details) OANS_RETURN_IF_ERROR(details_.Load(store_, needed, paths ? budget / 2 : budget));
+    if (paths) OANS_RETURN_IF_ERROR(paths_pre_.Load(paths_, needed, details ? budget / 2 : budget));
+    return Status::Ok();
   }
   bool spilled() const { return store_.spilled(); }
 
  private:
+  struct Preloaded {
+    std::string arena;
+    std::vector<std::pair<uint32_t, uint64_t>> index;  // id -> offset in arena, ids ascending
+    Status Load(const RecordStore& store, const std::vector<bool>& needed, uint64_t budget) {
+      arena.clear();
+      index.clear();
+      std::string().swap(arena);
+      std::vector<std::pair<uint32_t, uint64_t>>().swap(index);
+      uint32_t id = 0;
+      return store.ForEach([&](uint64_t, const std::string& record) -> Status {
+        const uint32_t i = id++;
+        if (i >= needed.size() || !needed[i]) return Status::Ok();
+        if (arena.size() + record.size() + sizeof(uint32_t) + index.size() * 12 > budget) return Status::Ok();
+        index.push_back({i, arena.size()});
+        const uint32_t n = uint32_t(record.size());
+        arena.append(reinterpret_cast<const char*>(&n), sizeof n);
+        arena.append(record);
+        return Status::Ok();
+      });
+    }
+    bool Find(uint32_t id, std::string* record) const {
+      auto it = std::lower_bound(index.begin(), index.end(), std::pair<uint32_t, uint64_t>{id, 0});
+      if (it == index.end() || it->first != id) return false;
+      uint32_t n = 0;
+      std::memcpy(&n, arena.data() + it->second, sizeof n);
+      record->assign(arena, size_t(it->second + sizeof n), n);
+      return true;
+    }
+  };
   static constexpr size_t kCache = 4096;
   RecordStore store_, paths_;
   std::vector<uint64_t> offsets_;
   std::unordered_map<uint32_t, std::shared_ptr<const Detail>> cache_;
+  Preloaded details_, paths_pre_;
   std::string scratch_;
 };
 
@@ -186,12 +231,14 @@ struct RunLess {
   }
 };
 struct OpKey {  // an operation, by the source's physical offset
-  uint64_t physical, offset, stored, bytes;
-  uint32_t source, unused;
+  uint64_t physical, offset, length, bytes, seq;
+  uint64_t stored;                       // in the operation store, when it has several destinations
+  uint64_t dest_offset, dest_physical;   // its one destination otherwise
+  uint32_t source, dests, dest, unused;
 };
 struct OpLess {
   bool operator()(const OpKey& a, const OpKey& b) const {
-    return std::tie(a.physical, a.source, a.offset, a.stored) < std::tie(b.physical, b.source, b.offset, b.stored);
+    return std::tie(a.physical, a.source, a.offset, a.seq) < std::tie(b.physical, b.source, b.offset, b.seq);
   }
 };
 
@@ -279,7 +326,7 @@ class Planner {
   PlanHeader header_;
   Details details_;
   std::vector<uint32_t> pair_of_;  // file id -> pairing id
-  std::vector<bool> changed_, dropped_, is_dest_;
+  std::vector<bool> changed_, dropped_, is_dest_, op_files_;
   ExternalSorter<WholeKey, WholeLess> whole_;
   ExternalSorter<InodeKey, InodeLess> inodes_;
   ExternalSorter<BlockKey, BlockLess> blocks_;
@@ -402,6 +449,7 @@ Status Planner::Load() {
   stats_->filesystems = pair_index.size();
   dropped_.assign(details_.size(), false);
   is_dest_.assign(details_.size(), false);
+  op_files_.assign(details_.size(), false);
   return Status::Ok();
 }
 
@@ -424,44 +472,62 @@ Status Planner::DropDuplicateInodes() {
 
 // Whole-file groups: equal filesystem, size and hash.
 Status Planner::PlanWholeFiles(std::vector<GroupReport>* reports) {
-  std::vector<uint32_t> group;
-  WholeKey head{};
-  bool one_layout = true;
-  uint64_t done = 0;
-  const uint64_t total = whole_.size();
-  auto flush = [&]() -> Status {
-    Status s;
-    if (group.size() >= 2 && one_layout && !reports) {
-      // Every member already shares one extent layout: nothing to plan, no detail to load.
-      bool any_changed = false;
-      for (uint32_t m : group) any_changed |= changed_[m];
-      if (any_changed) {
-        stats_->whole_groups++;
-        for (size_t i = 1; i < group.size(); ++i) is_dest_[group[i]] = true;
-        stats_->duplicate_bytes += head.size * (group.size() - 1);
-        stats_->shared_bytes += head.size * (group.size() - 1);
+  // Walks the groups: `visit(ids, one_layout, size)` for every group of two or more.
+  auto groups = [&](const std::function<Status(const std::vector<uint32_t>&, bool, uint64_t)>& visit) {
+    std::vector<uint32_t> group;
+    WholeKey head{};
+    bool one_layout = true;
+    uint64_t done = 0;
+    const uint64_t total = whole_.size();
+    auto flush = [&]() -> Status {
+      Status s = group.size() >= 2 ? visit(group, one_layout, head.size) : Status::Ok();
+      group.clear();
+      return s;
+    };
+    OANS_RETURN_IF_ERROR(whole_.ForEach([&](const WholeKey& k) -> Status {
+      if (++done % 65536 == 0) observer_->Progress({"group", 0, 0, done, total});
+      if (dropped_[k.id]) return Status::Ok();
+      if (!group.empty() && !(k.pair == head.pair && k.size == head.size && k.hash == head.hash))
+        OANS_RETURN_IF_ERROR(flush());
+      if (group.empty()) {
+        head = k;
+        one_layout = k.layout != 0;
+      } else if (k.layout != head.layout) {
+        one_layout = false;
       }
-    } else if (group.size() >= 2) {
-      s = WholeGroup(group, reports);
-    }
-    group.clear();
-    return s;
+      group.push_back(k.id);
+      return Status::Ok();
+    }));
+    return flush();
   };
-  OANS_RETURN_IF_ERROR(whole_.ForEach([&](const WholeKey& k) -> Status {
-    if (++done % 65536 == 0) observer_->Progress({"group", 0, 0, done, total});
-    if (dropped_[k.id]) return Status::Ok();
-    if (!group.empty() && !(k.pair == head.pair && k.size == head.size && k.hash == head.hash))
-      OANS_RETURN_IF_ERROR(flush());
-    if (group.empty()) {
-      head = k;
-      one_layout = k.layout != 0;
-    } else if (k.layout != head.layout) {
-      one_layout = false;
-    }
-    group.push_back(k.id);
+  auto any_changed = [&](const std::vector<uint32_t>& ids) {
+    for (uint32_t m : ids)
+      if (changed_[m]) return true;
+    return false;
+  };
+  // Groups where every member already shares one extent layout need no details.
+  auto needs_details = [&](const std::vector<uint32_t>& ids, bool one_layout) {
+    return !(one_layout && !reports) && any_changed(ids);
+  };
+  if (details_.spilled()) {
+    // The details went to disk: fetch those the groups need in one sequential pass.
+    std::vector<bool> needed(details_.size(), false);
+    OANS_RETURN_IF_ERROR(groups([&](const std::vector<uint32_t>& ids, bool one_layout, uint64_t) {
+      if (needs_details(ids, one_layout))
+        for (uint32_t m : ids) needed[m] = true;
+      return Status::Ok();
+    }));
+    OANS_RETURN_IF_ERROR(details_.Preload(needed, o_.memory / 2, reports != nullptr));
+  }
+  OANS_RETURN_IF_ERROR(groups([&](const std::vector<uint32_t>& ids, bool one_layout, uint64_t size) -> Status {
+    if (needs_details(ids, one_layout)) return WholeGroup(ids, reports);
+    if (!any_changed(ids)) return Status::Ok();
+    stats_->whole_groups++;
+    for (size_t i = 1; i < ids.size(); ++i) is_dest_[ids[i]] = true;
+    stats_->duplicate_bytes += size * (ids.size() - 1);
+    stats_->shared_bytes += size * (ids.size() - 1);
     return Status::Ok();
   }));
-  OANS_RETURN_IF_ERROR(flush());
   whole_ = ExternalSorter<WholeKey, WholeLess>(dir_, 0);
   return Status::Ok();
 }
@@ -674,9 +740,19 @@ Status Planner::AddOps(const Unit& u) {
       }
       const uint64_t bytes = op.length * (1 + nd);
       stats_->planned_bytes += op.length * nd;
-      auto stored = op_store_.Add(EncodeOp(op));
-      if (!stored.ok()) return stored.status();
-      OANS_RETURN_IF_ERROR(ops_.Add({op.physical, op.offset, *stored, bytes, op.source, 0}));
+      OpKey key{op.physical, op.offset, op.length, bytes, ops_.size(), 0, 0, 0, op.source, uint32_t(nd), 0, 0};
+      op_files_[op.source] = true;
+      for (const auto& d : op.dests) op_files_[d.file] = true;
+      if (nd == 1) {
+        key.dest = op.dests[0].file;
+        key.dest_offset = op.dests[0].offset;
+        key.dest_physical = op.dests[0].physical;
+      } else {
+        auto stored = op_store_.Add(EncodeOp(op));
+        if (!stored.ok()) return stored.status();
+        key.stored = *stored;
+      }
+      OANS_RETURN_IF_ERROR(ops_.Add(key));
     }
   }
   return Status::Ok();
@@ -704,6 +780,9 @@ Status Planner::WriteRounds(OutputFile* out) {
   header_.shared_bytes = stats_->shared_bytes;
   header_.planned_bytes = stats_->planned_bytes;
   if (!out) return Status::Ok();  // a report only
+  // The files the plan names, fetched in one sequential pass when they are on disk.
+  if (details_.spilled() || ops_.size() > 4096)
+    OANS_RETURN_IF_ERROR(details_.Preload(op_files_, o_.memory / 2, true));
 
   PlanWriter writer(out);
   OANS_RETURN_IF_ERROR(writer.WriteHeader(header_));
@@ -734,9 +813,17 @@ Status Planner::WriteRounds(OutputFile* out) {
   };
   OANS_RETURN_IF_ERROR(ops_.ForEach([&](const OpKey& k) -> Status {
     if (!round.ops.empty() && round.bytes + k.bytes > o_.round_size) OANS_RETURN_IF_ERROR(emit());
-    OANS_RETURN_IF_ERROR(op_store_.Get(k.stored, &scratch));
     PlanOp op;
-    OANS_RETURN_IF_ERROR(DecodeOp(scratch, &op));
+    if (k.dests == 1) {
+      op.source = k.source;
+      op.offset = k.offset;
+      op.length = k.length;
+      op.physical = k.physical;
+      op.dests.push_back({k.dest, k.dest_offset, k.dest_physical});
+    } else {
+      OANS_RETURN_IF_ERROR(op_store_.Get(k.stored, &scratch));
+      OANS_RETURN_IF_ERROR(DecodeOp(scratch, &op));
+    }
     auto s = local_id(op.source);
     if (!s.ok()) return s.status();
     op.source = *s;

@@ -97,7 +97,7 @@ TEST(Spill, SorterReportsUnwritableTempDir) {
 
 TEST(Spill, RecordStoreBeforeAndAfterSpill) {
   TempDir dir;
-  RecordStore store(dir.path(), 10000);  // below one chunk (1 MiB): spills past the first
+  RecordStore store(dir.path(), 10000);  // below one chunk (64 KiB): spills past the first
   std::vector<std::string> records;
   std::vector<uint64_t> offsets;
   std::mt19937_64 rng(5);
@@ -120,6 +120,15 @@ TEST(Spill, RecordStoreBeforeAndAfterSpill) {
     ASSERT_OK(store.Get(offsets[i], &got));
     ASSERT_EQ(got, records[i]) << i;
   }
+  // One sequential pass gives every record, in order, at its offset.
+  size_t seen = 0;
+  ASSERT_OK(store.ForEach([&](uint64_t at, const std::string& r) {
+    EXPECT_EQ(at, offsets[seen]);
+    EXPECT_EQ(r, records[seen]) << seen;
+    seen++;
+    return Status::Ok();
+  }));
+  EXPECT_EQ(seen, records.size());
   ASSERT_OK(store.Get(offsets.back(), &got));  // still in the write buffer
   EXPECT_EQ(got, records.back());
   EXPECT_TRUE(StatusIs(store.Get(store.bytes() + 10, &got), Status::Code::kCorrupt, "out of range"));
