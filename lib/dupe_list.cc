@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "lib/hasher.h"
 #include "lib/index_file.h"
@@ -32,6 +33,7 @@ Status IndexFromDuplicateList(Sys& sys, const std::string& list_path, uint32_t b
   header.block_size = block_size;
   header.command_line = {"duplicate list", list_path};
   std::map<uint64_t, uint32_t> fs_of_dev;
+  std::set<std::pair<uint64_t, uint64_t>> seen;  // (dev, inode) of the files recorded
   std::vector<FileEntry> entries;
   uint64_t serial = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -53,7 +55,10 @@ Status IndexFromDuplicateList(Sys& sys, const std::string& list_path, uint32_t b
       }
       auto st = sys.Fstat(*fd);
       FileEntry e;
-      if (st.ok() && S_ISREG(st->mode) && st->size > 0) {
+      if (st.ok() && S_ISREG(st->mode) && st->size > 0 && !seen.insert({st->dev, st->ino}).second) {
+        // A hardlink of a file listed before: one record per inode, as a scan writes.
+        skip("the same file as a path listed before (the same path again, or a hardlink)");
+      } else if (st.ok() && S_ISREG(st->mode) && st->size > 0) {
         auto it = fs_of_dev.find(st->dev);
         if (it == fs_of_dev.end()) {
           auto id = sys.Identify(*fd);

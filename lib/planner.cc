@@ -117,6 +117,15 @@ class Details {
     return Status::Ok();
   }
   bool spilled() const { return store_.spilled(); }
+  // Visits every file's details in id order, in one sequential pass.
+  Status ForEach(const std::function<Status(uint32_t id, const Detail&)>& visit) const {
+    uint32_t id = 0;
+    Detail d;
+    return store_.ForEach([&](uint64_t, const std::string& record) -> Status {
+      OANS_RETURN_IF_ERROR(DecodeDetail(record, &d));
+      return visit(id++, d);
+    });
+  }
 
  private:
   struct Preloaded {
@@ -325,7 +334,7 @@ class Planner {
   std::string dir_;
   PlanHeader header_;
   Details details_;
-  std::vector<uint32_t> pair_of_;  // file id -> pairing id
+  int sections_ = 0;  // index sections read; with one, no inode can appear twice
   std::vector<bool> changed_, dropped_, is_dest_, op_files_;
   ExternalSorter<WholeKey, WholeLess> whole_;
   ExternalSorter<InodeKey, InodeLess> inodes_;
@@ -371,6 +380,11 @@ Status Planner::Load() {
           for (const auto& root : h.roots)
             if (std::find(header_.roots.begin(), header_.roots.end(), root) == header_.roots.end())
               header_.roots.push_back(root);
+          // From the second section on, the same inode may come again: the files read
+          // so far get their inode keys now, the rest as they come.
+          if (++sections_ == 2)
+            OANS_RETURN_IF_ERROR(details_.ForEach(
+                [&](uint32_t id, const Detail& d) { return inodes_.Add({d.ino, d.fs, id}); }));
           remap.clear();
           pairs_of_section.clear();
           old_of_section.clear();
@@ -420,7 +434,6 @@ Status Planner::Load() {
             if (!id.ok()) return id.status();
             // btrfs refuses to share between nodatacow and ordinary files: never pair them.
             const uint32_t pair = pairs_of_section[e.fs] * 2 + ((e.inode_flags & kNoCowFlag) ? 1 : 0);
-            pair_of_.push_back(pair);
             bool changed = true;
             if (const auto* o = old_of_section[e.fs]) {
               auto it = o->find(e.ino);
@@ -428,7 +441,7 @@ Status Planner::Load() {
             }
             changed_.push_back(changed);
             OANS_RETURN_IF_ERROR(whole_.Add({pair, *id, d.size, e.hash, d.first_physical, LayoutOf(d.extents)}));
-            OANS_RETURN_IF_ERROR(inodes_.Add({d.ino, d.fs, *id}));
+            if (sections_ > 1) OANS_RETURN_IF_ERROR(inodes_.Add({d.ino, d.fs, *id}));
             if (o_.blocks) {
               const uint64_t full = d.size / header_.block_size;
               for (uint64_t b = 0; b < full && b < e.block_hashes.size(); ++b) {
@@ -455,6 +468,8 @@ Status Planner::Load() {
 
 // The same inode seen twice (overlapping roots, an index given twice): the first wins.
 Status Planner::DropDuplicateInodes() {
+  stats_->files = details_.size();
+  if (sections_ < 2) return Status::Ok();
   InodeKey last{0, UINT32_MAX, 0};
   OANS_RETURN_IF_ERROR(inodes_.ForEach([&](const InodeKey& k) {
     if (k.fs_key == last.fs_key && k.ino == last.ino) {

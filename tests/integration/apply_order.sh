@@ -5,13 +5,7 @@
 # duplicate shared, and the same btrfs accounting as an apply in physical order.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
-mkfs_mount btrfs 512M
-tree_and_copy
-before=$(checksums "$MNT")
-"$BIN/oans-scan" --quiet "$MNT" -o "$WORK/idx"
-"$BIN/oans-plan" --json --round-size 1M "$WORK/idx" -o "$WORK/plan" 2> "$WORK/plan.json"
-rounds=$(python3 -c "import json; print(json.load(open('$WORK/plan.json'))['rounds'])")
-[ "$rounds" -ge 10 ] || fail "expected at least 10 rounds, got $rounds"
+plan_many_rounds
 
 # The same operations in both orders, in another sequence of rounds.
 "$BIN/oans-apply" --dry-run "$WORK/plan" > "$WORK/dry.physical" 2>/dev/null

@@ -4,13 +4,7 @@
 # ends fully deduped with contents unchanged.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
-mkfs_mount btrfs 512M
-tree_and_copy
-before=$(checksums "$MNT")
-"$BIN/oans-scan" --quiet "$MNT" -o "$WORK/idx"
-"$BIN/oans-plan" --json --round-size 1M "$WORK/idx" -o "$WORK/plan" 2> "$WORK/plan.json"
-rounds=$(python3 -c "import json; print(json.load(open('$WORK/plan.json'))['rounds'])")
-[ "$rounds" -ge 10 ] || fail "expected at least 10 rounds, got $rounds"
+plan_many_rounds
 
 set +e
 "$BIN/oans-apply" --json --deadline 2s --max-rate 4M "$WORK/plan" > "$WORK/run1.json" 2> "$WORK/run1.err"

@@ -194,5 +194,18 @@ sys.exit(0)
 PY
 }
 
+# plan_many_rounds: a btrfs image with the sample tree and its copy, `before` set to the
+# checksums, $WORK/idx scanned and $WORK/plan planned in 1 MiB rounds (statistics in
+# $WORK/plan.json); `rounds` is set to their number, at least 10.
+plan_many_rounds() {
+  mkfs_mount btrfs 512M
+  tree_and_copy
+  before=$(checksums "$MNT")
+  "$BIN/oans-scan" --quiet "$MNT" -o "$WORK/idx"
+  "$BIN/oans-plan" --json --round-size 1M "$WORK/idx" -o "$WORK/plan" 2> "$WORK/plan.json"
+  rounds=$(python3 -c "import json; print(json.load(open('$WORK/plan.json'))['rounds'])")
+  [ "$rounds" -ge 10 ] || fail "expected at least 10 rounds, got $rounds"
+}
+
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }

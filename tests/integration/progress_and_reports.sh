@@ -49,7 +49,11 @@ rm -rf "$MNT/copy"
 cp -a --reflink=never "$MNT/orig" "$MNT/copy"
 sync
 before=$(checksums "$MNT")
-"$BIN/oans-plan" --stats --from-list "$WORK/list.txt" -o "$WORK/list.plan"
+# A hardlink listed beside its file (fdupes -H does that) is one file, never paired with itself.
+printf '%s\n%s\n%s\n\n' "$MNT/orig/src/file1.bin" "$MNT/orig/src/file1.hardlink" "$MNT/copy/src/file1.bin" \
+  >> "$WORK/list.txt"
+"$BIN/oans-plan" --stats --from-list "$WORK/list.txt" -o "$WORK/list.plan" 2> "$WORK/list.err"
+grep -q "file1.hardlink: skipped, the same file as a path listed before" "$WORK/list.err" || fail "hardlink in a list: $(cat "$WORK/list.err")"
 "$BIN/oans-apply" --quiet "$WORK/list.plan"
 sync
 [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed"
