@@ -795,9 +795,9 @@ Status Planner::WriteRounds(OutputFile* out) {
   header_.shared_bytes = stats_->shared_bytes;
   header_.planned_bytes = stats_->planned_bytes;
   if (!out) return Status::Ok();  // a report only
-  // The files the plan names, fetched in one sequential pass when they are on disk.
-  if (details_.spilled() || ops_.size() > 4096)
-    OANS_RETURN_IF_ERROR(details_.Preload(op_files_, o_.memory / 2, true));
+  // The files the plan names, fetched in one sequential pass when their details are on
+  // disk (a large plan); a smaller one reads each path once, as it needs it.
+  if (details_.spilled()) OANS_RETURN_IF_ERROR(details_.Preload(op_files_, o_.memory / 2, true));
 
   PlanWriter writer(out);
   OANS_RETURN_IF_ERROR(writer.WriteHeader(header_));
