@@ -207,5 +207,36 @@ plan_many_rounds() {
   [ "$rounds" -ge 10 ] || fail "expected at least 10 rounds, got $rounds"
 }
 
+# stop_then_resume [APPLY OPTION...]: after plan_many_rounds, applies $WORK/plan with a
+# 2 s deadline and a slow read rate (exit 3 expected, some rounds done, contents kept),
+# then again to the end; the second run takes the finished rounds from the journal and
+# the journal holds every round exactly once. Sets `done1` (rounds of the first run).
+stop_then_resume() {
+  set +e
+  "$BIN/oans-apply" --json "$@" --deadline 2s --max-rate 4M "$WORK/plan" > "$WORK/run1.json" 2> "$WORK/run1.err"
+  local rc=$?
+  set -e
+  cat "$WORK/run1.err"
+  [ $rc = 3 ] || fail "expected exit 3 (stopped early), got $rc"
+  done1=$(python3 -c "import json; print(json.load(open('$WORK/run1.json'))['rounds_done'])")
+  [ "$done1" -gt 0 ] && [ "$done1" -lt "$rounds" ] || fail "first run did $done1 of $rounds rounds"
+  [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed"
+  "$BIN/oans-apply" --json "$@" "$WORK/plan" > "$WORK/run2.json" 2> "$WORK/run2.err"
+  cat "$WORK/run2.err"
+  python3 - "$WORK/run2.json" "$done1" "$rounds" <<'PY' || fail "second run: $(cat "$WORK/run2.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["rounds_from_journal"] == int(sys.argv[2]), s
+assert s["rounds_done"] + s["rounds_from_journal"] == int(sys.argv[3]), s
+assert s["bytes_skipped"] == 0 and s["errors"] == 0, s
+PY
+  python3 - "$WORK/plan.journal" "$rounds" <<'PY' || fail "journal: $(cat "$WORK/plan.journal")"
+import sys
+lines = [l.split() for l in open(sys.argv[1]).read().splitlines()[1:] if l.strip()]
+done = [int(l[1]) for l in lines]
+assert sorted(done) == list(range(int(sys.argv[2]))), done   # every round exactly once
+PY
+}
+
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
