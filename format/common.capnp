@@ -13,6 +13,9 @@ struct Filesystem {
   fsType @3 :Text;       # "btrfs", "xfs", "ext4", ...
   blockSize @4 :UInt32;  # filesystem block size (dedupe alignment)
   mountPoint @5 :Text;   # where it was mounted when scanned, for messages
+  subvolumeUuid @6 :Text;  # btrfs subvolume UUID ("" elsewhere)
+  generation @7 :UInt64;   # btrfs: the subvolume's generation when the scan first met it,
+                           # before reading any of its files' extents; 0 when unknown
 }
 
 struct Extent {

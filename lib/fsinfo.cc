@@ -90,6 +90,13 @@ Result<FsIdentity> IdentifyFilesystem(int fd) {
     std::memset(&look, 0, sizeof look);
     look.objectid = BTRFS_FIRST_FREE_OBJECTID;
     if (::ioctl(fd, BTRFS_IOC_INO_LOOKUP, &look) == 0) id.subvolume = look.treeid;
+    // Unprivileged since Linux 4.18; without it nothing is known of changes.
+    struct btrfs_ioctl_get_subvol_info_args sub;
+    std::memset(&sub, 0, sizeof sub);
+    if (::ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &sub) == 0) {
+      id.subvolume_uuid = UuidString(sub.uuid);
+      id.generation = sub.generation;
+    }
   } else {
     struct fsuuid2 u;
     std::memset(&u, 0, sizeof u);
@@ -112,6 +119,61 @@ Result<FsIdentity> IdentifyFilesystem(int fd) {
     }
   }
   return id;
+}
+
+Status BtrfsChangedInodes(int fd, uint64_t since, std::vector<uint64_t>* inodes) {
+  inodes->clear();
+  // One call returns whole items of the tree blocks it visits; a leaf is at most 64 KiB.
+  constexpr size_t kBuffer = 512 * 1024;
+  std::vector<uint64_t> mem((sizeof(btrfs_ioctl_search_args_v2) + kBuffer + 7) / 8);
+  auto* args = reinterpret_cast<btrfs_ioctl_search_args_v2*>(mem.data());
+  const char* buf = reinterpret_cast<const char*>(args->buf);
+  btrfs_ioctl_search_key& key = args->key;
+  std::memset(&key, 0, sizeof key);
+  key.tree_id = 0;  // the subvolume holding fd
+  key.min_objectid = BTRFS_FIRST_FREE_OBJECTID;
+  key.max_objectid = BTRFS_LAST_FREE_OBJECTID;
+  key.min_type = 0;
+  key.max_type = 255;
+  key.min_offset = 0;
+  key.max_offset = UINT64_MAX;
+  key.min_transid = since;
+  key.max_transid = UINT64_MAX;
+  for (;;) {
+    key.nr_items = 4096;
+    args->buf_size = kBuffer;
+    if (::ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) != 0) return Status::Io("BTRFS_IOC_TREE_SEARCH_V2", errno);
+    if (key.nr_items == 0) break;
+    size_t off = 0;
+    btrfs_ioctl_search_header h;
+    for (uint32_t i = 0; i < key.nr_items; ++i) {
+      if (off + sizeof h > kBuffer) return Status::Corrupt("BTRFS_IOC_TREE_SEARCH_V2: result overruns its buffer");
+      std::memcpy(&h, buf + off, sizeof h);
+      off += sizeof h + h.len;
+      if (h.transid < since) continue;
+      if (h.type != BTRFS_INODE_ITEM_KEY && h.type != BTRFS_EXTENT_DATA_KEY) continue;
+      if (inodes->empty() || inodes->back() != h.objectid) inodes->push_back(h.objectid);
+    }
+    // Continue after the last key returned.
+    key.min_objectid = h.objectid;
+    key.min_type = h.type;
+    key.min_offset = h.offset;
+    if (key.min_offset < UINT64_MAX) {
+      key.min_offset++;
+    } else if (key.min_type < 255) {
+      key.min_type++;
+      key.min_offset = 0;
+    } else if (key.min_objectid < BTRFS_LAST_FREE_OBJECTID) {
+      key.min_objectid++;
+      key.min_type = 0;
+      key.min_offset = 0;
+    } else {
+      break;
+    }
+  }
+  std::sort(inodes->begin(), inodes->end());
+  inodes->erase(std::unique(inodes->begin(), inodes->end()), inodes->end());
+  return Status::Ok();
 }
 
 StorageInfo DetectStorage(const std::vector<std::string>& devices) {

@@ -28,6 +28,8 @@ struct FsRecord {
   std::string type;
   uint32_t block_size = 4096;
   std::string mount_point;
+  std::string subvolume_uuid;  // btrfs subvolume UUID, "" elsewhere
+  uint64_t generation = 0;     // btrfs: subvolume generation before any extent was read
   // Two records name the same filesystem when uuid and subvolume agree.
   std::string Key() const { return uuid + "/" + std::to_string(subvolume); }
 };

@@ -28,10 +28,17 @@ std::string Hostname() {
   return buf;
 }
 
-// The previous index, compact: one sorted array of fixed records and one array of block
-// hashes, looked up by (filesystem key, inode).
+// The previous index, compact: one sorted array of fixed records and arrays of block
+// hashes and extents, looked up by (filesystem key, inode).
 class PreviousIndex {
  public:
+  // What the previous scan knew of a btrfs subvolume: its generation before any of its
+  // files' extents were read.
+  struct Subvolume {
+    std::string uuid;
+    uint64_t generation = 0;
+  };
+
   Status Load(const std::string& path, uint32_t block_size, ScanStats* stats, Observer* observer) {
     IndexReadOptions ro;
     ro.allow_truncated = true;
@@ -39,6 +46,10 @@ class PreviousIndex {
         path, ro, [](const IndexHeader&) { return Status::Ok(); },
         [&](const IndexHeader& h, std::vector<FileEntry>& batch) {
           if (h.block_size != block_size) return Status::Ok();  // other block size: nothing reusable
+          if (subvolumes_.empty())
+            for (const auto& f : h.filesystems)
+              if (f.generation && !f.subvolume_uuid.empty())
+                subvolumes_[f.Key()] = Subvolume{f.subvolume_uuid, f.generation};
           for (auto& f : batch) {
             if (!f.hashed) continue;
             Rec rec;
@@ -46,16 +57,16 @@ class PreviousIndex {
             rec.ino = f.ino;
             rec.id = FileIdentity::Of(f);
             rec.hash = f.hash;
-            rec.dev = f.dev;
             rec.inode_flags = f.inode_flags;
             rec.inline_only = !f.extents.empty();
-            for (const auto& x : f.extents)
+            rec.mapped = !f.extents.empty();
+            for (const auto& x : f.extents) {
               if (!(x.flags & kExtentInline)) rec.inline_only = false;
-            if (rec.inline_only) {
-              rec.first_extent = extents_.size();
-              rec.extents = uint32_t(f.extents.size());
-              extents_.insert(extents_.end(), f.extents.begin(), f.extents.end());
+              if (x.flags & (kExtentDelalloc | kExtentUnknown)) rec.mapped = false;
             }
+            rec.first_extent = extents_.size();
+            rec.extents = uint32_t(f.extents.size());
+            extents_.insert(extents_.end(), f.extents.begin(), f.extents.end());
             rec.first_block = blocks_.size();
             rec.blocks = uint32_t(f.block_hashes.size());
             blocks_.insert(blocks_.end(), f.block_hashes.begin(), f.block_hashes.end());
@@ -68,16 +79,17 @@ class PreviousIndex {
     std::stable_sort(recs_.begin(), recs_.end(), [](const Rec& a, const Rec& b) {
       return std::tie(a.fs, a.ino) < std::tie(b.fs, b.ino);
     });
-    std::vector<Rec> unique;
-    unique.reserve(recs_.size());
-    for (const auto& rec : recs_) {
-      if (!unique.empty() && unique.back().fs == rec.fs && unique.back().ino == rec.ino) unique.back() = rec;
-      else unique.push_back(rec);
+    size_t kept = 0;
+    for (size_t i = 0; i < recs_.size(); ++i) {
+      if (kept && recs_[kept - 1].fs == recs_[i].fs && recs_[kept - 1].ino == recs_[i].ino) recs_[kept - 1] = recs_[i];
+      else recs_[kept++] = recs_[i];
     }
-    recs_.swap(unique);
-    for (uint32_t i = 0; i < recs_.size(); ++i)
-      if (recs_[i].inline_only) inline_.push_back({recs_[i].ino, i});
-    std::sort(inline_.begin(), inline_.end());
+    recs_.resize(kept);
+    recs_.shrink_to_fit();
+    inos_.reserve(recs_.size());
+    for (const auto& rec : recs_) inos_.push_back(rec.ino);
+    std::sort(inos_.begin(), inos_.end());
+    inos_.erase(std::unique(inos_.begin(), inos_.end()), inos_.end());
     stats->previous_files = recs_.size();
     stats->previous_truncated = r->truncated;
     if (r->truncated)
@@ -86,17 +98,22 @@ class PreviousIndex {
     return Status::Ok();
   }
 
-  // Whether some file with this inode number held only inline data (btrfs keeps small
-  // files in its metadata; they have nothing to share and no extent map to refresh).
-  bool MaybeInline(uint64_t ino) const {
-    auto it = std::lower_bound(inline_.begin(), inline_.end(), std::pair<uint64_t, uint32_t>{ino, 0});
-    return it != inline_.end() && it->first == ino;
+  // Whether some record has this inode number (on any filesystem).
+  bool Knows(uint64_t ino) const { return std::binary_search(inos_.begin(), inos_.end(), ino); }
+
+  // The previous scan's view of a btrfs subvolume, or null.
+  const Subvolume* SubvolumeOf(const std::string& fs_key) const {
+    auto it = subvolumes_.find(fs_key);
+    return it == subvolumes_.end() ? nullptr : &it->second;
   }
 
   // Fills e's hashes when the previous index holds this file unchanged. With
-  // `inline_only`, only a record holding nothing but inline data counts, and its extents
-  // and inode flags are taken too (they cannot change without a new ctime).
-  bool Reuse(const std::string& fs_key, FileEntry* e, bool inline_only = false) const {
+  // `unopened`, e has only been stat'ed: the record's extents and inode flags are taken
+  // too, which needs a record holding nothing but inline data (btrfs keeps small files
+  // in its metadata; they have nothing to share and cannot change without a new ctime),
+  // or `extents_unchanged` (btrfs says the file's metadata has not been written since
+  // the previous scan) and a complete extent map in the record.
+  bool Reuse(const std::string& fs_key, FileEntry* e, bool unopened = false, bool extents_unchanged = false) const {
     auto f = fs_ids_.find(fs_key);
     if (f == fs_ids_.end()) return false;
     Rec key;
@@ -106,8 +123,8 @@ class PreviousIndex {
                                [](const Rec& a, const Rec& b) { return std::tie(a.fs, a.ino) < std::tie(b.fs, b.ino); });
     if (it == recs_.end() || it->fs != key.fs || it->ino != key.ino) return false;
     if (!FileIdentity::Of(*e).UnchangedFrom(it->id)) return false;
-    if (inline_only) {
-      if (!it->inline_only || it->dev != e->dev) return false;
+    if (unopened) {
+      if (!it->inline_only && !(extents_unchanged && it->mapped)) return false;
       e->extents.assign(extents_.begin() + long(it->first_extent),
                         extents_.begin() + long(it->first_extent + it->extents));
       e->inode_flags = it->inode_flags;
@@ -125,22 +142,28 @@ class PreviousIndex {
     uint64_t ino = 0, first_block = 0;
     FileIdentity id;
     Hash128 hash;
-    uint64_t dev = 0, first_extent = 0;
+    uint64_t first_extent = 0;
     uint32_t inode_flags = 0, extents = 0;
-    bool inline_only = false;
+    bool inline_only = false;  // extents hold inline data only
+    bool mapped = false;       // a complete extent map (no delayed allocation)
   };
   uint32_t FsId(const std::string& key) { return fs_ids_.emplace(key, uint32_t(fs_ids_.size())).first->second; }
   std::map<std::string, uint32_t> fs_ids_;
+  std::map<std::string, Subvolume> subvolumes_;  // by filesystem key
   std::vector<Rec> recs_;
   std::vector<Hash128> blocks_;
-  std::vector<FiemapExtent> extents_;                // of inline-only records
-  std::vector<std::pair<uint64_t, uint32_t>> inline_;  // inode -> record, inline-only records
+  std::vector<FiemapExtent> extents_;
+  std::vector<uint64_t> inos_;  // every record's inode number, sorted
 };
 
-// The filesystems met so far, identified once per st_dev through an open file.
+// The filesystems met so far, identified once per st_dev through an open file. On btrfs,
+// identifying one also records its generation and, when the previous index knew it at
+// an older generation, asks which inodes may have changed since (see UnchangedExtents).
 class Filesystems {
  public:
-  Filesystems(Sys& sys, const std::vector<std::string>& roots) : sys_(sys), roots_(roots) {}
+  Filesystems(Sys& sys, const std::vector<std::string>& roots, const PreviousIndex& prev, bool use_generations,
+              Observer* observer)
+      : sys_(sys), roots_(roots), prev_(prev), use_generations_(use_generations), observer_(observer) {}
   // Caller holds no lock; fd is a file on `dev` (or -1: identify by opening `path`).
   uint32_t Of(uint64_t dev, int fd, const std::string& path, uint32_t root) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -154,22 +177,34 @@ class Filesystems {
       if (o.ok()) fd = own = *o;
     }
     Result<FsIdentity> id = fd >= 0 ? sys_.Identify(fd) : Result<FsIdentity>(Status::Invalid("not open"));
-    if (own >= 0) sys_.Close(own);
+    Changes changes;
     if (id.ok()) {
       r.uuid = id->uuid;
       r.subvolume = id->subvolume;
       r.type = id->type;
       r.block_size = id->block_size;
       r.mount_point = root < roots_.size() ? roots_[root] : "";
+      r.subvolume_uuid = id->subvolume_uuid;
+      r.generation = id->generation;
       for (auto& d : id->devices)
         if (std::find(devices_.begin(), devices_.end(), d) == devices_.end()) devices_.push_back(d);
+      changes = ChangesSince(r, fd, path);
     } else {
       // Unidentified: an entry of its own, never paired with anything else.
       r.uuid = "unknown-dev-" + std::to_string(dev);
     }
+    if (own >= 0) sys_.Close(own);
     list_.push_back(r);
     keys_.push_back(r.Key());
+    changes_.push_back(std::move(changes));
     return of_dev_[dev] = uint32_t(list_.size() - 1);
+  }
+  // Whether btrfs says inode `ino` of filesystem `i` has had no metadata written since
+  // the previous scan's generation: its extent map and flags are then those recorded.
+  bool UnchangedExtents(uint32_t i, uint64_t ino) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Changes& c = changes_[i];
+    return c.known && !std::binary_search(c.inodes.begin(), c.inodes.end(), ino);
   }
   // Keys are stable once added; safe to read for an index returned by Of.
   std::string Key(uint32_t i) {
@@ -189,9 +224,41 @@ class Filesystems {
   Sys& sys_;
   const std::vector<std::string>& roots_;
   std::mutex mu_;
+  struct Changes {
+    bool known = false;
+    std::vector<uint64_t> inodes;  // sorted
+  };
+  // The generation is taken when the subvolume is first met, before any of its files is
+  // mapped, so the next scan's search covers every change made after this one read.
+  Changes ChangesSince(const FsRecord& r, int fd, const std::string& path) {
+    Changes c;
+    const PreviousIndex::Subvolume* before = prev_.SubvolumeOf(r.Key());
+    if (!use_generations_ || !before || r.generation == 0) return c;
+    // Another subvolume under the same id, or a filesystem restored from an older copy.
+    if (before->uuid != r.subvolume_uuid || before->generation > r.generation) {
+      observer_->Notice("btrfs subvolume " + std::to_string(r.subvolume) + " at " + path +
+                        " is not the one the previous index saw (uuid or generation differs); mapping every file");
+      return c;
+    }
+    Status s = sys_.ChangedInodes(fd, before->generation, &c.inodes);
+    if (!s.ok()) {
+      observer_->Notice("btrfs subvolume " + std::to_string(r.subvolume) + ": cannot list the files changed since " +
+                        "the previous index (" + s.message() + "); mapping every file" +
+                        (s.errnum() == EPERM ? " (this needs root)" : ""));
+      c.inodes.clear();
+      return c;
+    }
+    c.known = true;
+    return c;
+  }
+
+  const PreviousIndex& prev_;
+  const bool use_generations_;
+  Observer* observer_;
   std::map<uint64_t, uint32_t> of_dev_;
   std::vector<FsRecord> list_;
   std::vector<std::string> keys_;
+  std::vector<Changes> changes_;
   std::vector<std::string> devices_;
 };
 
@@ -335,7 +402,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   if (!o.previous.empty()) OANS_RETURN_IF_ERROR(prev.Load(o.previous, o.block_size, stats, observer));
 
   // Storage kind, threads and order, from the roots' filesystems.
-  Filesystems filesystems(sys, header.roots);
+  Filesystems filesystems(sys, header.roots, prev, !o.refresh_extents, observer);
   for (uint32_t i = 0; i < header.roots.size(); ++i) {
     auto st = sys.StatAt(AT_FDCWD, header.roots[i]);
     if (st.ok()) filesystems.Of(st->dev, -1, header.roots[i], i);
@@ -370,6 +437,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   // every file) are finished there; the rest wait for the disk-order read.
   wo.on_file = [&](int fd, WalkEntry* w) -> bool {
     if (o.stop && o.stop->load()) return true;  // stopping: leave the file for the next scan
+    const uint32_t fs = filesystems.Of(w->st.dev, fd, w->path, w->root);  // before mapping: see Filesystems
     std::vector<FiemapExtent> extents;
     const bool mapped = sys.Fiemap(fd, &extents).ok();
     const uint32_t flags = sys.InodeFlags(fd);
@@ -379,7 +447,6 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
         break;
       }
     if (w->st.nlink > 1) return false;  // hardlinks are merged after the walk
-    const uint32_t fs = filesystems.Of(w->st.dev, fd, w->path, w->root);
     FileEntry e = EntryOf(*w, fs);
     e.extents = std::move(extents);
     e.inode_flags = flags;
@@ -394,16 +461,20 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     sink.Add(std::move(e), bytes_read.load());
     return true;
   };
-  // Unchanged files that held only inline data are finished from one stat by name.
+  // Unchanged files are finished from one stat by name, without opening them, when
+  // their extent map cannot have changed either: btrfs wrote none of their metadata
+  // since the previous scan, or they held only inline data.
+  std::atomic<uint64_t> unopened{0};
   if (!o.previous.empty())
     wo.without_open = [&](int dirfd, const std::string& name, uint64_t ino, WalkEntry* w) -> bool {
-      if (!prev.MaybeInline(ino) || (o.stop && o.stop->load())) return false;
+      if (!prev.Knows(ino) || (o.stop && o.stop->load())) return false;
       auto st = sys.StatAt(dirfd, name);
       if (!st.ok() || !S_ISREG(st->mode) || st->nlink > 1 || st->size == 0 || st->size < o.min_size) return false;
       w->st = *st;
       const uint32_t fs = filesystems.Of(st->dev, -1, w->path, w->root);
       FileEntry e = EntryOf(*w, fs);
-      if (!prev.Reuse(filesystems.Key(fs), &e, true)) return false;
+      if (!prev.Reuse(filesystems.Key(fs), &e, true, filesystems.UnchangedExtents(fs, st->ino))) return false;
+      unopened.fetch_add(1, std::memory_order_relaxed);
       sink.Add(std::move(e), bytes_read.load());
       return true;
     };
@@ -413,6 +484,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   if (!walked.ok()) return walked.status();
   OANS_RETURN_IF_ERROR(sink.status());
   WalkResult& w = *walked;
+  stats->unopened = unopened.load();
   stats->dirs = w.dirs;
   stats->skipped_special = w.skipped_special;
   stats->skipped_symlinks = w.skipped_symlinks;

@@ -1,9 +1,12 @@
 // The scan: walk the roots, read every file once and write its identity, extent map and
 // hashes to an extent index. Stages:
 //   identify the roots' filesystems -> choose storage/threads/order
-//   -> walk: each file is mapped (FIEMAP) while the walk has it open; a file unchanged
-//      since --previous is finished there, and in walk order (the SSD default) every
-//      file is read and hashed there too, by the walk's threads
+//   -> walk: a file unchanged since --previous whose extents cannot have changed either
+//      (btrfs wrote none of its metadata since the previous index's generation, found
+//      with one tree search per subvolume) is finished from a stat, unopened; every
+//      other file is mapped (FIEMAP) while the walk has it open; an unchanged one is
+//      finished there, and in walk order (the SSD default) every file is read and
+//      hashed there too, by the walk's threads
 //   -> the files kept (disk order on HDD, inode order, and hardlinks, merged into one
 //      record) are read in a bounded parallel pipeline -> write.
 // Records finished during the walk go to an unnamed temporary spool, copied out after
@@ -36,6 +39,9 @@ struct ScanOptions {
   StorageChoice storage = StorageChoice::kAuto;
   ReadOrder order = ReadOrder::kAuto;
   std::string previous;  // previous index to reuse hashes from ("" = none)
+  // Map every file again, even those btrfs says have had no metadata written since the
+  // previous index's generation (which are otherwise not opened at all).
+  bool refresh_extents = false;
   std::string temp_dir;  // for the spool of records finished during the walk ("" = default)
   std::vector<std::string> command_line;
   const std::atomic<bool>* stop = nullptr;  // set by a signal handler: stop cleanly
@@ -47,6 +53,7 @@ struct ScanStats {
   uint64_t bytes_read = 0;     // data actually read
   uint64_t hashed = 0;         // files read and hashed
   uint64_t reused = 0;         // files whose hashes came from the previous index
+  uint64_t unopened = 0;       // of those, finished from a stat alone: extents known unchanged
   uint64_t errors = 0;         // files recorded with an error
   uint64_t hardlinks = 0;      // extra names of inodes already recorded
   uint64_t dirs = 0, skipped_special = 0, skipped_symlinks = 0, skipped_mounts = 0, skipped_small = 0,

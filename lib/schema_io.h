@@ -24,6 +24,8 @@ inline void WriteFs(schema::Filesystem::Builder b, const FsRecord& f) {
   b.setFsType(f.type);
   b.setBlockSize(f.block_size);
   b.setMountPoint(f.mount_point);
+  b.setSubvolumeUuid(f.subvolume_uuid);
+  b.setGeneration(f.generation);
 }
 
 inline FsRecord ReadFs(schema::Filesystem::Reader r) {
@@ -34,6 +36,8 @@ inline FsRecord ReadFs(schema::Filesystem::Reader r) {
   f.type = r.getFsType();
   f.block_size = r.getBlockSize();
   f.mount_point = r.getMountPoint();
+  f.subvolume_uuid = r.getSubvolumeUuid();
+  f.generation = r.getGeneration();
   return f;
 }
 

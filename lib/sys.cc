@@ -163,6 +163,9 @@ class PosixSys final : public Sys {
   }
 
   Result<FsIdentity> Identify(int fd) override { return IdentifyFilesystem(fd); }
+  Status ChangedInodes(int fd, uint64_t since, std::vector<uint64_t>* inodes) override {
+    return BtrfsChangedInodes(fd, since, inodes);
+  }
 
   uint64_t Seek(int fd, uint64_t offset, bool hole) override {
     off_t r = ::lseek(fd, off_t(offset), hole ? SEEK_HOLE : SEEK_DATA);

@@ -57,6 +57,11 @@ struct FsIdentity {
   std::string type;       // "btrfs", "xfs", "ext4", or the magic in hex
   std::string uuid;       // "" when unknown
   uint64_t subvolume = 0; // btrfs subvolume id
+  // btrfs: the subvolume's UUID and its generation (the transaction that last changed
+  // it) when identified; "" and 0 elsewhere. Every later change to a file's extents
+  // belongs to a transaction at least as new, which ChangedInodes can find.
+  std::string subvolume_uuid;
+  uint64_t generation = 0;
   uint32_t block_size = 4096;
   std::vector<std::string> devices;  // /sys block device names backing it ("loop0")
 };
@@ -89,6 +94,14 @@ class Sys {
   virtual uint64_t Seek(int fd, uint64_t offset, bool hole) {
     (void)fd;
     return hole ? UINT64_MAX : offset;
+  }
+  // btrfs: the inode numbers (sorted, unique) of the fd's subvolume whose inode item or
+  // extent items lie in metadata written in transaction `since` or later: a superset of
+  // the files whose extent map or flags may have changed since then. Needs
+  // CAP_SYS_ADMIN; elsewhere, or when refused, an error and nothing is known.
+  virtual Status ChangedInodes(int fd, uint64_t since, std::vector<uint64_t>* inodes) {
+    (void)fd, (void)since, (void)inodes;
+    return Status::Invalid("changed-inode search is not supported here");
   }
   // Asks the kernel to start reading [offset, offset + length) into the page cache
   // (POSIX_FADV_WILLNEED), without waiting; a hint only. The default does nothing.

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -420,6 +421,162 @@ TEST_F(ScanTest, PreviousInlineFilesNotOpened) {
   auto third = ReadByPath(idx3);
   EXPECT_FALSE(third[P("sub/d")].reused);
   ExpectHashedLike(third[P("sub/d")], contents_["sub/d"]);
+}
+
+// A btrfs-like file system: one subvolume with a uuid and a generation, and a list of
+// inodes whose metadata was written since a given generation. Counts opens and FIEMAPs.
+class GenerationSys : public InlineSys {
+ public:
+  Result<FsIdentity> Identify(int fd) override {
+    auto id = InlineSys::Identify(fd);
+    if (!id.ok()) return id;
+    std::lock_guard<std::mutex> lk(mu_);
+    id->subvolume_uuid = uuid;
+    id->generation = generation;
+    return id;
+  }
+  Status ChangedInodes(int fd, uint64_t since, std::vector<uint64_t>* inodes) override {
+    (void)fd;
+    std::lock_guard<std::mutex> lk(mu_);
+    searches.push_back(since);
+    if (!search_error.ok()) return search_error;
+    *inodes = changed;
+    return Status::Ok();
+  }
+  Status Fiemap(int fd, std::vector<FiemapExtent>* out) override {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      fiemaps++;
+    }
+    return InlineSys::Fiemap(fd, out);
+  }
+  void Reset() {
+    Clear();
+    std::lock_guard<std::mutex> lk(mu_);
+    searches.clear();
+    fiemaps = 0;
+  }
+
+  std::mutex mu_;
+  std::string uuid = "5f0c9a64-0000-4000-8000-000000000001";
+  uint64_t generation = 100;
+  std::vector<uint64_t> changed;
+  Status search_error;
+  std::vector<uint64_t> searches;
+  int fiemaps = 0;
+};
+
+uint64_t InodeOf(const std::string& path) {
+  struct stat st;
+  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+  return st.st_ino;
+}
+
+// Files btrfs says have no metadata written since the previous index's generation are
+// finished from a stat: not opened, not mapped, their record carried over. Files it
+// lists are opened and mapped again; a new generation is recorded for the next scan.
+TEST_F(ScanTest, PreviousUnchangedSinceGenerationNotOpened) {
+  GenerationSys sys;
+  const std::string idx1 = out_dir_.Join("1.idx"), idx2 = out_dir_.Join("2.idx"), idx3 = out_dir_.Join("3.idx");
+  ScanStats s1;
+  ASSERT_OK(Scan(sys, Options(), idx1, &s1));
+  auto first = ReadByPath(idx1);
+  ASSERT_FALSE(header_.filesystems.empty());
+  EXPECT_EQ(header_.filesystems[0].generation, 100u);
+  EXPECT_EQ(header_.filesystems[0].subvolume_uuid, sys.uuid);
+  EXPECT_TRUE(sys.searches.empty()) << "no previous index: nothing to search for";
+
+  sys.Reset();
+  sys.generation = 107;
+  sys.changed = {InodeOf(P("b"))};
+  ScanOptions o = Options();
+  o.previous = idx1;
+  ScanStats s2;
+  Notices notes;
+  ASSERT_OK(Scan(sys, o, idx2, &s2, &notes));
+  ASSERT_EQ(sys.searches, std::vector<uint64_t>{100}) << "one search, from the previous generation";
+  EXPECT_EQ(sys.opens("a"), 0) << "unchanged since generation 100, yet opened";
+  EXPECT_EQ(sys.opens("b"), 1) << "listed as changed, so it must be mapped again";
+  EXPECT_EQ(sys.opens("d"), 0);
+  EXPECT_EQ(s2.reused, 4u);
+  EXPECT_EQ(s2.hashed, 0u);
+  EXPECT_EQ(s2.unopened, 2u) << "a and sub/d (c is hardlinked: merged after the walk)";
+  auto second = ReadByPath(idx2);
+  EXPECT_EQ(header_.filesystems[0].generation, 107u);
+  ASSERT_EQ(second.size(), first.size());
+  for (const auto& [path, f] : first) {
+    const FileEntry& g = second[path];
+    EXPECT_TRUE(g.reused) << path;
+    EXPECT_EQ(g.hash, f.hash) << path;
+    EXPECT_EQ(g.block_hashes, f.block_hashes) << path;
+    EXPECT_EQ(g.inode_flags, f.inode_flags) << path;
+    ASSERT_EQ(g.extents.size(), f.extents.size()) << path;
+    for (size_t i = 0; i < f.extents.size(); ++i) {
+      EXPECT_EQ(g.extents[i].physical, f.extents[i].physical) << path;
+      EXPECT_EQ(g.extents[i].length, f.extents[i].length) << path;
+      EXPECT_EQ(g.extents[i].flags, f.extents[i].flags) << path;
+    }
+  }
+
+  // A changed identity is read again even when btrfs does not list the inode.
+  contents_["a"] = test::RandomBytes(100000, 9);
+  test::WriteFile(P("a"), contents_["a"]);
+  struct timespec ts[2] = {{0, UTIME_OMIT}, {time(nullptr) + 100, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, P("a").c_str(), ts, 0), 0);
+  sys.Reset();
+  sys.changed.clear();
+  o.previous = idx2;
+  ScanStats s3;
+  ASSERT_OK(Scan(sys, o, idx3, &s3));
+  EXPECT_EQ(sys.searches, std::vector<uint64_t>{107});
+  EXPECT_EQ(sys.opens("a"), 1);
+  EXPECT_EQ(s3.hashed, 1u);
+  ExpectHashedLike(ReadByPath(idx3)[P("a")], contents_["a"]);
+}
+
+// Every case where the generation cannot be trusted maps every file again.
+TEST_F(ScanTest, GenerationNotTrustedMapsEveryFile) {
+  const std::string idx1 = out_dir_.Join("1.idx");
+  {
+    GenerationSys sys;
+    ScanStats s;
+    ASSERT_OK(Scan(sys, Options(), idx1, &s));
+  }
+  struct Case {
+    const char* what;
+    std::function<void(GenerationSys&, ScanOptions&)> setup;
+    const char* notice;
+    bool searched;
+  };
+  const std::vector<Case> cases = {
+      {"another subvolume under the same id", [](GenerationSys& s, ScanOptions&) { s.uuid[0] = '6'; },
+       "is not the one the previous index saw", false},
+      {"an older generation (a restored filesystem)", [](GenerationSys& s, ScanOptions&) { s.generation = 99; },
+       "is not the one the previous index saw", false},
+      {"the search refused (not root)",
+       [](GenerationSys& s, ScanOptions&) { s.search_error = Status::Io("BTRFS_IOC_TREE_SEARCH_V2", EPERM); },
+       "this needs root", true},
+      {"--refresh-extents", [](GenerationSys&, ScanOptions& o) { o.refresh_extents = true; }, nullptr, false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    GenerationSys sys;
+    sys.generation = 120;
+    ScanOptions o = Options();
+    o.previous = idx1;
+    c.setup(sys, o);
+    ScanStats s;
+    Notices notes;
+    ASSERT_OK(Scan(sys, o, out_dir_.Join("2.idx"), &s, &notes));
+    EXPECT_EQ(sys.opens("a"), 1);
+    EXPECT_EQ(sys.opens("b"), 1);
+    EXPECT_EQ(s.reused, 4u);
+    EXPECT_EQ(s.unopened, 1u) << "only the inline file";
+    EXPECT_EQ(!sys.searches.empty(), c.searched);
+    if (c.notice) {
+      EXPECT_TRUE(notes.Has(c.notice)) << c.notice;
+    }
+  }
 }
 
 TEST_F(ScanTest, PreviousWithOtherBlockSizeReusesNothing) {

@@ -23,7 +23,8 @@ std::string HashHex(const Hash128& h) {
 std::string FsJson(const FsRecord& f) {
   return "{\"uuid\":" + JsonString(f.uuid) + ",\"subvolume\":" + std::to_string(f.subvolume) +
          ",\"dev\":" + std::to_string(f.dev) + ",\"type\":" + JsonString(f.type) +
-         ",\"block_size\":" + std::to_string(f.block_size) + ",\"mount_point\":" + JsonString(f.mount_point) + "}";
+         ",\"block_size\":" + std::to_string(f.block_size) + ",\"mount_point\":" + JsonString(f.mount_point) +
+         ",\"subvolume_uuid\":" + JsonString(f.subvolume_uuid) + ",\"generation\":" + std::to_string(f.generation) + "}";
 }
 
 template <typename T>

@@ -31,8 +31,11 @@ int main(int argc, char** argv) {
       ->type_name("FILE");
   app.add_option("--previous", o.previous,
                  "Reuse hashes from an earlier index for files whose identity (inode, size, mtime, ctime) is "
-                 "unchanged; an interrupted index is accepted")
+                 "unchanged; an interrupted index is accepted. On btrfs, run as root, files whose metadata btrfs "
+                 "has not written since that index are not even opened")
       ->type_name("FILE");
+  app.add_flag("--refresh-extents", o.refresh_extents,
+               "With --previous: map every file's extents again (FIEMAP), even those btrfs says are unchanged");
   cli::AddSize(app, "--block-size", &block_size, "Bytes per block hash, a multiple of 4K (default 128K)");
   cli::AddSize(app, "--min-size", &o.min_size, "Skip files smaller than SIZE (default: keep every non-empty file)");
   app.add_option("--exclude", o.excludes,
@@ -92,12 +95,14 @@ int main(int argc, char** argv) {
   if (Status c = (*out)->Commit(); !c.ok()) return cli::Fail("oans-scan", c);
   if (json) {
     std::fprintf(stderr,
-                 "{\"files\":%llu,\"bytes\":%llu,\"bytes_read\":%llu,\"hashed\":%llu,\"reused\":%llu,\"errors\":%llu,"
+                 "{\"files\":%llu,\"bytes\":%llu,\"bytes_read\":%llu,\"hashed\":%llu,\"reused\":%llu,\"unopened\":%llu,"
+                 "\"errors\":%llu,"
                  "\"hardlinks\":%llu,\"dirs\":%llu,\"skipped_small\":%llu,\"skipped_special\":%llu,"
                  "\"skipped_symlinks\":%llu,\"skipped_mounts\":%llu,\"excluded\":%llu,\"storage\":\"%s\","
                  "\"threads\":%d,\"order\":\"%s\"}\n",
                  (unsigned long long)stats.files, (unsigned long long)stats.bytes, (unsigned long long)stats.bytes_read,
-                 (unsigned long long)stats.hashed, (unsigned long long)stats.reused, (unsigned long long)stats.errors,
+                 (unsigned long long)stats.hashed, (unsigned long long)stats.reused,
+                 (unsigned long long)stats.unopened, (unsigned long long)stats.errors,
                  (unsigned long long)stats.hardlinks, (unsigned long long)stats.dirs,
                  (unsigned long long)stats.skipped_small, (unsigned long long)stats.skipped_special,
                  (unsigned long long)stats.skipped_symlinks, (unsigned long long)stats.skipped_mounts,
@@ -105,11 +110,12 @@ int main(int argc, char** argv) {
                  ReadOrderName(stats.order));
   } else if (!quiet) {
     std::fprintf(stderr,
-                 "oans-scan: %llu files (%s) in %llu directories; read %s, reused %llu from the previous index; "
+                 "oans-scan: %llu files (%s) in %llu directories; read %s, reused %llu from the previous index "
+                 "(%llu not opened); "
                  "%llu errors, %llu extra hardlinks, %llu symlinks and %llu special files skipped\n",
                  (unsigned long long)stats.files, FormatSize(stats.bytes).c_str(), (unsigned long long)stats.dirs,
                  FormatSize(stats.bytes_read).c_str(), (unsigned long long)stats.reused,
-                 (unsigned long long)stats.errors, (unsigned long long)stats.hardlinks,
+                 (unsigned long long)stats.unopened, (unsigned long long)stats.errors, (unsigned long long)stats.hardlinks,
                  (unsigned long long)stats.skipped_symlinks, (unsigned long long)stats.skipped_special);
   }
   return stats.errors ? cli::kPartial : cli::kOk;
