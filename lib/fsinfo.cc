@@ -121,18 +121,18 @@ Result<FsIdentity> IdentifyFilesystem(int fd) {
   return id;
 }
 
-Status BtrfsChangedInodes(int fd, uint64_t since, std::vector<uint64_t>* inodes) {
+Status BtrfsChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) {
   inodes->clear();
-  // One call returns whole items of the tree blocks it visits; a leaf is at most 64 KiB.
-  constexpr size_t kBuffer = 512 * 1024;
+  // One call returns whole items; an item is smaller than a leaf, at most 64 KiB.
+  constexpr size_t kBuffer = 128 * 1024;
   std::vector<uint64_t> mem((sizeof(btrfs_ioctl_search_args_v2) + kBuffer + 7) / 8);
   auto* args = reinterpret_cast<btrfs_ioctl_search_args_v2*>(mem.data());
   const char* buf = reinterpret_cast<const char*>(args->buf);
   btrfs_ioctl_search_key& key = args->key;
   std::memset(&key, 0, sizeof key);
   key.tree_id = 0;  // the subvolume holding fd
-  key.min_objectid = BTRFS_FIRST_FREE_OBJECTID;
-  key.max_objectid = BTRFS_LAST_FREE_OBJECTID;
+  key.min_objectid = first;
+  key.max_objectid = last;
   key.min_type = 0;
   key.max_type = 255;
   key.min_offset = 0;
@@ -163,7 +163,7 @@ Status BtrfsChangedInodes(int fd, uint64_t since, std::vector<uint64_t>* inodes)
     } else if (key.min_type < 255) {
       key.min_type++;
       key.min_offset = 0;
-    } else if (key.min_objectid < BTRFS_LAST_FREE_OBJECTID) {
+    } else if (key.min_objectid < last) {
       key.min_objectid++;
       key.min_type = 0;
       key.min_offset = 0;

@@ -101,6 +101,18 @@ class PreviousIndex {
   // Whether some record has this inode number (on any filesystem).
   bool Knows(uint64_t ino) const { return std::binary_search(inos_.begin(), inos_.end(), ino); }
 
+  // Up to n + 1 increasing bounds from `first` to `last` + 1 that cut the records' inode
+  // numbers into n slices of about equal count.
+  std::vector<uint64_t> InodeSlices(int n, uint64_t first, uint64_t last) const {
+    std::vector<uint64_t> b{first};
+    for (int k = 1; k < n && !inos_.empty(); ++k) {
+      uint64_t at = inos_[inos_.size() * size_t(k) / size_t(n)];
+      if (at > b.back() && at <= last) b.push_back(at);
+    }
+    b.push_back(last + 1);
+    return b;
+  }
+
   // The previous scan's view of a btrfs subvolume, or null.
   const Subvolume* SubvolumeOf(const std::string& fs_key) const {
     auto it = subvolumes_.find(fs_key);
@@ -188,7 +200,7 @@ class Filesystems {
       r.generation = id->generation;
       for (auto& d : id->devices)
         if (std::find(devices_.begin(), devices_.end(), d) == devices_.end()) devices_.push_back(d);
-      changes = ChangesSince(r, fd, path);
+      changes = Pending(r, path);
     } else {
       // Unidentified: an entry of its own, never paired with anything else.
       r.uuid = "unknown-dev-" + std::to_string(dev);
@@ -201,10 +213,16 @@ class Filesystems {
   }
   // Whether btrfs says inode `ino` of filesystem `i` has had no metadata written since
   // the previous scan's generation: its extent map and flags are then those recorded.
+  // The search runs when first asked, in `search_threads` slices of inode numbers.
   bool UnchangedExtents(uint32_t i, uint64_t ino) {
     std::lock_guard<std::mutex> lock(mu_);
-    const Changes& c = changes_[i];
+    Changes& c = changes_[i];
+    if (c.pending) Search(list_[i], &c);
     return c.known && !std::binary_search(c.inodes.begin(), c.inodes.end(), ino);
+  }
+  void SetSearchThreads(int n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    search_threads_ = std::max(1, n);
   }
   // Keys are stable once added; safe to read for an index returned by Of.
   std::string Key(uint32_t i) {
@@ -225,12 +243,15 @@ class Filesystems {
   const std::vector<std::string>& roots_;
   std::mutex mu_;
   struct Changes {
-    bool known = false;
+    bool pending = false;  // to be searched: since and path are set
+    bool known = false;    // searched: inodes lists every inode that may have changed
+    uint64_t since = 0;
+    std::string path;      // a file or directory on the subvolume, to search through
     std::vector<uint64_t> inodes;  // sorted
   };
   // The generation is taken when the subvolume is first met, before any of its files is
   // mapped, so the next scan's search covers every change made after this one read.
-  Changes ChangesSince(const FsRecord& r, int fd, const std::string& path) {
+  Changes Pending(const FsRecord& r, const std::string& path) {
     Changes c;
     const PreviousIndex::Subvolume* before = prev_.SubvolumeOf(r.Key());
     if (!use_generations_ || !before || r.generation == 0) return c;
@@ -240,21 +261,49 @@ class Filesystems {
                         " is not the one the previous index saw (uuid or generation differs); mapping every file");
       return c;
     }
-    Status s = sys_.ChangedInodes(fd, before->generation, &c.inodes);
+    c.pending = true;
+    c.since = before->generation;
+    c.path = path;
+    return c;
+  }
+  // Slices of inode numbers holding about as many previous records each, searched at
+  // once: the search waits on metadata reads, which a fast disk serves in parallel.
+  void Search(const FsRecord& r, Changes* c) {
+    c->pending = false;
+    auto fd = sys_.OpenNoFollow(c->path);
+    Status s = fd.ok() ? Status::Ok() : fd.status();
+    if (s.ok()) {
+      const std::vector<uint64_t> bounds = prev_.InodeSlices(search_threads_, kBtrfsFirstInode, kBtrfsLastInode);
+      const size_t n = bounds.size() - 1;
+      std::vector<std::vector<uint64_t>> found(n);
+      std::vector<Status> status(n);
+      auto one = [&](size_t k) {
+        status[k] = sys_.ChangedInodes(*fd, c->since, bounds[k], bounds[k + 1] - 1, &found[k]);
+      };
+      std::vector<std::thread> threads;
+      for (size_t k = 1; k < n; ++k) threads.emplace_back(one, k);
+      one(0);
+      for (auto& t : threads) t.join();
+      sys_.Close(*fd);
+      for (size_t k = 0; k < n && s.ok(); ++k) {
+        s = status[k];
+        c->inodes.insert(c->inodes.end(), found[k].begin(), found[k].end());
+      }
+    }
     if (!s.ok()) {
       observer_->Notice("btrfs subvolume " + std::to_string(r.subvolume) + ": cannot list the files changed since " +
                         "the previous index (" + s.message() + "); mapping every file" +
                         (s.errnum() == EPERM ? " (this needs root)" : ""));
-      c.inodes.clear();
-      return c;
+      std::vector<uint64_t>().swap(c->inodes);
+      return;
     }
-    c.known = true;
-    return c;
+    c->known = true;
   }
 
   const PreviousIndex& prev_;
   const bool use_generations_;
   Observer* observer_;
+  int search_threads_ = 1;
   std::map<uint64_t, uint32_t> of_dev_;
   std::vector<FsRecord> list_;
   std::vector<std::string> keys_;
@@ -415,6 +464,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   }
   const bool hdd = stats->storage.kind == StorageKind::kHdd;
   stats->threads = o.io_threads > 0 ? o.io_threads : (hdd ? 1 : 8);
+  filesystems.SetSearchThreads(stats->threads);
   stats->order = o.order != ReadOrder::kAuto ? o.order : (hdd ? ReadOrder::kPhysical : ReadOrder::kNone);
   // In walk order, files are read while the walk has them open, by the walk's threads,
   // and leave at once: memory stays flat. Other orders keep the files to sort them.

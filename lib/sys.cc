@@ -163,8 +163,8 @@ class PosixSys final : public Sys {
   }
 
   Result<FsIdentity> Identify(int fd) override { return IdentifyFilesystem(fd); }
-  Status ChangedInodes(int fd, uint64_t since, std::vector<uint64_t>* inodes) override {
-    return BtrfsChangedInodes(fd, since, inodes);
+  Status ChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) override {
+    return BtrfsChangedInodes(fd, since, first, last, inodes);
   }
 
   uint64_t Seek(int fd, uint64_t offset, bool hole) override {

@@ -95,12 +95,12 @@ class Sys {
     (void)fd;
     return hole ? UINT64_MAX : offset;
   }
-  // btrfs: the inode numbers (sorted, unique) of the fd's subvolume whose inode item or
-  // extent items lie in metadata written in transaction `since` or later: a superset of
-  // the files whose extent map or flags may have changed since then. Needs
-  // CAP_SYS_ADMIN; elsewhere, or when refused, an error and nothing is known.
-  virtual Status ChangedInodes(int fd, uint64_t since, std::vector<uint64_t>* inodes) {
-    (void)fd, (void)since, (void)inodes;
+  // btrfs: the inode numbers in [first, last] (sorted, unique) of the fd's subvolume
+  // whose inode item or extent items lie in metadata written in transaction `since` or
+  // later: a superset of the files whose extent map or flags may have changed since
+  // then. Needs CAP_SYS_ADMIN; elsewhere, or when refused, an error and nothing is known.
+  virtual Status ChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) {
+    (void)fd, (void)since, (void)first, (void)last, (void)inodes;
     return Status::Invalid("changed-inode search is not supported here");
   }
   // Asks the kernel to start reading [offset, offset + length) into the page cache

@@ -435,13 +435,28 @@ class GenerationSys : public InlineSys {
     id->generation = generation;
     return id;
   }
-  Status ChangedInodes(int fd, uint64_t since, std::vector<uint64_t>* inodes) override {
+  Status ChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) override {
     (void)fd;
     std::lock_guard<std::mutex> lk(mu_);
-    searches.push_back(since);
+    searches.insert(since);
+    slices.push_back({first, last});
     if (!search_error.ok()) return search_error;
-    *inodes = changed;
+    inodes->clear();
+    for (uint64_t ino : changed)
+      if (ino >= first && ino <= last) inodes->push_back(ino);
     return Status::Ok();
+  }
+  // Whether the slices searched cover [256, 2^64 - 256] once, without overlap.
+  bool SlicesCoverEveryInode() {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto s = slices;
+    std::sort(s.begin(), s.end());
+    uint64_t next = 256;
+    for (const auto& [first, last] : s) {
+      if (first != next || last < first) return false;
+      next = last + 1;
+    }
+    return next == ~uint64_t(0) - 254;
   }
   Status Fiemap(int fd, std::vector<FiemapExtent>* out) override {
     {
@@ -454,6 +469,7 @@ class GenerationSys : public InlineSys {
     Clear();
     std::lock_guard<std::mutex> lk(mu_);
     searches.clear();
+    slices.clear();
     fiemaps = 0;
   }
 
@@ -462,7 +478,8 @@ class GenerationSys : public InlineSys {
   uint64_t generation = 100;
   std::vector<uint64_t> changed;
   Status search_error;
-  std::vector<uint64_t> searches;
+  std::set<uint64_t> searches;  // the generations searched from
+  std::vector<std::pair<uint64_t, uint64_t>> slices;
   int fiemaps = 0;
 };
 
@@ -494,7 +511,8 @@ TEST_F(ScanTest, PreviousUnchangedSinceGenerationNotOpened) {
   ScanStats s2;
   Notices notes;
   ASSERT_OK(Scan(sys, o, idx2, &s2, &notes));
-  ASSERT_EQ(sys.searches, std::vector<uint64_t>{100}) << "one search, from the previous generation";
+  ASSERT_EQ(sys.searches, std::set<uint64_t>{100}) << "searched from the previous generation";
+  EXPECT_TRUE(sys.SlicesCoverEveryInode());
   EXPECT_EQ(sys.opens("a"), 0) << "unchanged since generation 100, yet opened";
   EXPECT_EQ(sys.opens("b"), 1) << "listed as changed, so it must be mapped again";
   EXPECT_EQ(sys.opens("d"), 0);
@@ -528,7 +546,8 @@ TEST_F(ScanTest, PreviousUnchangedSinceGenerationNotOpened) {
   o.previous = idx2;
   ScanStats s3;
   ASSERT_OK(Scan(sys, o, idx3, &s3));
-  EXPECT_EQ(sys.searches, std::vector<uint64_t>{107});
+  EXPECT_EQ(sys.searches, std::set<uint64_t>{107});
+  EXPECT_TRUE(sys.SlicesCoverEveryInode());
   EXPECT_EQ(sys.opens("a"), 1);
   EXPECT_EQ(s3.hashed, 1u);
   ExpectHashedLike(ReadByPath(idx3)[P("a")], contents_["a"]);
