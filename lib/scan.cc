@@ -28,6 +28,28 @@ std::string Hostname() {
   return buf;
 }
 
+// Runs of T appended one after another in fixed-size blocks, so nothing is copied as
+// the store grows; a run longer than a block gets a block of its own.
+template <typename T>
+class RunStore {
+ public:
+  // Returns where the run starts, for Get.
+  uint64_t Append(const std::vector<T>& run) {
+    if (blocks_.empty() || blocks_.back().capacity() - blocks_.back().size() < run.size()) {
+      blocks_.emplace_back();
+      blocks_.back().reserve(std::max(kBlock, run.size()));
+    }
+    const uint64_t at = (uint64_t(blocks_.size() - 1) << 32) | blocks_.back().size();
+    blocks_.back().insert(blocks_.back().end(), run.begin(), run.end());
+    return at;
+  }
+  const T* Get(uint64_t at) const { return blocks_[at >> 32].data() + (at & 0xffffffffu); }
+
+ private:
+  static constexpr size_t kBlock = 16384;
+  std::vector<std::vector<T>> blocks_;
+};
+
 // The previous index, compact: one sorted array of fixed records and arrays of block
 // hashes and extents, looked up by (filesystem key, inode).
 class PreviousIndex {
@@ -42,18 +64,24 @@ class PreviousIndex {
   Status Load(const std::string& path, uint32_t block_size, ScanStats* stats, Observer* observer) {
     IndexReadOptions ro;
     ro.allow_truncated = true;
+    std::vector<uint32_t> fs_of;  // the header's filesystems -> FsId
     auto r = ReadIndex(
-        path, ro, [](const IndexHeader&) { return Status::Ok(); },
+        path, ro,
+        [&](const IndexHeader& h) {
+          fs_of.clear();
+          for (const auto& f : h.filesystems) {
+            fs_of.push_back(FsId(f.Key()));
+            if (f.generation && !f.subvolume_uuid.empty() && !subvolumes_.count(f.Key()))
+              subvolumes_[f.Key()] = Subvolume{f.subvolume_uuid, f.generation};
+          }
+          return Status::Ok();
+        },
         [&](const IndexHeader& h, std::vector<FileEntry>& batch) {
           if (h.block_size != block_size) return Status::Ok();  // other block size: nothing reusable
-          if (subvolumes_.empty())
-            for (const auto& f : h.filesystems)
-              if (f.generation && !f.subvolume_uuid.empty())
-                subvolumes_[f.Key()] = Subvolume{f.subvolume_uuid, f.generation};
           for (auto& f : batch) {
             if (!f.hashed) continue;
             Rec rec;
-            rec.fs = FsId(h.filesystems[f.fs].Key());
+            rec.fs = fs_of[f.fs];
             rec.ino = f.ino;
             rec.id = FileIdentity::Of(f);
             rec.hash = f.hash;
@@ -64,37 +92,39 @@ class PreviousIndex {
               if (!(x.flags & kExtentInline)) rec.inline_only = false;
               if (x.flags & (kExtentDelalloc | kExtentUnknown)) rec.mapped = false;
             }
-            rec.first_extent = extents_.size();
+            rec.first_extent = extents_.Append(f.extents);
             rec.extents = uint32_t(f.extents.size());
-            extents_.insert(extents_.end(), f.extents.begin(), f.extents.end());
-            rec.first_block = blocks_.size();
+            rec.first_block = blocks_.Append(f.block_hashes);
             rec.blocks = uint32_t(f.block_hashes.size());
-            blocks_.insert(blocks_.end(), f.block_hashes.begin(), f.block_hashes.end());
-            recs_.push_back(rec);
+            if (recs_.empty() || recs_.back().size() == kChunk) {
+              recs_.emplace_back();
+              recs_.back().reserve(kChunk);
+            }
+            keys_.push_back({rec.ino, rec.fs, uint32_t(count_++)});
+            recs_.back().push_back(rec);
           }
           return Status::Ok();
         });
     if (!r.ok()) return r.status().Prepend("--previous");
-    // Later records of the same inode win, as they would in a map.
-    std::stable_sort(recs_.begin(), recs_.end(), [](const Rec& a, const Rec& b) {
-      return std::tie(a.fs, a.ino) < std::tie(b.fs, b.ino);
-    });
+    // Records stay where they were read; small keys are sorted. Later records of the
+    // same inode win, as they would in a map.
+    std::sort(keys_.begin(), keys_.end());
     size_t kept = 0;
-    for (size_t i = 0; i < recs_.size(); ++i) {
-      if (kept && recs_[kept - 1].fs == recs_[i].fs && recs_[kept - 1].ino == recs_[i].ino) recs_[kept - 1] = recs_[i];
-      else recs_[kept++] = recs_[i];
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      if (kept && keys_[kept - 1].fs == keys_[i].fs && keys_[kept - 1].ino == keys_[i].ino) keys_[kept - 1] = keys_[i];
+      else keys_[kept++] = keys_[i];
     }
-    recs_.resize(kept);
-    recs_.shrink_to_fit();
-    inos_.reserve(recs_.size());
-    for (const auto& rec : recs_) inos_.push_back(rec.ino);
+    keys_.resize(kept);
+    keys_.shrink_to_fit();
+    inos_.reserve(keys_.size());
+    for (const auto& k : keys_) inos_.push_back(k.ino);
     std::sort(inos_.begin(), inos_.end());
     inos_.erase(std::unique(inos_.begin(), inos_.end()), inos_.end());
-    stats->previous_files = recs_.size();
+    stats->previous_files = keys_.size();
     stats->previous_truncated = r->truncated;
     if (r->truncated)
       observer->Notice("warning: " + path + " is incomplete (an interrupted scan); reusing the " +
-                       std::to_string(recs_.size()) + " files it holds");
+                       std::to_string(keys_.size()) + " files it holds");
     return Status::Ok();
   }
 
@@ -128,21 +158,20 @@ class PreviousIndex {
   bool Reuse(const std::string& fs_key, FileEntry* e, bool unopened = false, bool extents_unchanged = false) const {
     auto f = fs_ids_.find(fs_key);
     if (f == fs_ids_.end()) return false;
-    Rec key;
-    key.fs = f->second;
-    key.ino = e->ino;
-    auto it = std::lower_bound(recs_.begin(), recs_.end(), key,
-                               [](const Rec& a, const Rec& b) { return std::tie(a.fs, a.ino) < std::tie(b.fs, b.ino); });
-    if (it == recs_.end() || it->fs != key.fs || it->ino != key.ino) return false;
+    const Key key{e->ino, f->second, 0};
+    auto k = std::lower_bound(keys_.begin(), keys_.end(), key);
+    if (k == keys_.end() || k->fs != key.fs || k->ino != key.ino) return false;
+    const Rec* it = &recs_[k->at / kChunk][k->at % kChunk];
     if (!FileIdentity::Of(*e).UnchangedFrom(it->id)) return false;
     if (unopened) {
       if (!it->inline_only && !(extents_unchanged && it->mapped)) return false;
-      e->extents.assign(extents_.begin() + long(it->first_extent),
-                        extents_.begin() + long(it->first_extent + it->extents));
+      const FiemapExtent* x = extents_.Get(it->first_extent);
+      e->extents.assign(x, x + it->extents);
       e->inode_flags = it->inode_flags;
     }
     e->hash = it->hash;
-    e->block_hashes.assign(blocks_.begin() + long(it->first_block), blocks_.begin() + long(it->first_block + it->blocks));
+    const Hash128* b = blocks_.Get(it->first_block);
+    e->block_hashes.assign(b, b + it->blocks);
     e->hashed = true;
     e->reused = true;
     return true;
@@ -162,9 +191,18 @@ class PreviousIndex {
   uint32_t FsId(const std::string& key) { return fs_ids_.emplace(key, uint32_t(fs_ids_.size())).first->second; }
   std::map<std::string, uint32_t> fs_ids_;
   std::map<std::string, Subvolume> subvolumes_;  // by filesystem key
-  std::vector<Rec> recs_;
-  std::vector<Hash128> blocks_;
-  std::vector<FiemapExtent> extents_;
+  // Sorted by (fs, ino) for lookups; `at` numbers records in the order read.
+  struct Key {
+    uint64_t ino;
+    uint32_t fs, at;
+    bool operator<(const Key& o) const { return std::tie(fs, ino, at) < std::tie(o.fs, o.ino, o.at); }
+  };
+  static constexpr size_t kChunk = 4096;
+  std::vector<std::vector<Rec>> recs_;  // chunks of kChunk: nothing moves as they grow
+  std::vector<Key> keys_;
+  size_t count_ = 0;
+  RunStore<Hash128> blocks_;
+  RunStore<FiemapExtent> extents_;
   std::vector<uint64_t> inos_;  // every record's inode number, sorted
 };
 
