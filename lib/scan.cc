@@ -131,6 +131,12 @@ class PreviousIndex {
   // Whether some record has this inode number (on any filesystem).
   bool Knows(uint64_t ino) const { return std::binary_search(inos_.begin(), inos_.end(), ino); }
 
+  // Whether the record of (fs_key, ino), if any, could be finished unopened (see Reuse).
+  bool MayFinishUnopened(const std::string& fs_key, uint64_t ino, bool extents_unchanged) const {
+    const Rec* r = Find(fs_key, ino);
+    return r && (r->inline_only || (extents_unchanged && r->mapped));
+  }
+
   // Up to n + 1 increasing bounds from `first` to `last` + 1 that cut the records' inode
   // numbers into n slices of about equal count.
   std::vector<uint64_t> InodeSlices(int n, uint64_t first, uint64_t last) const {
@@ -156,13 +162,8 @@ class PreviousIndex {
   // or `extents_unchanged` (btrfs says the file's metadata has not been written since
   // the previous scan) and a complete extent map in the record.
   bool Reuse(const std::string& fs_key, FileEntry* e, bool unopened = false, bool extents_unchanged = false) const {
-    auto f = fs_ids_.find(fs_key);
-    if (f == fs_ids_.end()) return false;
-    const Key key{e->ino, f->second, 0};
-    auto k = std::lower_bound(keys_.begin(), keys_.end(), key);
-    if (k == keys_.end() || k->fs != key.fs || k->ino != key.ino) return false;
-    const Rec* it = &recs_[k->at / kChunk][k->at % kChunk];
-    if (!FileIdentity::Of(*e).UnchangedFrom(it->id)) return false;
+    const Rec* it = Find(fs_key, e->ino);
+    if (!it || !FileIdentity::Of(*e).UnchangedFrom(it->id)) return false;
     if (unopened) {
       if (!it->inline_only && !(extents_unchanged && it->mapped)) return false;
       const FiemapExtent* x = extents_.Get(it->first_extent);
@@ -188,6 +189,14 @@ class PreviousIndex {
     bool inline_only = false;  // extents hold inline data only
     bool mapped = false;       // a complete extent map (no delayed allocation)
   };
+  const Rec* Find(const std::string& fs_key, uint64_t ino) const {
+    auto f = fs_ids_.find(fs_key);
+    if (f == fs_ids_.end()) return nullptr;
+    const Key key{ino, f->second, 0};
+    auto k = std::lower_bound(keys_.begin(), keys_.end(), key);
+    if (k == keys_.end() || k->fs != key.fs || k->ino != key.ino) return nullptr;
+    return &recs_[k->at / kChunk][k->at % kChunk];
+  }
   uint32_t FsId(const std::string& key) { return fs_ids_.emplace(key, uint32_t(fs_ids_.size())).first->second; }
   std::map<std::string, uint32_t> fs_ids_;
   std::map<std::string, Subvolume> subvolumes_;  // by filesystem key
@@ -556,6 +565,13 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   if (!o.previous.empty())
     wo.without_open = [&](int dirfd, const std::string& name, uint64_t ino, WalkEntry* w) -> bool {
       if (!prev.Knows(ino) || (o.stop && o.stop->load())) return false;
+      // The directory's filesystem is the file's but for a mount on the file itself,
+      // which the stat below catches: files that will be opened anyway skip the stat.
+      if (w->st.dev) {
+        const uint32_t dir_fs = filesystems.Of(w->st.dev, -1, w->path, w->root);
+        if (!prev.MayFinishUnopened(filesystems.Key(dir_fs), ino, filesystems.UnchangedExtents(dir_fs, ino)))
+          return false;
+      }
       auto st = sys.StatAt(dirfd, name);
       if (!st.ok() || !S_ISREG(st->mode) || st->nlink > 1 || st->size == 0 || st->size < o.min_size) return false;
       w->st = *st;

@@ -39,7 +39,7 @@ class Walker {
   Walker(Sys& sys, const WalkOptions& o) : sys_(sys), o_(o) {}
 
   void Dir(std::shared_ptr<DirHandle> parent, std::string name, std::string path, uint64_t mnt_id,
-           uint32_t root) {
+           uint64_t dev, uint32_t root) {
     Local& L = local_.local();
     if (o_.stop && o_.stop->load(std::memory_order_relaxed)) return;
     auto fd = sys_.OpenAt(parent ? parent->fd() : AT_FDCWD, parent ? name : path, true);
@@ -74,6 +74,7 @@ class Walker {
       // A visitor may finish a regular file without opening it (one stat by name).
       if (o_.without_open && de->d_type == DT_REG) {
         WalkEntry e{child_path, {}, root};
+        e.st.dev = dev;
         if (o_.without_open(handle->fd(), child, uint64_t(de->d_ino), &e)) {
           if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
           continue;
@@ -98,8 +99,9 @@ class Walker {
         // The task takes the parent handle out of a box so it can drop it as soon as the
         // child directory is open (TBB runs tasks through a const reference).
         auto box = std::make_shared<std::shared_ptr<DirHandle>>(handle);
-        tasks_.run([this, box, child, child_path, mnt_id, root] {
-          Dir(std::move(*box), child, child_path, mnt_id, root);
+        const uint64_t child_dev = st->dev;
+        tasks_.run([this, box, child, child_path, mnt_id, child_dev, root] {
+          Dir(std::move(*box), child, child_path, mnt_id, child_dev, root);
         });
       } else if (S_ISREG(mode)) {
         if (st->size == 0 || st->size < o_.min_size) {
@@ -165,8 +167,8 @@ class Walker {
           local_.local().problems.push_back({root, Status::Invalid(root + " is not a directory or regular file")});
           continue;
         }
-        uint64_t mnt = st->mnt_id;
-        tasks_.run([this, root, mnt, i] { Dir(nullptr, root, root, mnt, i); });
+        uint64_t mnt = st->mnt_id, dev = st->dev;
+        tasks_.run([this, root, mnt, dev, i] { Dir(nullptr, root, root, mnt, dev, i); });
       }
       tasks_.wait();
     });

@@ -32,7 +32,8 @@ struct WalkOptions {
   std::function<bool(int fd, WalkEntry* entry)> on_file;
   // When set, called first for each entry readdir calls a regular file, with its
   // directory, name and inode number, before anything else touches it; returning true
-  // means the visitor finished the file itself (entry.path and root are set for it).
+  // means the visitor finished the file itself (entry.path and root are set for it, and
+  // entry.st.dev is the directory's device: a hint, only the file's own stat says).
   std::function<bool(int dirfd, const std::string& name, uint64_t ino, WalkEntry* entry)> without_open;
   const std::atomic<bool>* stop = nullptr;  // when set, no further directory is read
 };
