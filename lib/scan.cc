@@ -71,8 +71,13 @@ class PreviousIndex {
           fs_of.clear();
           for (const auto& f : h.filesystems) {
             fs_of.push_back(FsId(f.Key()));
-            if (f.generation && !f.subvolume_uuid.empty() && !subvolumes_.count(f.Key()))
-              subvolumes_[f.Key()] = Subvolume{f.subvolume_uuid, f.generation};
+            // Several sections: the oldest generation covers the records of all of them;
+            // a subvolume unknown to one section, or another one, leaves nothing known.
+            auto [it, added] = subvolumes_.emplace(f.Key(), Subvolume{f.subvolume_uuid, f.generation});
+            if (!added) {
+              if (it->second.uuid != f.subvolume_uuid) it->second.generation = 0;
+              it->second.generation = std::min(it->second.generation, f.generation);
+            }
           }
           return Status::Ok();
         },
@@ -149,10 +154,10 @@ class PreviousIndex {
     return b;
   }
 
-  // The previous scan's view of a btrfs subvolume, or null.
+  // The previous scan's view of a btrfs subvolume, or null when it knew no generation.
   const Subvolume* SubvolumeOf(const std::string& fs_key) const {
     auto it = subvolumes_.find(fs_key);
-    return it == subvolumes_.end() ? nullptr : &it->second;
+    return it == subvolumes_.end() || it->second.generation == 0 || it->second.uuid.empty() ? nullptr : &it->second;
   }
 
   // Fills e's hashes when the previous index holds this file unchanged. With
