@@ -62,7 +62,7 @@ TEST(Hasher, KnownContentPartialLastBlock) {
 }
 
 TEST(Hasher, SpansSeveralBuffers) {
-  // 2.5 MiB with 128 KiB blocks crosses the 1 MiB buffer twice.
+  // 2.5 MiB with 128 KiB blocks crosses the 256 KiB buffer nine times.
   const uint32_t bs = 128 * 1024;
   HashFixture f(test::RandomBytes((5u << 20) / 2 + 4096, 12));
   std::vector<char> buf;
@@ -83,7 +83,7 @@ TEST(Hasher, SpansSeveralBuffers) {
 }
 
 TEST(Hasher, BlockLargerThanBuffer) {
-  const uint32_t bs = 3u << 20;  // 3 MiB block, more than the default 1 MiB buffer
+  const uint32_t bs = 3u << 20;  // 3 MiB block, more than the default 256 KiB buffer
   HashFixture f(test::RandomBytes(7u << 20, 13));
   std::vector<char> buf;
   auto h = HashFile(DefaultSys(), f.fd(), f.content().size(), bs, &buf);
