@@ -42,6 +42,18 @@ Status PlanWriter::WriteHeader(const PlanHeader& h) {
 
 Status PlanWriter::AddRound(const PlanRound& r) {
   capnp::MallocMessageBuilder msg;
+  BuildRound(r, msg);
+  return frames_.Write(msg);
+}
+
+Status PlanWriter::AddRound(PlanRound&& r) {
+  capnp::MallocMessageBuilder msg;
+  BuildRound(r, msg);
+  r = PlanRound();  // the message holds it all now
+  return frames_.Write(msg);
+}
+
+void PlanWriter::BuildRound(const PlanRound& r, capnp::MessageBuilder& msg) {
   auto b = msg.initRoot<schema::PlanFrame>().initRound();
   b.setIndex(r.index);
   b.setBytes(r.bytes);
@@ -72,7 +84,6 @@ Status PlanWriter::AddRound(const PlanRound& r) {
   }
   ops_ += r.ops.size();
   rounds_++;
-  return frames_.Write(msg);
 }
 
 Status PlanWriter::Finish() {

@@ -61,9 +61,12 @@ class PlanWriter {
   explicit PlanWriter(OutputFile* out) : frames_(out->fd(), out->name()) {}
   Status WriteHeader(const PlanHeader& header);
   Status AddRound(const PlanRound& round);
+  // The same, emptying `round` once it is encoded, before it is compressed and written.
+  Status AddRound(PlanRound&& round);
   Status Finish();
 
  private:
+  void BuildRound(const PlanRound& round, capnp::MessageBuilder& msg);
   FrameWriter frames_;
   uint64_t ops_ = 0, rounds_ = 0, bytes_ = 0;
 };

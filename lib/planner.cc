@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <string_view>
 #include <unordered_map>
 
 #include <xxhash.h>
@@ -32,41 +33,85 @@ struct Detail {
   uint32_t fs = 0;  // index into the plan's filesystems (uuid + subvolume)
   uint64_t dev = 0, ino = 0, size = 0;
   int64_t mtime_ns = 0;
-  uint64_t first_physical = UINT64_MAX;
+  uint64_t first_physical = UINT64_MAX;  // PhysicalAt(extents, 0)
   std::vector<FiemapExtent> extents;  // sorted by logical offset
 };
 
-struct DetailHead {
-  uint32_t fs, extents;
-  uint64_t path_at, dev, ino, size;
-  int64_t mtime_ns;
-  uint64_t first_physical;
-};
+// A detail record: varints (LEB128), the mtime as 8 bytes, and each extent as its
+// distance from where the previous one ended (logical and physical, zigzag: contiguous
+// fragments cost a byte), length and flags. About a third of the fixed layout's size.
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(char(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(char(v));
+}
+uint64_t Zigzag(uint64_t delta) { return (delta << 1) ^ uint64_t(int64_t(delta) >> 63); }
+uint64_t Unzigzag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
 
-std::string EncodeDetail(const Detail& d) {
-  DetailHead h{d.fs, uint32_t(d.extents.size()), d.path_at, d.dev, d.ino, d.size, d.mtime_ns, d.first_physical};
-  std::string out;
-  out.reserve(sizeof h + d.extents.size() * sizeof(FiemapExtent));
-  out.append(reinterpret_cast<const char*>(&h), sizeof h);
-  out.append(reinterpret_cast<const char*>(d.extents.data()), d.extents.size() * sizeof(FiemapExtent));
-  return out;
+void EncodeDetail(const Detail& d, std::string* out) {
+  out->clear();
+  PutVarint(out, d.fs);
+  PutVarint(out, d.dev);
+  PutVarint(out, d.ino);
+  PutVarint(out, d.size);
+  char mtime[sizeof d.mtime_ns];
+  std::memcpy(mtime, &d.mtime_ns, sizeof mtime);
+  out->append(mtime, sizeof mtime);
+  PutVarint(out, d.path_at);
+  PutVarint(out, d.extents.size());
+  uint64_t logical = 0, physical = 0;  // where the previous extent ended
+  for (const auto& e : d.extents) {
+    PutVarint(out, Zigzag(e.logical - logical));
+    PutVarint(out, Zigzag(e.physical - physical));
+    PutVarint(out, e.length);
+    PutVarint(out, e.flags);
+    logical = e.logical + e.length;
+    physical = e.physical + e.length;
+  }
 }
 
-Status DecodeDetail(const std::string& in, Detail* d) {
-  DetailHead h;
-  if (in.size() < sizeof h) return Status::Corrupt("planner: damaged file record in the temporary store");
-  std::memcpy(&h, in.data(), sizeof h);
-  const size_t ext_bytes = size_t(h.extents) * sizeof(FiemapExtent);
-  if (in.size() != sizeof h + ext_bytes) return Status::Corrupt("planner: damaged file record in the temporary store");
-  d->path_at = h.path_at;
-  d->fs = h.fs;
-  d->dev = h.dev;
-  d->ino = h.ino;
-  d->size = h.size;
-  d->mtime_ns = h.mtime_ns;
-  d->first_physical = h.first_physical;
-  d->extents.resize(h.extents);
-  std::memcpy(d->extents.data(), in.data() + sizeof h, ext_bytes);
+Status DecodeDetail(std::string_view in, Detail* d) {
+  const char* p = in.data();
+  const char* const end = p + in.size();
+  bool ok = true;
+  auto get = [&]() -> uint64_t {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64 && p < end; shift += 7) {
+      const uint8_t b = uint8_t(*p++);
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    ok = false;
+    return 0;
+  };
+  const uint64_t fs = get();
+  d->fs = uint32_t(fs);
+  d->dev = get();
+  d->ino = get();
+  d->size = get();
+  if (!ok || fs > UINT32_MAX || end - p < ptrdiff_t(sizeof d->mtime_ns))
+    return Status::Corrupt("planner: damaged file record in the temporary store");
+  std::memcpy(&d->mtime_ns, p, sizeof d->mtime_ns);
+  p += sizeof d->mtime_ns;
+  d->path_at = get();
+  const uint64_t n = get();
+  if (!ok || n > uint64_t(end - p) / 4) return Status::Corrupt("planner: damaged file record in the temporary store");
+  d->extents.resize(size_t(n));
+  uint64_t logical = 0, physical = 0;
+  for (auto& e : d->extents) {
+    e.logical = logical + Unzigzag(get());
+    e.physical = physical + Unzigzag(get());
+    e.length = get();
+    const uint64_t flags = get();
+    e.flags = uint32_t(flags);
+    if (flags > UINT32_MAX) ok = false;
+    logical = e.logical + e.length;
+    physical = e.physical + e.length;
+  }
+  if (!ok || p != end) return Status::Corrupt("planner: damaged file record in the temporary store");
+  d->first_physical = PhysicalAt(d->extents, 0);
   return Status::Ok();
 }
 
@@ -81,7 +126,8 @@ class Details {
     auto p = paths_.Add(path);
     if (!p.ok()) return p.status();
     d.path_at = *p;
-    auto at = store_.Add(EncodeDetail(d));
+    EncodeDetail(d, &encoded_);
+    auto at = store_.Add(encoded_);
     if (!at.ok()) return at.status();
     offsets_.push_back(*at);
     return uint32_t(offsets_.size() - 1);
@@ -157,20 +203,19 @@ class Details {
       return true;
     }
   };
-  static constexpr size_t kCache = 4096;
+  static constexpr size_t kCache = 1024;
   RecordStore store_, paths_;
-  std::vector<uint64_t> offsets_;
+  ChunkedArray<uint64_t> offsets_;
   std::unordered_map<uint32_t, std::shared_ptr<const Detail>> cache_;
   Preloaded details_, paths_pre_;
-  std::string scratch_;
+  std::string scratch_, encoded_;
 };
 
 // Sort keys. Each stage streams one sorted sequence and feeds the next.
-struct WholeKey {  // whole-file grouping: equal pair, size and hash
+struct WholeKey {  // whole-file grouping: equal pair, size and hash; members in id order
   uint32_t pair, id;
   uint64_t size;
   Hash128 hash;
-  uint64_t first_physical;
   uint64_t layout;  // hash of the extent list, 0 when empty or unusable: equal = sharing it all
 };
 
@@ -197,8 +242,7 @@ uint64_t LayoutOf(const std::vector<FiemapExtent>& extents) {
 }
 struct WholeLess {
   bool operator()(const WholeKey& a, const WholeKey& b) const {
-    return std::tie(a.pair, a.size, a.hash, a.first_physical, a.id) <
-           std::tie(b.pair, b.size, b.hash, b.first_physical, b.id);
+    return std::tie(a.pair, a.size, a.hash, a.id) < std::tie(b.pair, b.size, b.hash, b.id);
   }
 };
 struct InodeKey {  // one record per (filesystem, inode) across indexes
@@ -240,10 +284,13 @@ struct RunLess {
   }
 };
 struct OpKey {  // an operation, by the source's physical offset
-  uint64_t physical, offset, length, bytes, seq;
-  uint64_t stored;                       // in the operation store, when it has several destinations
-  uint64_t dest_offset, dest_physical;   // its one destination otherwise
-  uint32_t source, dests, dest, unused;
+  uint64_t physical, offset, length, seq;
+  // Its one destination; with several, `dest_offset` is where the operation is in the
+  // operation store.
+  uint64_t dest_offset, dest_physical;
+  uint32_t source, dests, dest;
+  uint64_t stored() const { return dest_offset; }
+  uint64_t bytes() const { return length * (1 + uint64_t(dests)); }  // read by the operation
 };
 struct OpLess {
   bool operator()(const OpKey& a, const OpKey& b) const {
@@ -429,7 +476,6 @@ Status Planner::Load() {
             d.extents = std::move(e.extents);
             std::sort(d.extents.begin(), d.extents.end(),
                       [](const FiemapExtent& a, const FiemapExtent& b) { return a.logical < b.logical; });
-            d.first_physical = PhysicalAt(d.extents, 0);
             auto id = details_.Add(d, e.path);
             if (!id.ok()) return id.status();
             // btrfs refuses to share between nodatacow and ordinary files: never pair them.
@@ -440,7 +486,7 @@ Status Planner::Load() {
               if (it != o->end() && FileIdentity::Of(e).UnchangedFrom(it->second)) changed = false;
             }
             changed_.push_back(changed);
-            OANS_RETURN_IF_ERROR(whole_.Add({pair, *id, d.size, e.hash, d.first_physical, LayoutOf(d.extents)}));
+            OANS_RETURN_IF_ERROR(whole_.Add({pair, *id, d.size, e.hash, LayoutOf(d.extents)}));
             if (sections_ > 1) OANS_RETURN_IF_ERROR(inodes_.Add({d.ino, d.fs, *id}));
             if (o_.blocks) {
               const uint64_t full = d.size / header_.block_size;
@@ -471,7 +517,7 @@ Status Planner::DropDuplicateInodes() {
   stats_->files = details_.size();
   if (sections_ < 2) return Status::Ok();
   InodeKey last{0, UINT32_MAX, 0};
-  OANS_RETURN_IF_ERROR(inodes_.ForEach([&](const InodeKey& k) {
+  OANS_RETURN_IF_ERROR(inodes_.Drain([&](const InodeKey& k) {
     if (k.fs_key == last.fs_key && k.ino == last.ino) {
       dropped_[k.id] = true;
       stats_->duplicate_inodes++;
@@ -480,7 +526,6 @@ Status Planner::DropDuplicateInodes() {
     }
     return Status::Ok();
   }));
-  inodes_ = ExternalSorter<InodeKey, InodeLess>(dir_, 0);
   stats_->files = details_.size() - stats_->duplicate_inodes;
   return Status::Ok();
 }
@@ -488,7 +533,8 @@ Status Planner::DropDuplicateInodes() {
 // Whole-file groups: equal filesystem, size and hash.
 Status Planner::PlanWholeFiles(std::vector<GroupReport>* reports) {
   // Walks the groups: `visit(ids, one_layout, size)` for every group of two or more.
-  auto groups = [&](const std::function<Status(const std::vector<uint32_t>&, bool, uint64_t)>& visit) {
+  // The last walk gives the keys' memory back as it goes.
+  auto groups = [&](const std::function<Status(const std::vector<uint32_t>&, bool, uint64_t)>& visit, bool last) {
     std::vector<uint32_t> group;
     WholeKey head{};
     bool one_layout = true;
@@ -499,7 +545,7 @@ Status Planner::PlanWholeFiles(std::vector<GroupReport>* reports) {
       group.clear();
       return s;
     };
-    OANS_RETURN_IF_ERROR(whole_.ForEach([&](const WholeKey& k) -> Status {
+    auto each = [&](const WholeKey& k) -> Status {
       if (++done % 65536 == 0) observer_->Progress({"group", 0, 0, done, total});
       if (dropped_[k.id]) return Status::Ok();
       if (!group.empty() && !(k.pair == head.pair && k.size == head.size && k.hash == head.hash))
@@ -512,7 +558,8 @@ Status Planner::PlanWholeFiles(std::vector<GroupReport>* reports) {
       }
       group.push_back(k.id);
       return Status::Ok();
-    }));
+    };
+    OANS_RETURN_IF_ERROR(last ? whole_.Drain(each) : whole_.ForEach(each));
     return flush();
   };
   auto any_changed = [&](const std::vector<uint32_t>& ids) {
@@ -531,7 +578,7 @@ Status Planner::PlanWholeFiles(std::vector<GroupReport>* reports) {
       if (needs_details(ids, one_layout))
         for (uint32_t m : ids) needed[m] = true;
       return Status::Ok();
-    }));
+    }, false));
     OANS_RETURN_IF_ERROR(details_.Preload(needed, o_.memory / 2, reports != nullptr));
   }
   OANS_RETURN_IF_ERROR(groups([&](const std::vector<uint32_t>& ids, bool one_layout, uint64_t size) -> Status {
@@ -542,8 +589,7 @@ Status Planner::PlanWholeFiles(std::vector<GroupReport>* reports) {
     stats_->duplicate_bytes += size * (ids.size() - 1);
     stats_->shared_bytes += size * (ids.size() - 1);
     return Status::Ok();
-  }));
-  whole_ = ExternalSorter<WholeKey, WholeLess>(dir_, 0);
+  }, true));
   return Status::Ok();
 }
 
@@ -561,9 +607,13 @@ Status Planner::WholeGroup(const std::vector<uint32_t>& ids, std::vector<GroupRe
     files.push_back(*d);
   }
   auto at = [&](uint32_t id) -> const Detail& { return *files[slot[id]]; };
-  // Members in physical order, then in the order the indexes list them (ids are
-  // given so: the whole-file keys end with the id).
-  const std::vector<uint32_t>& members = ids;
+  // Members in physical order, then in the order the indexes list them (the ids'
+  // order). Members that share one layout (all of a group that needs no details) start
+  // at one physical address, so id order is already this order for them.
+  std::vector<uint32_t> members = ids;
+  std::sort(members.begin(), members.end(), [&](uint32_t x, uint32_t y) {
+    return std::tie(at(x).first_physical, x) < std::tie(at(y).first_physical, y);
+  });
   auto sig_less = [&](uint32_t a, uint32_t b) {
     const auto &x = at(a).extents, &y = at(b).extents;
     return std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end(),
@@ -672,7 +722,7 @@ Status Planner::PlanBlocks() {
     group.clear();
     return Status::Ok();
   };
-  OANS_RETURN_IF_ERROR(blocks_.ForEach([&](const BlockKey& b) -> Status {
+  OANS_RETURN_IF_ERROR(blocks_.Drain([&](const BlockKey& b) -> Status {
     if (is_dest_[b.file] || dropped_[b.file]) return Status::Ok();
     if (!group.empty() && !(b.pair == group.front().pair && b.hash == group.front().hash))
       OANS_RETURN_IF_ERROR(flush());
@@ -680,7 +730,6 @@ Status Planner::PlanBlocks() {
     return Status::Ok();
   }));
   OANS_RETURN_IF_ERROR(flush());
-  blocks_ = ExternalSorter<BlockKey, BlockLess>(dir_, 0);
 
   // Consecutive pairs with the same offset between source and destination form a run.
   ExternalSorter<RunKey, RunLess> runs(dir_, o_.memory / 4);
@@ -692,7 +741,7 @@ Status Planner::PlanBlocks() {
     open = false;
     return runs.Add({first.src, first.dst, uint64_t(first.sblk) * bs, len * bs, uint64_t(first.dblk) * bs});
   };
-  OANS_RETURN_IF_ERROR(pairs.ForEach([&](const PairKey& p) -> Status {
+  OANS_RETURN_IF_ERROR(pairs.Drain([&](const PairKey& p) -> Status {
     if (open && p.src == first.src && p.dst == first.dst && p.delta() == first.delta() && p.sblk == prev.sblk + 1 &&
         len < max_run) {
       prev = p;
@@ -708,12 +757,11 @@ Status Planner::PlanBlocks() {
     return Status::Ok();
   }));
   OANS_RETURN_IF_ERROR(close_run());
-  pairs = ExternalSorter<PairKey, PairLess>(dir_, 0);
 
   // One operation for every destination of the same source range.
   Unit u;
   bool have = false;
-  OANS_RETURN_IF_ERROR(runs.ForEach([&](const RunKey& r) -> Status {
+  OANS_RETURN_IF_ERROR(runs.Drain([&](const RunKey& r) -> Status {
     if (have && r.src == u.src && r.offset == u.offset && r.length == u.length) {
       u.dests.push_back({r.dst, r.dst_offset, 0});
       return Status::Ok();
@@ -753,9 +801,8 @@ Status Planner::AddOps(const Unit& u) {
         uint64_t doff = u.dests[k].offset + c;
         op.dests.push_back({u.dests[k].file, doff, PhysicalAt((*d)->extents, doff)});
       }
-      const uint64_t bytes = op.length * (1 + nd);
       stats_->planned_bytes += op.length * nd;
-      OpKey key{op.physical, op.offset, op.length, bytes, ops_.size(), 0, 0, 0, op.source, uint32_t(nd), 0, 0};
+      OpKey key{op.physical, op.offset, op.length, ops_.size(), 0, 0, op.source, uint32_t(nd), 0};
       op_files_[op.source] = true;
       for (const auto& d : op.dests) op_files_[d.file] = true;
       if (nd == 1) {
@@ -765,7 +812,7 @@ Status Planner::AddOps(const Unit& u) {
       } else {
         auto stored = op_store_.Add(EncodeOp(op));
         if (!stored.ok()) return stored.status();
-        key.stored = *stored;
+        key.dest_offset = *stored;
       }
       OANS_RETURN_IF_ERROR(ops_.Add(key));
     }
@@ -779,12 +826,12 @@ Status Planner::WriteRounds(OutputFile* out) {
   uint64_t rounds = 0, in_round = 0;
   bool first = true;
   OANS_RETURN_IF_ERROR(ops_.ForEach([&](const OpKey& k) {
-    if (first || in_round + k.bytes > o_.round_size) {
+    if (first || in_round + k.bytes() > o_.round_size) {
       rounds++;
       in_round = 0;
       first = false;
     }
-    in_round += k.bytes;
+    in_round += k.bytes();
     return Status::Ok();
   }));
   stats_->ops = ops_.size();
@@ -821,13 +868,13 @@ Status Planner::WriteRounds(OutputFile* out) {
   auto emit = [&]() -> Status {
     if (round.ops.empty()) return Status::Ok();
     round.index = written++;
-    OANS_RETURN_IF_ERROR(writer.AddRound(round));
+    OANS_RETURN_IF_ERROR(writer.AddRound(std::move(round)));
     round = PlanRound();
     local.clear();
     return Status::Ok();
   };
-  OANS_RETURN_IF_ERROR(ops_.ForEach([&](const OpKey& k) -> Status {
-    if (!round.ops.empty() && round.bytes + k.bytes > o_.round_size) OANS_RETURN_IF_ERROR(emit());
+  OANS_RETURN_IF_ERROR(ops_.Drain([&](const OpKey& k) -> Status {
+    if (!round.ops.empty() && round.bytes + k.bytes() > o_.round_size) OANS_RETURN_IF_ERROR(emit());
     PlanOp op;
     if (k.dests == 1) {
       op.source = k.source;
@@ -836,7 +883,7 @@ Status Planner::WriteRounds(OutputFile* out) {
       op.physical = k.physical;
       op.dests.push_back({k.dest, k.dest_offset, k.dest_physical});
     } else {
-      OANS_RETURN_IF_ERROR(op_store_.Get(k.stored, &scratch));
+      OANS_RETURN_IF_ERROR(op_store_.Get(k.stored(), &scratch));
       OANS_RETURN_IF_ERROR(DecodeOp(scratch, &op));
     }
     auto s = local_id(op.source);
@@ -847,7 +894,7 @@ Status Planner::WriteRounds(OutputFile* out) {
       if (!l.ok()) return l.status();
       d.file = *l;
     }
-    round.bytes += k.bytes;
+    round.bytes += k.bytes();
     round.ops.push_back(std::move(op));
     return Status::Ok();
   }));

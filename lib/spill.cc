@@ -1,11 +1,13 @@
 #include "lib/spill.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <new>
 
 namespace oans {
 
@@ -14,6 +16,16 @@ std::string TempDirectory(const std::string& preferred) {
   const char* t = std::getenv("TMPDIR");
   if (t && *t) return t;
   return "/var/tmp";
+}
+
+void* MapChunk(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return p;
+}
+
+void UnmapChunk(void* p, size_t bytes) {
+  if (p) munmap(p, bytes);
 }
 
 Result<std::unique_ptr<TempFile>> TempFile::Create(const std::string& dir) {

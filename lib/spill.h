@@ -6,6 +6,9 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
+#include <compare>
+#include <iterator>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -70,9 +73,101 @@ class RecordStore {
   uint64_t mem_base_ = 0, end_ = 0;
 };
 
+// Memory for ChunkedArray: whole pages mapped for it alone, so only the pages records
+// touch count, and a freed chunk goes straight back to the system instead of staying
+// in the heap.
+void* MapChunk(size_t bytes);
+void UnmapChunk(void* p, size_t bytes);
+
+// Fixed-size records in chunks of about 1 MiB, mapped as records come: no doubling and
+// copying as it grows, and a sequential consumer can give each chunk back once it has
+// passed it (release). Indexable and sortable through its random-access iterator.
+template <typename T>
+class ChunkedArray {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  static constexpr size_t kShift = std::bit_width(std::max<size_t>(1, (1u << 20) / sizeof(T))) - 1;
+  static constexpr size_t kPerChunk = size_t(1) << kShift;
+
+  class Iterator {
+   public:
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    using pointer = T*;
+    using reference = T&;
+    Iterator() = default;
+    Iterator(T* const* chunks, size_t i) : chunks_(chunks), i_(i) {}
+    T& operator*() const { return chunks_[i_ >> kShift][i_ & (kPerChunk - 1)]; }
+    T* operator->() const { return &**this; }
+    T& operator[](difference_type n) const { return *(*this + n); }
+    Iterator& operator++() { ++i_; return *this; }
+    Iterator operator++(int) { Iterator t = *this; ++i_; return t; }
+    Iterator& operator--() { --i_; return *this; }
+    Iterator operator--(int) { Iterator t = *this; --i_; return t; }
+    Iterator& operator+=(difference_type n) { i_ = size_t(difference_type(i_) + n); return *this; }
+    Iterator& operator-=(difference_type n) { i_ = size_t(difference_type(i_) - n); return *this; }
+    friend Iterator operator+(Iterator a, difference_type n) { return a += n; }
+    friend Iterator operator+(difference_type n, Iterator a) { return a += n; }
+    friend Iterator operator-(Iterator a, difference_type n) { return a -= n; }
+    friend difference_type operator-(const Iterator& a, const Iterator& b) {
+      return difference_type(a.i_) - difference_type(b.i_);
+    }
+    friend bool operator==(const Iterator& a, const Iterator& b) { return a.i_ == b.i_; }
+    friend auto operator<=>(const Iterator& a, const Iterator& b) { return a.i_ <=> b.i_; }
+
+   private:
+    T* const* chunks_ = nullptr;
+    size_t i_ = 0;
+  };
+
+  ChunkedArray() = default;
+  ChunkedArray(ChunkedArray&& o) noexcept { *this = std::move(o); }
+  ChunkedArray& operator=(ChunkedArray&& o) noexcept {
+    clear();
+    chunks_ = std::move(o.chunks_);
+    size_ = o.size_;
+    o.chunks_.clear();
+    o.size_ = 0;
+    return *this;
+  }
+  ~ChunkedArray() { clear(); }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  void push_back(const T& v) {
+    if ((size_ >> kShift) == chunks_.size()) chunks_.push_back(static_cast<T*>(MapChunk(kPerChunk * sizeof(T))));
+    chunks_[size_ >> kShift][size_ & (kPerChunk - 1)] = v;
+    size_++;
+  }
+  T& operator[](size_t i) { return chunks_[i >> kShift][i & (kPerChunk - 1)]; }
+  const T& operator[](size_t i) const { return chunks_[i >> kShift][i & (kPerChunk - 1)]; }
+  Iterator begin() { return Iterator(chunks_.data(), 0); }
+  Iterator end() { return Iterator(chunks_.data(), size_); }
+  // Records [i, i + n) lie in one chunk when i is a multiple of kPerChunk and n <= kPerChunk.
+  const T* chunk(size_t c) const { return chunks_[c]; }
+  size_t chunks() const { return chunks_.size(); }
+  // Frees chunk c (whose records are no longer needed); indexing it afterwards is an error.
+  void release(size_t c) {
+    UnmapChunk(chunks_[c], kPerChunk * sizeof(T));
+    chunks_[c] = nullptr;
+  }
+  void clear() {
+    for (T* c : chunks_) UnmapChunk(c, kPerChunk * sizeof(T));
+    std::vector<T*>().swap(chunks_);
+    size_ = 0;
+  }
+
+ private:
+  std::vector<T*> chunks_;
+  size_t size_ = 0;
+};
+
 // Sorts fixed-size records in at most `memory_budget` bytes. Add() them, then ForEach()
-// visits them in order (as often as needed). `Less` is a strict weak ordering; records
-// comparing equal come out in no particular order.
+// visits them in order (as often as needed), or Drain() visits them once, giving the
+// memory back as it goes. `Less` is a strict weak ordering; records comparing equal come
+// out in no particular order.
 template <typename T, typename Less>
 class ExternalSorter {
   static_assert(std::is_trivially_copyable_v<T>, "records are written to disk as bytes");
@@ -84,8 +179,6 @@ class ExternalSorter {
         less_(less) {}
 
   Status Add(const T& record) {
-    // Reserved once: pages count only when records fill them.
-    if (buffer_.capacity() == 0) buffer_.reserve(capacity_);
     buffer_.push_back(record);
     count_++;
     if (buffer_.size() >= capacity_) return SpillRun();
@@ -96,23 +189,41 @@ class ExternalSorter {
   size_t runs() const { return runs_.size(); }
 
   // Visits every record in order; a non-OK status from `visit` stops the walk.
-  Status ForEach(const std::function<Status(const T&)>& visit) {
-    if (!sorted_) {
-      if (!runs_.empty() && !buffer_.empty()) OANS_RETURN_IF_ERROR(SpillRun());
-      if (runs_.empty()) std::sort(buffer_.begin(), buffer_.end(), less_);
-      sorted_ = true;
-    }
-    if (runs_.empty()) {
-      for (const T& r : buffer_) OANS_RETURN_IF_ERROR(visit(r));
-      return Status::Ok();
-    }
-    return Merge(visit);
+  Status ForEach(const std::function<Status(const T&)>& visit) { return Visit(visit, false); }
+
+  // Like ForEach, once: memory (and the temporary file) is released as the records are
+  // visited, and the sorter is empty afterwards, whatever `visit` returns.
+  Status Drain(const std::function<Status(const T&)>& visit) {
+    Status s = Visit(visit, true);
+    buffer_.clear();
+    runs_.clear();
+    file_.reset();
+    count_ = 0;
+    sorted_ = false;
+    return s;
   }
 
  private:
   struct Run {
     uint64_t offset, count;
   };
+
+  Status Visit(const std::function<Status(const T&)>& visit, bool release) {
+    if (!sorted_) {
+      if (!runs_.empty() && !buffer_.empty()) OANS_RETURN_IF_ERROR(SpillRun());
+      if (runs_.empty()) std::sort(buffer_.begin(), buffer_.end(), less_);
+      sorted_ = true;
+    }
+    if (!runs_.empty()) return Merge(visit);
+    for (size_t c = 0; c < buffer_.chunks(); ++c) {
+      const T* p = buffer_.chunk(c);
+      const size_t n = std::min(buffer_.kPerChunk, buffer_.size() - c * buffer_.kPerChunk);
+      for (size_t i = 0; i < n; ++i) OANS_RETURN_IF_ERROR(visit(p[i]));
+      if (release) buffer_.release(c);
+    }
+    return Status::Ok();
+  }
+
   Status SpillRun() {
     if (buffer_.empty()) return Status::Ok();
     std::sort(buffer_.begin(), buffer_.end(), less_);
@@ -121,16 +232,20 @@ class ExternalSorter {
       if (!f.ok()) return f.status();
       file_ = std::move(*f);
     }
-    auto off = file_->Append(buffer_.data(), buffer_.size() * sizeof(T));
-    if (!off.ok()) return off.status();
-    runs_.push_back({*off, buffer_.size()});
+    const uint64_t at = file_->size();
+    for (size_t c = 0; c < buffer_.chunks(); ++c) {
+      const size_t n = std::min(buffer_.kPerChunk, buffer_.size() - c * buffer_.kPerChunk);
+      auto off = file_->Append(buffer_.chunk(c), n * sizeof(T));
+      if (!off.ok()) return off.status();
+    }
+    runs_.push_back({at, buffer_.size()});
     buffer_.clear();
     return Status::Ok();
   }
 
   // k-way merge; each run is read through its own buffer, together within the budget.
   Status Merge(const std::function<Status(const T&)>& visit) {
-    std::vector<T>().swap(buffer_);
+    buffer_.clear();
     const size_t per_run = std::max<size_t>(64, capacity_ / (runs_.size() + 1));
     struct Cursor {
       Run run;
@@ -171,7 +286,7 @@ class ExternalSorter {
   std::string dir_;
   size_t capacity_;
   Less less_;
-  std::vector<T> buffer_;
+  ChunkedArray<T> buffer_;
   std::vector<Run> runs_;
   std::unique_ptr<TempFile> file_;
   uint64_t count_ = 0;

@@ -75,6 +75,45 @@ TEST(Spill, SorterSpillsRunsAndMergesThem) {
   EXPECT_EQ(test::ListDir(dir.path()).size(), 0u);
 }
 
+TEST(Spill, ChunkedArraySortsAcrossChunks) {
+  ChunkedArray<Rec> a;
+  auto input = RandomRecords(3 * ChunkedArray<Rec>::kPerChunk + 17, 6);
+  for (const auto& r : input) a.push_back(r);
+  ASSERT_EQ(a.size(), input.size());
+  EXPECT_EQ(a.chunks(), 4u);
+  EXPECT_EQ(a[ChunkedArray<Rec>::kPerChunk + 5].value, input[ChunkedArray<Rec>::kPerChunk + 5].value);
+  std::sort(a.begin(), a.end(), RecLess());
+  std::vector<Rec> got;
+  for (size_t i = 0; i < a.size(); ++i) got.push_back(a[i]);
+  ExpectSortedPermutation(input, got);
+  ChunkedArray<Rec> b = std::move(a);
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_EQ(b.size(), input.size());
+}
+
+TEST(Spill, SorterDrainsOnceInMemoryAndSpilled) {
+  TempDir dir;
+  for (uint64_t budget : {uint64_t(64) << 20, uint64_t(1)}) {
+    auto input = RandomRecords(200000, 7);
+    ExternalSorter<Rec, RecLess> s(dir.path(), budget);
+    for (const auto& r : input) ASSERT_OK(s.Add(r));
+    std::vector<Rec> got;
+    ASSERT_OK(s.Drain([&](const Rec& r) {
+      got.push_back(r);
+      return Status::Ok();
+    }));
+    ExpectSortedPermutation(input, got);
+    // Drained: nothing is left to visit, and the sorter can be filled again.
+    EXPECT_EQ(s.size(), 0u);
+    EXPECT_EQ(Collect(s).size(), 0u);
+    ASSERT_OK(s.Add({1, 2, 0}));
+    auto again = Collect(s);
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_EQ(again[0].value, 2u);
+  }
+  EXPECT_EQ(test::ListDir(dir.path()).size(), 0u);
+}
+
 TEST(Spill, SorterStopsOnVisitorError) {
   TempDir dir;
   ExternalSorter<Rec, RecLess> s(dir.path(), 1);
