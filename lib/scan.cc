@@ -101,12 +101,8 @@ class PreviousIndex {
             rec.extents = uint32_t(f.extents.size());
             rec.first_block = blocks_.Append(f.block_hashes);
             rec.blocks = uint32_t(f.block_hashes.size());
-            if (recs_.empty() || recs_.back().size() == kChunk) {
-              recs_.emplace_back();
-              recs_.back().reserve(kChunk);
-            }
-            keys_.push_back({rec.ino, rec.fs, uint32_t(count_++)});
-            recs_.back().push_back(rec);
+            keys_.push_back({rec.ino, rec.fs, uint32_t(recs_.size())});
+            recs_.push_back(rec);
           }
           return Status::Ok();
         });
@@ -200,7 +196,7 @@ class PreviousIndex {
     const Key key{ino, f->second, 0};
     auto k = std::lower_bound(keys_.begin(), keys_.end(), key);
     if (k == keys_.end() || k->fs != key.fs || k->ino != key.ino) return nullptr;
-    return &recs_[k->at / kChunk][k->at % kChunk];
+    return &recs_[k->at];
   }
   uint32_t FsId(const std::string& key) { return fs_ids_.emplace(key, uint32_t(fs_ids_.size())).first->second; }
   std::map<std::string, uint32_t> fs_ids_;
@@ -211,10 +207,8 @@ class PreviousIndex {
     uint32_t fs, at;
     bool operator<(const Key& o) const { return std::tie(fs, ino, at) < std::tie(o.fs, o.ino, o.at); }
   };
-  static constexpr size_t kChunk = 4096;
-  std::vector<std::vector<Rec>> recs_;  // chunks of kChunk: nothing moves as they grow
+  ChunkedArray<Rec> recs_;  // nothing moves as it grows
   std::vector<Key> keys_;
-  size_t count_ = 0;
   RunStore<Hash128> blocks_;
   RunStore<FiemapExtent> extents_;
   std::vector<uint64_t> inos_;  // every record's inode number, sorted
