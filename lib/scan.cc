@@ -117,10 +117,6 @@ class PreviousIndex {
     }
     keys_.resize(kept);
     keys_.shrink_to_fit();
-    inos_.reserve(keys_.size());
-    for (const auto& k : keys_) inos_.push_back(k.ino);
-    std::sort(inos_.begin(), inos_.end());
-    inos_.erase(std::unique(inos_.begin(), inos_.end()), inos_.end());
     stats->previous_files = keys_.size();
     stats->previous_truncated = r->truncated;
     if (r->truncated)
@@ -129,22 +125,26 @@ class PreviousIndex {
     return Status::Ok();
   }
 
-  // Whether some record has this inode number (on any filesystem).
-  bool Knows(uint64_t ino) const { return std::binary_search(inos_.begin(), inos_.end(), ino); }
-
   // Whether the record of (fs_key, ino), if any, could be finished unopened (see Reuse).
   bool MayFinishUnopened(const std::string& fs_key, uint64_t ino, bool extents_unchanged) const {
     const Rec* r = Find(fs_key, ino);
     return r && (r->inline_only || (extents_unchanged && r->mapped));
   }
 
-  // Up to n + 1 increasing bounds from `first` to `last` + 1 that cut the records' inode
-  // numbers into n slices of about equal count.
-  std::vector<uint64_t> InodeSlices(int n, uint64_t first, uint64_t last) const {
+  // Up to n + 1 increasing bounds from `first` to `last` + 1 that cut the inode numbers
+  // of the records of filesystem `fs_key` into n slices of about equal count.
+  std::vector<uint64_t> InodeSlices(const std::string& fs_key, int n, uint64_t first, uint64_t last) const {
     std::vector<uint64_t> b{first};
-    for (int k = 1; k < n && !inos_.empty(); ++k) {
-      uint64_t at = inos_[inos_.size() * size_t(k) / size_t(n)];
-      if (at > b.back() && at <= last) b.push_back(at);
+    auto f = fs_ids_.find(fs_key);
+    if (f != fs_ids_.end()) {
+      // keys_ is sorted by (fs, ino): this filesystem's records are one sorted run.
+      auto lo = std::lower_bound(keys_.begin(), keys_.end(), Key{0, f->second, 0});
+      auto hi = std::lower_bound(keys_.begin(), keys_.end(), Key{0, f->second + 1, 0});
+      const size_t count = size_t(hi - lo);
+      for (int k = 1; k < n && count; ++k) {
+        uint64_t at = lo[long(count * size_t(k) / size_t(n))].ino;
+        if (at > b.back() && at <= last) b.push_back(at);
+      }
     }
     b.push_back(last + 1);
     return b;
@@ -211,7 +211,6 @@ class PreviousIndex {
   std::vector<Key> keys_;
   RunStore<Hash128> blocks_;
   RunStore<FiemapExtent> extents_;
-  std::vector<uint64_t> inos_;  // every record's inode number, sorted
 };
 
 // The filesystems met so far, identified once per st_dev through an open file. On btrfs,
@@ -319,7 +318,7 @@ class Filesystems {
     auto fd = sys_.OpenNoFollow(c->path);
     Status s = fd.ok() ? Status::Ok() : fd.status();
     if (s.ok()) {
-      const std::vector<uint64_t> bounds = prev_.InodeSlices(search_threads_, kBtrfsFirstInode, kBtrfsLastInode);
+      const std::vector<uint64_t> bounds = prev_.InodeSlices(r.Key(), search_threads_, kBtrfsFirstInode, kBtrfsLastInode);
       const size_t n = bounds.size() - 1;
       std::vector<std::vector<uint64_t>> found(n);
       std::vector<Status> status(n);
@@ -563,14 +562,12 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   std::atomic<uint64_t> unopened{0};
   if (!o.previous.empty())
     wo.without_open = [&](int dirfd, const std::string& name, uint64_t ino, WalkEntry* w) -> bool {
-      if (!prev.Knows(ino) || (o.stop && o.stop->load())) return false;
+      if (o.stop && o.stop->load()) return false;
       // The directory's filesystem is the file's but for a mount on the file itself,
       // which the stat below catches: files that will be opened anyway skip the stat.
-      if (w->st.dev) {
-        const uint32_t dir_fs = filesystems.Of(w->st.dev, -1, w->path, w->root);
-        if (!prev.MayFinishUnopened(filesystems.Key(dir_fs), ino, filesystems.UnchangedExtents(dir_fs, ino)))
-          return false;
-      }
+      const uint32_t dir_fs = filesystems.Of(w->st.dev, -1, w->path, w->root);
+      if (!prev.MayFinishUnopened(filesystems.Key(dir_fs), ino, filesystems.UnchangedExtents(dir_fs, ino)))
+        return false;
       auto st = sys.StatAt(dirfd, name);
       if (!st.ok() || !S_ISREG(st->mode) || st->nlink > 1 || st->size == 0 || st->size < o.min_size) return false;
       w->st = *st;
