@@ -28,28 +28,6 @@ std::string Hostname() {
   return buf;
 }
 
-// Runs of T appended one after another in fixed-size blocks, so nothing is copied as
-// the store grows; a run longer than a block gets a block of its own.
-template <typename T>
-class RunStore {
- public:
-  // Returns where the run starts, for Get.
-  uint64_t Append(const std::vector<T>& run) {
-    if (blocks_.empty() || blocks_.back().capacity() - blocks_.back().size() < run.size()) {
-      blocks_.emplace_back();
-      blocks_.back().reserve(std::max(kBlock, run.size()));
-    }
-    const uint64_t at = (uint64_t(blocks_.size() - 1) << 32) | blocks_.back().size();
-    blocks_.back().insert(blocks_.back().end(), run.begin(), run.end());
-    return at;
-  }
-  const T* Get(uint64_t at) const { return blocks_[at >> 32].data() + (at & 0xffffffffu); }
-
- private:
-  static constexpr size_t kBlock = 16384;
-  std::vector<std::vector<T>> blocks_;
-};
-
 // The previous index, compact: one sorted array of fixed records and arrays of block
 // hashes and extents, looked up by (filesystem key, inode).
 class PreviousIndex {
