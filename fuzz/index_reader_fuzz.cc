@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "lib/index_file.h"
+#include "lib/format/index_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int fd = memfd_create("fuzz-index", MFD_CLOEXEC);

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "lib/plan_file.h"
+#include "lib/format/plan_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int fd = memfd_create("fuzz-plan", MFD_CLOEXEC);

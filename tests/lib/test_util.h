@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "lib/index_file.h"
-#include "lib/plan_file.h"
-#include "lib/status.h"
-#include "lib/sys.h"
+#include "lib/format/index_file.h"
+#include "lib/format/plan_file.h"
+#include "lib/base/status.h"
+#include "lib/base/sys.h"
 
 namespace oans::test {
 

@@ -35,9 +35,9 @@
 #include <string>
 #include <vector>
 
-#include "lib/index_file.h"
-#include "lib/units.h"
-#include "lib/version.h"
+#include "lib/format/index_file.h"
+#include "lib/base/units.h"
+#include "lib/base/version.h"
 #include "tools/common/cli.h"
 
 using namespace oans;

@@ -1,11 +1,11 @@
 // oans-apply PLAN: execute a dedupe plan with FIDEDUPERANGE.
 #include <cstdio>
 
-#include "lib/apply.h"
-#include "lib/journal.h"
-#include "lib/json.h"
-#include "lib/units.h"
-#include "lib/version.h"
+#include "lib/apply/apply.h"
+#include "lib/apply/journal.h"
+#include "lib/base/json.h"
+#include "lib/base/units.h"
+#include "lib/base/version.h"
 #include "tools/common/cli.h"
 #include "tools/common/progress.h"
 

@@ -4,10 +4,10 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "lib/index_file.h"
-#include "lib/json.h"
-#include "lib/plan_file.h"
-#include "lib/version.h"
+#include "lib/format/index_file.h"
+#include "lib/base/json.h"
+#include "lib/format/plan_file.h"
+#include "lib/base/version.h"
 #include "tools/common/cli.h"
 
 using namespace oans;

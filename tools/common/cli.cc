@@ -10,7 +10,7 @@
 #include <ctime>
 #include <cerrno>
 
-#include "lib/units.h"
+#include "lib/base/units.h"
 
 namespace oans::cli {
 namespace {

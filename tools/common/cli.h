@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/status.h"
+#include "lib/base/status.h"
 
 namespace oans::cli {
 

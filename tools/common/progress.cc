@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
-#include "lib/json.h"
-#include "lib/units.h"
+#include "lib/base/json.h"
+#include "lib/base/units.h"
 
 namespace oans::cli {
 

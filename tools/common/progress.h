@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "lib/observer.h"
+#include "lib/base/observer.h"
 
 namespace oans::cli {
 

@@ -1,9 +1,9 @@
 // oans-diff OLD NEW: what changed between two generations of an index.
 #include <cstdio>
 
-#include "lib/diff.h"
-#include "lib/json.h"
-#include "lib/version.h"
+#include "lib/plan/diff.h"
+#include "lib/base/json.h"
+#include "lib/base/version.h"
 #include "tools/common/cli.h"
 
 using namespace oans;

@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "lib/dupe_list.h"
-#include "lib/json.h"
-#include "lib/sys.h"
-#include "lib/planner.h"
-#include "lib/units.h"
-#include "lib/version.h"
+#include "lib/format/dupe_list.h"
+#include "lib/base/json.h"
+#include "lib/base/sys.h"
+#include "lib/plan/planner.h"
+#include "lib/base/units.h"
+#include "lib/base/version.h"
 #include "tools/common/cli.h"
 #include "tools/common/progress.h"
 

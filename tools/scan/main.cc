@@ -2,11 +2,11 @@
 #include <atomic>
 #include <cstdio>
 
-#include "lib/json.h"
-#include "lib/scan.h"
-#include "lib/sys.h"
-#include "lib/units.h"
-#include "lib/version.h"
+#include "lib/base/json.h"
+#include "lib/scan/scan.h"
+#include "lib/base/sys.h"
+#include "lib/base/units.h"
+#include "lib/base/version.h"
 #include "tools/common/cli.h"
 #include "tools/common/progress.h"
 

@@ -1,0 +1,233 @@
+#include "lib/base/fsinfo.h"
+
+#include <fcntl.h>
+#include <linux/btrfs.h>
+#include <linux/btrfs_tree.h>
+#include <linux/magic.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+namespace oans {
+namespace {
+
+#ifndef FS_IOC_GETFSUUID
+struct fsuuid2 {
+  uint8_t len;
+  uint8_t uuid[16];
+};
+#define FS_IOC_GETFSUUID _IOR(0x15, 0, struct fsuuid2)
+#endif
+
+std::string UuidString(const uint8_t* u) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf,
+                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  return buf;
+}
+
+std::string ReadLine(const std::string& path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+// The whole-disk name for a partition ("sda1" -> "sda"); unchanged otherwise.
+std::string WholeDisk(const std::string& name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::canonical("/sys/class/block/" + name, ec);
+  if (ec) return name;
+  if (fs::exists(p / "partition")) return p.parent_path().filename().string();
+  return name;
+}
+
+}  // namespace
+
+const char* StorageKindName(StorageKind k) { return k == StorageKind::kHdd ? "hdd" : "ssd"; }
+
+Result<FsIdentity> IdentifyFilesystem(int fd) {
+  FsIdentity id;
+  struct statfs sfs;
+  if (::fstatfs(fd, &sfs) != 0) return Status::Io("statfs", errno);
+  id.block_size = uint32_t(sfs.f_bsize);
+  switch (static_cast<unsigned long>(sfs.f_type)) {
+    case BTRFS_SUPER_MAGIC: id.type = "btrfs"; break;
+    case XFS_SUPER_MAGIC: id.type = "xfs"; break;
+    case EXT4_SUPER_MAGIC: id.type = "ext4"; break;
+    case TMPFS_MAGIC: id.type = "tmpfs"; break;
+    default: {
+      char buf[24];
+      std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(sfs.f_type));
+      id.type = buf;
+    }
+  }
+  if (id.type == "btrfs") {
+    struct btrfs_ioctl_fs_info_args info;
+    std::memset(&info, 0, sizeof info);
+    if (::ioctl(fd, BTRFS_IOC_FS_INFO, &info) == 0) {
+      id.uuid = UuidString(info.fsid);
+      if (info.sectorsize) id.block_size = info.sectorsize;
+      namespace fs = std::filesystem;
+      std::error_code ec;
+      for (auto& e : fs::directory_iterator("/sys/fs/btrfs/" + id.uuid + "/devices", ec))
+        id.devices.push_back(WholeDisk(e.path().filename().string()));
+    }
+    struct btrfs_ioctl_ino_lookup_args look;
+    std::memset(&look, 0, sizeof look);
+    look.objectid = BTRFS_FIRST_FREE_OBJECTID;
+    if (::ioctl(fd, BTRFS_IOC_INO_LOOKUP, &look) == 0) id.subvolume = look.treeid;
+    // Unprivileged since Linux 4.18; without it nothing is known of changes.
+    struct btrfs_ioctl_get_subvol_info_args sub;
+    std::memset(&sub, 0, sizeof sub);
+    if (::ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &sub) == 0) {
+      id.subvolume_uuid = UuidString(sub.uuid);
+      id.generation = sub.generation;
+    }
+  } else {
+    struct fsuuid2 u;
+    std::memset(&u, 0, sizeof u);
+    u.len = 16;
+    if (::ioctl(fd, FS_IOC_GETFSUUID, &u) == 0 && u.len == 16) {
+      id.uuid = UuidString(u.uuid);
+    } else {
+      char buf[40];
+      int v[2];
+      std::memcpy(v, &sfs.f_fsid, sizeof v);
+      std::snprintf(buf, sizeof buf, "fsid:%08x%08x", unsigned(v[0]), unsigned(v[1]));
+      id.uuid = buf;
+    }
+    struct stat st;
+    if (::fstat(fd, &st) == 0) {
+      std::error_code ec;
+      auto p = std::filesystem::canonical(
+          "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev)), ec);
+      if (!ec) id.devices.push_back(WholeDisk(p.filename().string()));
+    }
+  }
+  return id;
+}
+
+Status BtrfsChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) {
+  inodes->clear();
+  // One call returns whole items; an item is smaller than a leaf, at most 64 KiB.
+  constexpr size_t kBuffer = 128 * 1024;
+  std::vector<uint64_t> mem((sizeof(btrfs_ioctl_search_args_v2) + kBuffer + 7) / 8);
+  auto* args = reinterpret_cast<btrfs_ioctl_search_args_v2*>(mem.data());
+  const char* buf = reinterpret_cast<const char*>(args->buf);
+  btrfs_ioctl_search_key& key = args->key;
+  std::memset(&key, 0, sizeof key);
+  key.tree_id = 0;  // the subvolume holding fd
+  key.min_objectid = first;
+  key.max_objectid = last;
+  key.min_type = 0;
+  key.max_type = 255;
+  key.min_offset = 0;
+  key.max_offset = UINT64_MAX;
+  key.min_transid = since;
+  key.max_transid = UINT64_MAX;
+  for (;;) {
+    key.nr_items = 4096;
+    args->buf_size = kBuffer;
+    if (::ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) != 0) return Status::Io("BTRFS_IOC_TREE_SEARCH_V2", errno);
+    if (key.nr_items == 0) break;
+    size_t off = 0;
+    btrfs_ioctl_search_header h;
+    for (uint32_t i = 0; i < key.nr_items; ++i) {
+      if (off + sizeof h > kBuffer) return Status::Corrupt("BTRFS_IOC_TREE_SEARCH_V2: result overruns its buffer");
+      std::memcpy(&h, buf + off, sizeof h);
+      off += sizeof h + h.len;
+      if (h.transid < since) continue;
+      if (h.type != BTRFS_INODE_ITEM_KEY && h.type != BTRFS_EXTENT_DATA_KEY) continue;
+      if (inodes->empty() || inodes->back() != h.objectid) inodes->push_back(h.objectid);
+    }
+    // Continue after the last key returned.
+    key.min_objectid = h.objectid;
+    key.min_type = h.type;
+    key.min_offset = h.offset;
+    if (key.min_offset < UINT64_MAX) {
+      key.min_offset++;
+    } else if (key.min_type < 255) {
+      key.min_type++;
+      key.min_offset = 0;
+    } else if (key.min_objectid < last) {
+      key.min_objectid++;
+      key.min_type = 0;
+      key.min_offset = 0;
+    } else {
+      break;
+    }
+  }
+  std::sort(inodes->begin(), inodes->end());
+  inodes->erase(std::unique(inodes->begin(), inodes->end()), inodes->end());
+  return Status::Ok();
+}
+
+StorageInfo DetectStorage(const std::vector<std::string>& devices) {
+  StorageInfo info;
+  std::string flagged;
+  for (const auto& d : devices)
+    if (ReadLine("/sys/class/block/" + d + "/queue/rotational") == "1") flagged = d;
+  if (flagged.empty()) {
+    info.reason = devices.empty() ? "no block device found; assuming ssd" : "sysfs: non-rotational";
+    return info;
+  }
+  info.flagged_rotational = true;
+  // Time scattered direct reads; a spinning disk seeks for milliseconds.
+  int fd = ::open(("/dev/" + flagged).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  uint64_t size = 0;
+  std::string sz = ReadLine("/sys/class/block/" + flagged + "/size");
+  if (!sz.empty()) size = std::strtoull(sz.c_str(), nullptr, 10) * 512;
+  if (fd < 0 || size < (64u << 20)) {
+    if (fd >= 0) ::close(fd);
+    info.kind = StorageKind::kHdd;
+    info.reason = "sysfs: rotational (" + flagged + "), not measurable";
+    return info;
+  }
+  void* buf = nullptr;
+  if (posix_memalign(&buf, 4096, 4096) != 0) {
+    ::close(fd);
+    info.kind = StorageKind::kHdd;
+    return info;
+  }
+  std::mt19937_64 rng(12345);
+  std::vector<double> ms;
+  for (int i = 0; i < 12; ++i) {
+    uint64_t off = (rng() % (size / 4096)) * 4096;
+    auto t0 = std::chrono::steady_clock::now();
+    ssize_t n = ::pread(fd, buf, 4096, off_t(off));
+    auto t1 = std::chrono::steady_clock::now();
+    if (n == 4096) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::free(buf);
+  ::close(fd);
+  if (ms.empty()) {
+    info.kind = StorageKind::kHdd;
+    info.reason = "sysfs: rotational (" + flagged + ")";
+    return info;
+  }
+  std::sort(ms.begin(), ms.end());
+  info.measured = true;
+  info.seek_ms = ms[ms.size() / 2];
+  info.kind = info.seek_ms >= 2.0 ? StorageKind::kHdd : StorageKind::kSsd;
+  char line[160];
+  std::snprintf(line, sizeof line, "sysfs says rotational (%s); random read %.2f ms -> %s", flagged.c_str(),
+                info.seek_ms, StorageKindName(info.kind));
+  info.reason = line;
+  return info;
+}
+
+}  // namespace oans

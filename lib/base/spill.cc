@@ -1,0 +1,190 @@
+#include "lib/base/spill.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <new>
+
+namespace oans {
+
+std::string TempDirectory(const std::string& preferred) {
+  if (!preferred.empty()) return preferred;
+  const char* t = std::getenv("TMPDIR");
+  if (t && *t) return t;
+  return "/var/tmp";
+}
+
+void* MapChunk(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return p;
+}
+
+void UnmapChunk(void* p, size_t bytes) {
+  if (p) munmap(p, bytes);
+}
+
+Result<std::unique_ptr<TempFile>> TempFile::Create(const std::string& dir) {
+  int fd = open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    // No O_TMPFILE on this filesystem: a named file, unlinked at once.
+    std::string tmpl = dir + "/oans-spill-XXXXXX";
+    fd = mkostemp(tmpl.data(), O_CLOEXEC);
+    if (fd >= 0) unlink(tmpl.c_str());
+  }
+  if (fd < 0)
+    return Status::Io("creating a temporary file in " + dir + " (set --temp-dir or TMPDIR to a writable directory)",
+                      errno);
+  return std::unique_ptr<TempFile>(new TempFile(fd, dir));
+}
+
+TempFile::~TempFile() { close(fd_); }
+
+Result<uint64_t> TempFile::Append(const void* data, size_t n) {
+  const uint64_t at = size_;
+  const char* p = static_cast<const char*>(data);
+  size_t left = n;
+  while (left > 0) {
+    ssize_t w = pwrite(fd_, p, left, off_t(size_));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::Io("writing a temporary file in " + dir_ + " (is it full? set --temp-dir or TMPDIR)", errno);
+    }
+    p += w;
+    left -= size_t(w);
+    size_ += uint64_t(w);
+  }
+  return at;
+}
+
+Status TempFile::ReadAt(uint64_t offset, void* data, size_t n) const {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    ssize_t r = pread(fd_, p, n, off_t(offset));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Status::Io("reading a temporary file in " + dir_, errno);
+    }
+    if (r == 0) return Status::Corrupt("temporary file in " + dir_ + " is shorter than written");
+    p += r;
+    n -= size_t(r);
+    offset += uint64_t(r);
+  }
+  return Status::Ok();
+}
+
+void RecordStore::Append(const char* p, size_t n) {
+  while (n > 0) {
+    const uint64_t in_mem = end_ - mem_base_;
+    const size_t pos = size_t(in_mem % kChunk);
+    if (pos == 0 && in_mem / kChunk == chunks_.size()) chunks_.emplace_back(new char[kChunk]);
+    const size_t take = std::min(n, kChunk - pos);
+    std::memcpy(chunks_[size_t(in_mem / kChunk)].get() + pos, p, take);
+    p += take;
+    n -= take;
+    end_ += take;
+  }
+}
+
+// Moves every full chunk to the file; the chunk being filled stays.
+Status RecordStore::Spill() {
+  if (!file_) {
+    auto f = TempFile::Create(dir_);
+    if (!f.ok()) return f.status();
+    file_ = std::move(*f);
+  }
+  const size_t full = size_t((end_ - mem_base_) / kChunk);
+  for (size_t i = 0; i < full; ++i) {
+    auto r = file_->Append(chunks_[i].get(), kChunk);
+    if (!r.ok()) return r.status();
+  }
+  chunks_.erase(chunks_.begin(), chunks_.begin() + long(full));
+  mem_base_ += uint64_t(full) * kChunk;
+  return Status::Ok();
+}
+
+Result<uint64_t> RecordStore::Add(const std::string& record) {
+  const uint64_t at = end_;
+  const uint32_t n = uint32_t(record.size());
+  Append(reinterpret_cast<const char*>(&n), sizeof n);
+  Append(record.data(), record.size());
+  if (end_ - mem_base_ > (file_ ? kChunk : std::max<uint64_t>(budget_, kChunk))) OANS_RETURN_IF_ERROR(Spill());
+  return at;
+}
+
+Status RecordStore::Read(uint64_t offset, char* p, size_t n) const {
+  if (offset + n > end_) return Status::Corrupt("record store: record out of range");
+  if (offset < mem_base_) {
+    const size_t from_file = size_t(std::min<uint64_t>(n, mem_base_ - offset));
+    OANS_RETURN_IF_ERROR(file_->ReadAt(offset, p, from_file));
+    p += from_file;
+    n -= from_file;
+    offset += from_file;
+  }
+  while (n > 0) {
+    const uint64_t in_mem = offset - mem_base_;
+    const size_t pos = size_t(in_mem % kChunk);
+    const size_t take = std::min(n, kChunk - pos);
+    std::memcpy(p, chunks_[size_t(in_mem / kChunk)].get() + pos, take);
+    p += take;
+    n -= take;
+    offset += take;
+  }
+  return Status::Ok();
+}
+
+Status RecordStore::ForEach(const std::function<Status(uint64_t, const std::string&)>& visit) const {
+  std::string window;  // bytes of the stream from window_at on
+  uint64_t window_at = 0, pos = 0;
+  std::string record;
+  auto have = [&](uint64_t at, size_t n) -> Status {  // makes [at, at + n) available in window
+    if (at >= window_at && at + n <= window_at + window.size()) return Status::Ok();
+    window.erase(0, size_t(std::min<uint64_t>(window.size(), at - window_at)));
+    window_at = at;
+    const uint64_t want_end = std::min<uint64_t>(end_, std::max<uint64_t>(at + n, at + 4 * kChunk));
+    const uint64_t from = window_at + window.size();
+    if (want_end > from) {
+      const size_t old = window.size();
+      window.resize(old + size_t(want_end - from));
+      OANS_RETURN_IF_ERROR(Read(from, window.data() + old, size_t(want_end - from)));
+    }
+    return at + n <= window_at + window.size() ? Status::Ok()
+                                               : Status::Corrupt("record store: record out of range");
+  };
+  while (pos < end_) {
+    uint32_t n = 0;
+    OANS_RETURN_IF_ERROR(have(pos, sizeof n));
+    std::memcpy(&n, window.data() + (pos - window_at), sizeof n);
+    OANS_RETURN_IF_ERROR(have(pos, sizeof n + n));
+    record.assign(window, size_t(pos - window_at + sizeof n), n);
+    OANS_RETURN_IF_ERROR(visit(pos, record));
+    pos += sizeof n + n;
+  }
+  return Status::Ok();
+}
+
+Status RecordStore::Get(uint64_t offset, std::string* record) const {
+  uint32_t n = 0;
+  if (offset + sizeof n > end_) return Status::Corrupt("record store: offset out of range");
+  if (offset + sizeof n <= mem_base_ && mem_base_ - offset >= 512) {
+    // On file: one read that usually holds the whole record.
+    char head[512];
+    OANS_RETURN_IF_ERROR(file_->ReadAt(offset, head, sizeof head));
+    std::memcpy(&n, head, sizeof n);
+    if (offset + sizeof n + n > end_) return Status::Corrupt("record store: record out of range");
+    if (sizeof n + n <= sizeof head) {
+      record->assign(head + sizeof n, n);
+      return Status::Ok();
+    }
+  } else {
+    OANS_RETURN_IF_ERROR(Read(offset, reinterpret_cast<char*>(&n), sizeof n));
+  }
+  record->resize(n);
+  return Read(offset + sizeof n, record->data(), n);
+}
+
+}  // namespace oans

@@ -1,0 +1,236 @@
+#include "lib/base/sys.h"
+
+#include <fcntl.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <linux/openat2.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "lib/base/fsinfo.h"
+
+namespace oans {
+namespace {
+
+FileStat FromStatx(const struct statx& sx) {
+  FileStat st;
+  st.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+  st.ino = sx.stx_ino;
+  st.size = sx.stx_size;
+  st.mtime_ns = int64_t(sx.stx_mtime.tv_sec) * 1000000000 + sx.stx_mtime.tv_nsec;
+  st.ctime_ns = int64_t(sx.stx_ctime.tv_sec) * 1000000000 + sx.stx_ctime.tv_nsec;
+  st.mode = sx.stx_mode;
+  st.nlink = sx.stx_nlink;
+  st.mnt_id = (sx.stx_mask & STATX_MNT_ID) ? sx.stx_mnt_id : 0;
+  st.blocks = sx.stx_blocks;
+  return st;
+}
+
+constexpr unsigned kStatxMask = STATX_BASIC_STATS | STATX_MNT_ID;
+
+class PosixSys final : public Sys {
+ public:
+  Result<int> OpenNoFollow(const std::string& path) override {
+    // Paths longer than PATH_MAX are opened a piece at a time, each piece relative to
+    // the directory the previous one opened, none following a symlink.
+    int dirfd = AT_FDCWD;
+    size_t pos = 0;
+    while (path.size() - pos >= PATH_MAX - 1) {
+      size_t cut = path.rfind('/', pos + PATH_MAX - 2);
+      if (cut == std::string::npos || cut <= pos) {
+        if (dirfd != AT_FDCWD) ::close(dirfd);
+        return Status::Io("open " + path, ENAMETOOLONG);
+      }
+      long d = Openat2(dirfd, path.substr(pos, cut - pos).c_str(), O_DIRECTORY);
+      int e = errno;
+      if (dirfd != AT_FDCWD) ::close(dirfd);
+      if (d < 0) return Status::Io("open " + path, e);
+      dirfd = int(d);
+      pos = cut + 1;
+    }
+    long fd = Openat2(dirfd, path.c_str() + pos, 0);
+    int e = errno;
+    if (dirfd != AT_FDCWD) ::close(dirfd);
+    if (fd < 0) return Status::Io("open " + path, e);
+    // O_NONBLOCK stays: it keeps a FIFO swapped in for a file from blocking the open and
+    // has no effect on reads of regular files.
+    return int(fd);
+  }
+
+  Result<int> OpenAt(int dirfd, const std::string& name, bool directory) override {
+    int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+    if (directory) flags |= O_DIRECTORY;
+    int fd;
+    // O_NOATIME keeps the scan from dirtying inodes; it needs ownership or root.
+    do fd = ::openat(dirfd, name.c_str(), flags | O_NOATIME);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0 && errno == EPERM) fd = ::openat(dirfd, name.c_str(), flags);
+    if (fd < 0) return Status::Io("open " + name, errno);
+    return fd;
+  }
+
+  void Close(int fd) override {
+    if (fd >= 0) ::close(fd);
+  }
+
+  Result<FileStat> Fstat(int fd) override {
+    struct statx sx;
+    if (::statx(fd, "", AT_EMPTY_PATH, kStatxMask, &sx) != 0) return Status::Io("fstat", errno);
+    return FromStatx(sx);
+  }
+
+  Result<FileStat> StatAt(int dirfd, const std::string& name) override {
+    struct statx sx;
+    if (::statx(dirfd, name.c_str(), AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, kStatxMask, &sx) != 0)
+      return Status::Io("stat " + name, errno);
+    return FromStatx(sx);
+  }
+
+  Status Fiemap(int fd, std::vector<FiemapExtent>* out) override {
+    out->clear();
+    constexpr unsigned kBatch = 256;
+    const size_t bytes = sizeof(struct fiemap) + kBatch * sizeof(struct fiemap_extent);
+    std::unique_ptr<char[]> buf(new char[bytes]);
+    uint64_t start = 0;
+    for (;;) {
+      std::memset(buf.get(), 0, bytes);
+      auto* fm = reinterpret_cast<struct fiemap*>(buf.get());
+      fm->fm_start = start;
+      fm->fm_length = FIEMAP_MAX_OFFSET - start;
+      fm->fm_flags = FIEMAP_FLAG_SYNC;
+      fm->fm_extent_count = kBatch;
+      if (::ioctl(fd, FS_IOC_FIEMAP, fm) != 0) return Status::Io("FIEMAP", errno);
+      if (fm->fm_mapped_extents == 0) return Status::Ok();
+      bool last = false;
+      for (unsigned i = 0; i < fm->fm_mapped_extents; ++i) {
+        const auto& e = fm->fm_extents[i];
+        out->push_back({e.fe_logical, e.fe_physical, e.fe_length, e.fe_flags});
+        if (e.fe_flags & FIEMAP_EXTENT_LAST) last = true;
+      }
+      const auto& e = fm->fm_extents[fm->fm_mapped_extents - 1];
+      if (last || e.fe_logical + e.fe_length <= start) return Status::Ok();
+      start = e.fe_logical + e.fe_length;
+      if (out->size() > 50'000'000) return Status::Io("FIEMAP: implausible extent count", EOVERFLOW);
+    }
+  }
+
+  Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) override {
+    ssize_t n;
+    do n = ::pread(fd, buf, len, off_t(offset));
+    while (n < 0 && errno == EINTR);
+    if (n < 0) return Status::Io("read", errno);
+    return size_t(n);
+  }
+
+  Status DedupeRange(int src_fd, uint64_t src_offset, uint64_t length,
+                     std::vector<DedupeDest>* dests) override {
+    if (dests->empty() || dests->size() > kMaxDedupeDests)
+      return Status::Invalid("dedupe: destination count out of range");
+    const size_t bytes = sizeof(struct file_dedupe_range) + dests->size() * sizeof(struct file_dedupe_range_info);
+    std::unique_ptr<char[]> buf(new char[bytes]);
+    std::memset(buf.get(), 0, bytes);
+    auto* req = reinterpret_cast<struct file_dedupe_range*>(buf.get());
+    req->src_offset = src_offset;
+    req->src_length = length;
+    req->dest_count = uint16_t(dests->size());
+    for (size_t i = 0; i < dests->size(); ++i) {
+      req->info[i].dest_fd = (*dests)[i].fd;
+      req->info[i].dest_offset = (*dests)[i].offset;
+    }
+    int rc;
+    do rc = ::ioctl(src_fd, FIDEDUPERANGE, req);
+    while (rc != 0 && errno == EINTR);
+    if (rc != 0) return Status::Io("FIDEDUPERANGE", errno);
+    for (size_t i = 0; i < dests->size(); ++i) {
+      (*dests)[i].status = req->info[i].status;
+      (*dests)[i].bytes_deduped = req->info[i].bytes_deduped;
+    }
+    return Status::Ok();
+  }
+
+  uint32_t InodeFlags(int fd) override {
+    int flags = 0;
+    if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) return 0;
+    return uint32_t(flags);
+  }
+
+  Result<FsIdentity> Identify(int fd) override { return IdentifyFilesystem(fd); }
+  Status ChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) override {
+    return BtrfsChangedInodes(fd, since, first, last, inodes);
+  }
+
+  uint64_t Seek(int fd, uint64_t offset, bool hole) override {
+    off_t r = ::lseek(fd, off_t(offset), hole ? SEEK_HOLE : SEEK_DATA);
+    if (r < 0) return errno == ENXIO ? UINT64_MAX : (hole ? UINT64_MAX : offset);  // unsupported: all data
+    return uint64_t(r);
+  }
+
+  void WillNeed(int fd, uint64_t offset, uint64_t length) override {
+    ::posix_fadvise(fd, off_t(offset), off_t(length), POSIX_FADV_WILLNEED);
+  }
+
+  Status ReplaceWithLink(int src_fd, const std::string& dest_path, const FileStat& dest) override {
+    const size_t slash = dest_path.rfind('/');
+    if (slash == std::string::npos) return Status::Invalid(dest_path + ": not an absolute path");
+    const std::string dir = slash == 0 ? "/" : dest_path.substr(0, slash);
+    const std::string name = dest_path.substr(slash + 1);
+    long dfd = Openat2(AT_FDCWD, dir.c_str(), O_DIRECTORY);
+    if (dfd < 0) return Status::Io("open " + dir, errno);
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{int(dfd)};
+    auto still = [&]() -> Status {
+      auto now = StatAt(int(dfd), name);
+      if (!now.ok()) return now.status();
+      if (now->dev != dest.dev || now->ino != dest.ino || now->size != dest.size || now->mtime_ns != dest.mtime_ns ||
+          now->ctime_ns != dest.ctime_ns)
+        return Status::Mismatch("changed while being compared");
+      return Status::Ok();
+    };
+    OANS_RETURN_IF_ERROR(still());
+    const std::string tmp = "." + name.substr(0, 200) + ".oans-link-" + std::to_string(::getpid());
+    // AT_EMPTY_PATH links the open inode itself, not whatever its path names now.
+    if (::linkat(src_fd, "", int(dfd), tmp.c_str(), AT_EMPTY_PATH) != 0) return Status::Io("link " + dest_path, errno);
+    Status last = still();
+    if (!last.ok()) {
+      ::unlinkat(int(dfd), tmp.c_str(), 0);
+      return last;
+    }
+    if (::renameat(int(dfd), tmp.c_str(), int(dfd), name.c_str()) != 0) {
+      int e = errno;
+      ::unlinkat(int(dfd), tmp.c_str(), 0);
+      return Status::Io("rename over " + dest_path, e);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  static long Openat2(int dirfd, const char* path, int extra_flags) {
+    struct open_how how;
+    std::memset(&how, 0, sizeof how);
+    how.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | unsigned(extra_flags);
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    long fd;
+    do fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+    while (fd < 0 && errno == EINTR);
+    return fd;
+  }
+};
+
+}  // namespace
+
+Sys& DefaultSys() {
+  static PosixSys sys;
+  return sys;
+}
+
+}  // namespace oans

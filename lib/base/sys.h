@@ -1,0 +1,124 @@
+// Sys: every system call oans makes on user data, behind one interface so that tests can
+// inject faults (EIO, ENOSPC, DIFFERS, a file changed between phases) without a disk.
+// PosixSys is the real one. Methods return -errno style values through Status and never
+// throw. Implementations must be safe to call from several threads at once.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/base/status.h"
+
+namespace oans {
+
+struct FileStat {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  uint32_t mode = 0;
+  uint32_t nlink = 0;
+  uint64_t mnt_id = 0;  // 0 when the kernel does not report it
+  uint64_t blocks = 0;  // 512-byte blocks allocated
+};
+
+struct FiemapExtent {
+  uint64_t logical = 0;
+  uint64_t physical = 0;
+  uint64_t length = 0;
+  uint32_t flags = 0;
+};
+
+// FIEMAP extent flags we act on (linux/fiemap.h).
+inline constexpr uint32_t kExtentLast = 0x1;
+inline constexpr uint32_t kExtentUnknown = 0x2;
+inline constexpr uint32_t kExtentDelalloc = 0x4;
+inline constexpr uint32_t kExtentEncoded = 0x8;
+inline constexpr uint32_t kExtentInline = 0x200;
+inline constexpr uint32_t kExtentUnwritten = 0x800;
+inline constexpr uint32_t kExtentShared = 0x2000;
+
+struct DedupeDest {
+  int fd = -1;
+  uint64_t offset = 0;
+  // Results, filled by DedupeRange:
+  int32_t status = 0;       // 0 = same, 1 = differs, < 0 = -errno for this destination
+  uint64_t bytes_deduped = 0;
+};
+
+inline constexpr int32_t kDedupeSame = 0;
+inline constexpr int32_t kDedupeDiffers = 1;
+
+struct FsIdentity {
+  std::string type;       // "btrfs", "xfs", "ext4", or the magic in hex
+  std::string uuid;       // "" when unknown
+  uint64_t subvolume = 0; // btrfs subvolume id
+  // btrfs: the subvolume's UUID and its generation (the transaction that last changed
+  // it) when identified; "" and 0 elsewhere. Every later change to a file's extents
+  // belongs to a transaction at least as new, which ChangedInodes can find.
+  std::string subvolume_uuid;
+  uint64_t generation = 0;
+  uint32_t block_size = 4096;
+  std::vector<std::string> devices;  // /sys block device names backing it ("loop0")
+};
+
+class Sys {
+ public:
+  virtual ~Sys() = default;
+
+  // Opens for reading without following a symlink in any component of `path`.
+  virtual Result<int> OpenNoFollow(const std::string& path) = 0;
+  // openat(dirfd, name, O_RDONLY|O_NOFOLLOW|...); `directory` adds O_DIRECTORY.
+  virtual Result<int> OpenAt(int dirfd, const std::string& name, bool directory) = 0;
+  virtual void Close(int fd) = 0;
+  virtual Result<FileStat> Fstat(int fd) = 0;
+  // lstat-like: never follows the last component.
+  virtual Result<FileStat> StatAt(int dirfd, const std::string& name) = 0;
+  // Full extent map, restarting after the last extent until FIEMAP_EXTENT_LAST.
+  virtual Status Fiemap(int fd, std::vector<FiemapExtent>* out) = 0;
+  // Reads up to len bytes; returns bytes read (0 at EOF). Retries EINTR.
+  virtual Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) = 0;
+  // FIDEDUPERANGE for up to 127 destinations. A whole-call failure is the Status;
+  // per-destination outcomes are in dests[i].status / bytes_deduped.
+  virtual Status DedupeRange(int src_fd, uint64_t src_offset, uint64_t length,
+                             std::vector<DedupeDest>* dests) = 0;
+  // FS_IOC_GETFLAGS; 0 when unsupported.
+  virtual uint32_t InodeFlags(int fd) = 0;
+  virtual Result<FsIdentity> Identify(int fd) = 0;
+  // lseek(SEEK_DATA) (hole = false) or lseek(SEEK_HOLE) (hole = true) from `offset`;
+  // UINT64_MAX when there is no further data. The default knows of no holes.
+  virtual uint64_t Seek(int fd, uint64_t offset, bool hole) {
+    (void)fd;
+    return hole ? UINT64_MAX : offset;
+  }
+  // btrfs: the inode numbers in [first, last] (sorted, unique) of the fd's subvolume
+  // whose inode item or extent items lie in metadata written in transaction `since` or
+  // later: a superset of the files whose extent map or flags may have changed since
+  // then. Needs CAP_SYS_ADMIN; elsewhere, or when refused, an error and nothing is known.
+  virtual Status ChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) {
+    (void)fd, (void)since, (void)first, (void)last, (void)inodes;
+    return Status::Invalid("changed-inode search is not supported here");
+  }
+  // Asks the kernel to start reading [offset, offset + length) into the page cache
+  // (POSIX_FADV_WILLNEED), without waiting; a hint only. The default does nothing.
+  virtual void WillNeed(int fd, uint64_t offset, uint64_t length) { (void)fd, (void)offset, (void)length; }
+  // Replaces the file at dest_path with a hardlink to src_fd's inode, atomically: a link
+  // under a temporary name in the same directory, then rename over dest_path. Refuses
+  // (kMismatch) unless dest_path still names the inode `dest` describes, unchanged.
+  virtual Status ReplaceWithLink(int src_fd, const std::string& dest_path, const FileStat& dest) {
+    (void)src_fd, (void)dest;
+    return Status::Invalid(dest_path + ": hardlinks are not supported here");
+  }
+};
+
+// The real system calls.
+Sys& DefaultSys();
+
+// Maximum destinations one FIDEDUPERANGE call accepts (the request must fit in a page).
+inline constexpr size_t kMaxDedupeDests = 127;
+
+}  // namespace oans

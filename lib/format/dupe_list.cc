@@ -1,0 +1,121 @@
+#include "lib/format/dupe_list.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "lib/scan/hasher.h"
+#include "lib/format/index_file.h"
+#include "lib/base/version.h"
+
+namespace oans {
+
+Status IndexFromDuplicateList(Sys& sys, const std::string& list_path, uint32_t block_size, OutputFile* out,
+                              Observer* observer, DupeListStats* stats) {
+  std::ifstream in(list_path);
+  if (!in) return Status::Io("opening " + list_path, errno);
+  // Read every group first: the header must name every filesystem.
+  std::vector<std::vector<std::string>> groups(1);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) {
+      if (!groups.back().empty()) groups.emplace_back();
+      continue;
+    }
+    groups.back().push_back(line);
+  }
+  if (in.bad()) return Status::Io("reading " + list_path, errno);
+  IndexHeader header;
+  header.tool_version = ToolVersion();
+  header.created_ns = NowNs();
+  header.block_size = block_size;
+  header.command_line = {"duplicate list", list_path};
+  std::map<uint64_t, uint32_t> fs_of_dev;
+  std::set<std::pair<uint64_t, uint64_t>> seen;  // (dev, inode) of the files recorded
+  std::vector<FileEntry> entries;
+  uint64_t serial = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].size() < 2) continue;
+    stats->groups++;
+    for (const auto& path : groups[g]) {
+      auto skip = [&](const std::string& why) {
+        stats->skipped++;
+        observer->Notice(path + ": skipped, " + why);
+      };
+      if (path.empty() || path[0] != '/') {
+        skip("not an absolute path");
+        continue;
+      }
+      auto fd = sys.OpenNoFollow(path);
+      if (!fd.ok()) {
+        skip(fd.status().message());
+        continue;
+      }
+      auto st = sys.Fstat(*fd);
+      FileEntry e;
+      if (st.ok() && S_ISREG(st->mode) && st->size > 0 && !seen.insert({st->dev, st->ino}).second) {
+        // A hardlink of a file listed before: one record per inode, as a scan writes.
+        skip("the same file as a path listed before (the same path again, or a hardlink)");
+      } else if (st.ok() && S_ISREG(st->mode) && st->size > 0) {
+        auto it = fs_of_dev.find(st->dev);
+        if (it == fs_of_dev.end()) {
+          auto id = sys.Identify(*fd);
+          FsRecord r;
+          r.uuid = id.ok() ? id->uuid : "unknown-dev-" + std::to_string(st->dev);
+          r.subvolume = id.ok() ? id->subvolume : 0;
+          r.type = id.ok() ? id->type : "";
+          r.block_size = id.ok() ? id->block_size : 4096;
+          r.dev = st->dev;
+          header.filesystems.push_back(r);
+          it = fs_of_dev.emplace(st->dev, uint32_t(header.filesystems.size() - 1)).first;
+          header.roots.push_back(path.substr(0, path.rfind('/')));
+        }
+        // Each filesystem's root is the directory all its listed files share.
+        std::string& root = header.roots[it->second];
+        while (!(path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                 (root.empty() || path[root.size()] == '/')))
+          root = root.substr(0, root.rfind('/'));
+        e.path = path;
+        e.fs = it->second;
+        e.dev = st->dev;
+        e.ino = st->ino;
+        e.size = st->size;
+        e.mtime_ns = st->mtime_ns;
+        e.ctime_ns = st->ctime_ns;
+        e.nlink = st->nlink;
+        std::vector<FiemapExtent> ext;
+        if (sys.Fiemap(*fd, &ext).ok()) e.extents = std::move(ext);
+        // The group hash makes the group; the size keeps differently sized members apart.
+        std::string key = "group " + std::to_string(g) + " size " + std::to_string(e.size);
+        e.hash = HashBytes(key.data(), key.size());
+        // Block hashes no other file has: the list says nothing about partial duplicates.
+        for (uint64_t b = 0; b < (e.size + block_size - 1) / block_size; ++b) {
+          std::string k = "block " + std::to_string(serial) + " " + std::to_string(b);
+          e.block_hashes.push_back(HashBytes(k.data(), k.size()));
+        }
+        e.hashed = true;
+        serial++;
+        stats->files++;
+        entries.push_back(std::move(e));
+      } else {
+        skip(st.ok() ? "not a non-empty regular file" : st.status().message());
+      }
+      sys.Close(*fd);
+    }
+  }
+  if (header.filesystems.empty()) {
+    FsRecord r;
+    r.uuid = "none";
+    header.filesystems.push_back(r);
+  }
+  for (auto& r : header.roots)
+    if (r.empty()) r = "/";
+  IndexWriter writer(out);
+  OANS_RETURN_IF_ERROR(writer.WriteHeader(header));
+  for (auto& e : entries) OANS_RETURN_IF_ERROR(writer.Add(std::move(e)));
+  return writer.Finish();
+}
+
+}  // namespace oans

@@ -1,0 +1,334 @@
+#include "lib/format/index_file.h"
+
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "format/index.capnp.h"
+#include "lib/format/schema_io.h"
+
+namespace oans {
+namespace {
+
+using schema_io::Bytes;
+using schema_io::FromData;
+using schema_io::ReadFs;
+
+size_t EstimateBytes(const FileEntry& e) {
+  return 128 + e.path.size() + e.extents.size() * 32 + e.block_hashes.size() * 16;
+}
+
+}  // namespace
+
+FileIdentity FileIdentity::Of(const FileEntry& e) {
+  return FileIdentity{e.size, e.mtime_ns, e.ctime_ns, e.nlink, HashBytes(e.path.data(), e.path.size()).lo};
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+IndexWriter::IndexWriter(OutputFile* out, size_t batch_records)
+    : IndexWriter(out->fd(), out->name(), batch_records) {}
+
+IndexWriter::IndexWriter(int fd, std::string name, size_t batch_records)
+    : fd_(fd), name_(name), frames_(fd, std::move(name)), batch_records_(batch_records) {}
+
+Status IndexWriter::AppendFrames(const TempFile& spool, const IndexTotals& spooled) {
+  OANS_RETURN_IF_ERROR(FlushBatch());
+  struct stat st;
+  if (fstat(spool.fd(), &st) != 0) return Status::Io("reading the scan's temporary spool", errno);
+  std::vector<char> buf(1u << 20);
+  for (uint64_t at = 0; at < uint64_t(st.st_size);) {
+    size_t want = size_t(std::min<uint64_t>(buf.size(), uint64_t(st.st_size) - at));
+    OANS_RETURN_IF_ERROR(spool.ReadAt(at, buf.data(), want));
+    for (size_t done = 0; done < want;) {
+      ssize_t w = write(fd_, buf.data() + done, want - done);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return Status::Io("writing " + name_, errno);
+      }
+      done += size_t(w);
+    }
+    at += want;
+  }
+  totals_.records += spooled.records;
+  totals_.batches += spooled.batches;
+  totals_.errors += spooled.errors;
+  totals_.bytes += spooled.bytes;
+  return Status::Ok();
+}
+
+Status IndexWriter::WriteHeader(const IndexHeader& h) {
+  capnp::MallocMessageBuilder msg;
+  auto hb = msg.initRoot<schema::IndexFrame>().initHeader();
+  hb.setMagic(kIndexMagic);
+  hb.setFormatVersion(h.format_version);
+  hb.setToolVersion(h.tool_version);
+  hb.setCreatedNs(h.created_ns);
+  auto roots = hb.initRoots(unsigned(h.roots.size()));
+  for (unsigned i = 0; i < h.roots.size(); ++i) roots.set(i, Bytes(h.roots[i]));
+  auto fss = hb.initFilesystems(unsigned(h.filesystems.size()));
+  for (unsigned i = 0; i < h.filesystems.size(); ++i) schema_io::WriteFs(fss[i], h.filesystems[i]);
+  hb.setBlockSize(h.block_size);
+  hb.setMinSize(h.min_size);
+  auto ex = hb.initExcludes(unsigned(h.excludes.size()));
+  for (unsigned i = 0; i < h.excludes.size(); ++i) ex.set(i, h.excludes[i]);
+  hb.setHostname(h.hostname);
+  auto cl = hb.initCommandLine(unsigned(h.command_line.size()));
+  for (unsigned i = 0; i < h.command_line.size(); ++i) cl.set(i, h.command_line[i]);
+  return frames_.Write(msg);
+}
+
+Status IndexWriter::Add(FileEntry entry) {
+  batch_bytes_ += EstimateBytes(entry);
+  totals_.records++;
+  if (!entry.error.empty()) totals_.errors++;
+  totals_.bytes += entry.size;
+  pending_.push_back(std::move(entry));
+  if (pending_.size() >= batch_records_ || batch_bytes_ >= (8u << 20)) return FlushBatch();
+  return Status::Ok();
+}
+
+Status IndexWriter::FlushBatch() {
+  if (pending_.empty()) return Status::Ok();
+  capnp::MallocMessageBuilder msg;
+  auto files = msg.initRoot<schema::IndexFrame>().initBatch().initFiles(unsigned(pending_.size()));
+  for (unsigned i = 0; i < pending_.size(); ++i) {
+    const FileEntry& e = pending_[i];
+    auto f = files[i];
+    f.setPath(Bytes(e.path));
+    f.setFs(e.fs);
+    f.setDev(e.dev);
+    f.setIno(e.ino);
+    f.setSize(e.size);
+    f.setMtimeNs(e.mtime_ns);
+    f.setCtimeNs(e.ctime_ns);
+    f.setNlink(e.nlink);
+    f.setInodeFlags(e.inode_flags);
+    auto ex = f.initExtents(unsigned(e.extents.size()));
+    for (unsigned j = 0; j < e.extents.size(); ++j) {
+      ex[j].setLogical(e.extents[j].logical);
+      ex[j].setPhysical(e.extents[j].physical);
+      ex[j].setLength(e.extents[j].length);
+      ex[j].setFlags(e.extents[j].flags);
+    }
+    f.setHashed(e.hashed);
+    f.setReused(e.reused);
+    f.setHashHi(e.hash.hi);
+    f.setHashLo(e.hash.lo);
+    if (!e.block_hashes.empty()) {
+      auto d = f.initBlockHashes(unsigned(e.block_hashes.size() * 16));
+      for (size_t j = 0; j < e.block_hashes.size(); ++j) {
+        std::memcpy(d.begin() + j * 16, &e.block_hashes[j].hi, 8);
+        std::memcpy(d.begin() + j * 16 + 8, &e.block_hashes[j].lo, 8);
+      }
+    }
+    f.setError(e.error);
+    f.setErrnum(e.errnum);
+    auto op = f.initOtherPaths(unsigned(e.other_paths.size()));
+    for (unsigned j = 0; j < e.other_paths.size(); ++j) op.set(j, Bytes(e.other_paths[j]));
+  }
+  pending_.clear();
+  batch_bytes_ = 0;
+  totals_.batches++;
+  return frames_.Write(msg);
+}
+
+Status IndexWriter::Finish() {
+  OANS_RETURN_IF_ERROR(FlushBatch());
+  capnp::MallocMessageBuilder msg;
+  auto t = msg.initRoot<schema::IndexFrame>().initTrailer();
+  t.setRecords(totals_.records);
+  t.setBatches(totals_.batches);
+  t.setErrors(totals_.errors);
+  t.setBytes(totals_.bytes);
+  return frames_.Write(msg);
+}
+
+Result<IndexReadResult> ReadIndex(
+    const std::string& path, const IndexReadOptions& options,
+    const std::function<Status(const IndexHeader&)>& on_header,
+    const std::function<Status(const IndexHeader&, std::vector<FileEntry>&)>& on_batch) {
+  auto in = InputFile::Open(path);
+  if (!in.ok()) return in.status();
+  FrameReader frames((*in)->fd(), (*in)->name());
+  const std::string& name = (*in)->name();
+  IndexReadResult result;
+  IndexHeader header;
+  IndexTotals seen;
+  enum { kWantHeader, kInBody, kAfterTrailer } state = kWantHeader;
+  std::vector<FileEntry> batch;
+  for (uint64_t frame_no = 0;; ++frame_no) {
+    kj::Array<capnp::word> words;
+    auto next = frames.Next(&words);
+    if (!next.ok()) {
+      Status s = next.status();
+      if (frame_no == 0 && s.code() == Status::Code::kCorrupt)
+        return Status::Corrupt(name + " is not an oans index (" + s.message() + ")");
+      if (state == kInBody && options.allow_truncated && s.code() == Status::Code::kCorrupt) {
+        result.truncated = true;
+        return result;
+      }
+      return s;
+    }
+    if (!*next) break;
+    Status st;
+    KJ_IF_MAYBE(exc, kj::runCatchingExceptions([&]() {
+      capnp::FlatArrayMessageReader reader(words, FrameReader::Options(words.size()));
+      auto frame = reader.getRoot<schema::IndexFrame>();
+      switch (frame.which()) {
+        case schema::IndexFrame::HEADER: {
+          if (state == kInBody) {
+            st = Status::Corrupt(name + " is damaged (a header in the middle of an index)");
+            return;
+          }
+          auto h = frame.getHeader();
+          if (h.getMagic() != kj::StringPtr(kIndexMagic)) {
+            std::string magic = h.getMagic();
+            st = Status::Corrupt(name + (magic == "oans-plan" ? " is a dedupe plan, not an index"
+                                                             : " is not an oans index (wrong magic)"));
+            return;
+          }
+          if (h.getFormatVersion() > kIndexFormatVersion) {
+            st = Status::Version(name + " has index format version " + std::to_string(h.getFormatVersion()) +
+                                 ", newer than this oans understands (" + std::to_string(kIndexFormatVersion) +
+                                 "); upgrade oans or re-scan");
+            return;
+          }
+          header = IndexHeader();
+          header.format_version = h.getFormatVersion();
+          header.tool_version = h.getToolVersion();
+          header.created_ns = h.getCreatedNs();
+          for (auto r : h.getRoots()) header.roots.push_back(FromData(r));
+          for (auto f : h.getFilesystems()) header.filesystems.push_back(ReadFs(f));
+          header.block_size = h.getBlockSize();
+          header.min_size = h.getMinSize();
+          for (auto e : h.getExcludes()) header.excludes.push_back(e);
+          header.hostname = h.getHostname();
+          for (auto c : h.getCommandLine()) header.command_line.push_back(c);
+          if (header.block_size == 0 || header.block_size % 512 != 0) {
+            st = Status::Corrupt(name + " is damaged (block size " + std::to_string(header.block_size) + ")");
+            return;
+          }
+          state = kInBody;
+          seen = IndexTotals();
+          result.sections++;
+          st = on_header(header);
+          return;
+        }
+        case schema::IndexFrame::BATCH: {
+          if (state != kInBody) {
+            st = Status::Corrupt(name + (state == kWantHeader ? " is not an oans index (no header)"
+                                                              : " is damaged (records after the trailer)"));
+            return;
+          }
+          batch.clear();
+          auto files = frame.getBatch().getFiles();
+          batch.reserve(files.size());
+          for (auto f : files) {
+            FileEntry e;
+            e.path = FromData(f.getPath());
+            e.fs = f.getFs();
+            if (e.fs >= header.filesystems.size()) {
+              st = Status::Corrupt(name + " is damaged (a record names an unknown filesystem)");
+              return;
+            }
+            e.dev = f.getDev();
+            e.ino = f.getIno();
+            e.size = f.getSize();
+            e.mtime_ns = f.getMtimeNs();
+            e.ctime_ns = f.getCtimeNs();
+            e.nlink = f.getNlink();
+            e.inode_flags = f.getInodeFlags();
+            auto ex = f.getExtents();
+            e.extents.reserve(ex.size());
+            for (auto x : ex) e.extents.push_back({x.getLogical(), x.getPhysical(), x.getLength(), x.getFlags()});
+            e.hashed = f.getHashed();
+            e.reused = f.getReused();
+            e.hash = {f.getHashHi(), f.getHashLo()};
+            auto bh = f.getBlockHashes();
+            if (bh.size() % 16 != 0) {
+              st = Status::Corrupt(name + " is damaged (block hash list of odd length)");
+              return;
+            }
+            e.block_hashes.resize(bh.size() / 16);
+            for (size_t j = 0; j < e.block_hashes.size(); ++j) {
+              std::memcpy(&e.block_hashes[j].hi, bh.begin() + j * 16, 8);
+              std::memcpy(&e.block_hashes[j].lo, bh.begin() + j * 16 + 8, 8);
+            }
+            if (e.hashed && e.block_hashes.size() != (e.size + header.block_size - 1) / header.block_size) {
+              st = Status::Corrupt(name + " is damaged (block hashes do not match the file size)");
+              return;
+            }
+            e.error = f.getError();
+            e.errnum = f.getErrnum();
+            for (auto p : f.getOtherPaths()) e.other_paths.push_back(FromData(p));
+            seen.records++;
+            if (!e.error.empty()) seen.errors++;
+            seen.bytes += e.size;
+            batch.push_back(std::move(e));
+          }
+          seen.batches++;
+          st = on_batch(header, batch);
+          return;
+        }
+        case schema::IndexFrame::TRAILER: {
+          if (state != kInBody) {
+            st = Status::Corrupt(name + " is damaged (unexpected trailer)");
+            return;
+          }
+          auto t = frame.getTrailer();
+          if (t.getRecords() != seen.records || t.getBatches() != seen.batches) {
+            st = Status::Corrupt(name + " is damaged: its trailer counts " + std::to_string(t.getRecords()) +
+                                 " records but " + std::to_string(seen.records) + " were read");
+            return;
+          }
+          result.totals.records += seen.records;
+          result.totals.batches += seen.batches;
+          result.totals.errors += seen.errors;
+          result.totals.bytes += seen.bytes;
+          state = kAfterTrailer;
+          return;
+        }
+        default:
+          st = Status::Corrupt(name + " is damaged or from a newer oans (unknown message kind)");
+      }
+    })) {
+      return Status::Corrupt(name + " is damaged (" + std::string(exc->getDescription().cStr()) + ")");
+    }
+    if (!st.ok()) return st;
+  }
+  if (state == kWantHeader) return Status::Corrupt(name + " is empty: not an oans index");
+  if (state == kInBody) {
+    if (options.allow_truncated) {
+      result.truncated = true;
+      return result;
+    }
+    return Status::Corrupt(name + " is truncated (no trailer): the scan that wrote it did not finish; "
+                           "re-run oans-scan (it can reuse this file with --previous)");
+  }
+  return result;
+}
+
+Result<IndexContents> ReadIndexFile(const std::string& path, const IndexReadOptions& options) {
+  IndexContents c;
+  auto r = ReadIndex(
+      path, options, [&](const IndexHeader& h) { c.header = h; return Status::Ok(); },
+      [&](const IndexHeader&, std::vector<FileEntry>& b) {
+        for (auto& e : b) c.files.push_back(std::move(e));
+        return Status::Ok();
+      });
+  if (!r.ok()) return r.status();
+  c.result = *r;
+  return c;
+}
+
+}  // namespace oans

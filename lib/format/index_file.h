@@ -1,0 +1,144 @@
+// The extent index: what oans-scan learned about every regular file (identity, extents,
+// hashes). IndexWriter streams records in bounded batches; IndexReader validates magic,
+// version, frame checksums and the trailer, and hands records out batch by batch so a
+// reader's memory does not grow with the file. Format: format/index.capnp, docs/format.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/format/frame_stream.h"
+#include "lib/base/spill.h"
+#include "lib/scan/hasher.h"
+#include "lib/base/status.h"
+#include "lib/base/sys.h"
+
+namespace oans {
+
+inline constexpr uint32_t kIndexFormatVersion = 1;
+inline constexpr char kIndexMagic[] = "oans-index";
+
+struct FsRecord {
+  std::string uuid;
+  uint64_t subvolume = 0;
+  uint64_t dev = 0;
+  std::string type;
+  uint32_t block_size = 4096;
+  std::string mount_point;
+  std::string subvolume_uuid;  // btrfs subvolume UUID, "" elsewhere
+  uint64_t generation = 0;     // btrfs: subvolume generation before any extent was read
+  // Two records name the same filesystem when uuid and subvolume agree.
+  std::string Key() const { return uuid + "/" + std::to_string(subvolume); }
+};
+
+struct IndexHeader {
+  uint32_t format_version = kIndexFormatVersion;
+  std::string tool_version;
+  int64_t created_ns = 0;
+  std::vector<std::string> roots;
+  std::vector<FsRecord> filesystems;
+  uint32_t block_size = 128 * 1024;
+  uint64_t min_size = 0;
+  std::vector<std::string> excludes;
+  std::string hostname;
+  std::vector<std::string> command_line;
+};
+
+struct FileEntry {
+  std::string path;
+  uint32_t fs = 0;  // index into IndexHeader::filesystems
+  uint64_t dev = 0, ino = 0, size = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  uint32_t nlink = 0, inode_flags = 0;
+  std::vector<FiemapExtent> extents;
+  bool hashed = false;
+  bool reused = false;
+  Hash128 hash;
+  std::vector<Hash128> block_hashes;
+  std::string error;
+  int32_t errnum = 0;
+  std::vector<std::string> other_paths;
+};
+
+// What decides whether a file seen again is unchanged (--previous, --since, oans-diff):
+// same size and mtime, and the same ctime unless a rename or a link count change explains
+// the new one (both update ctime without touching data). Files are matched by
+// (filesystem, inode) before this is asked.
+struct FileIdentity {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  uint32_t nlink = 0;
+  uint64_t path_hash = 0;
+  static FileIdentity Of(const FileEntry& e);
+  bool UnchangedFrom(const FileIdentity& before) const {
+    return size == before.size && mtime_ns == before.mtime_ns &&
+           (ctime_ns == before.ctime_ns || path_hash != before.path_hash || nlink != before.nlink);
+  }
+};
+
+struct IndexTotals {
+  uint64_t records = 0, batches = 0, errors = 0, bytes = 0;
+};
+
+class IndexWriter {
+ public:
+  // Writes to `out` (not owned); call Finish() then out->Commit().
+  IndexWriter(OutputFile* out, size_t batch_records = 2048);
+  // Writes to a descriptor (not owned), for a spool of records to be appended later.
+  IndexWriter(int fd, std::string name, size_t batch_records = 2048);
+  Status WriteHeader(const IndexHeader& header);
+  Status Add(FileEntry entry);
+  // Flushes the last batch and writes the trailer.
+  Status Finish();
+  // Writes the pending batch without a trailer (an interrupted scan).
+  Status Flush() { return FlushBatch(); }
+  const IndexTotals& totals() const { return totals_; }
+  // After the header: copies the batches another writer wrote to `spool` (flushed, no
+  // header or trailer) and counts them, described by that writer's totals.
+  Status AppendFrames(const TempFile& spool, const IndexTotals& spooled);
+
+ private:
+  Status FlushBatch();
+  int fd_;
+  std::string name_;
+  FrameWriter frames_;
+  size_t batch_records_;
+  size_t batch_bytes_ = 0;
+  std::vector<FileEntry> pending_;
+  IndexTotals totals_;
+};
+
+struct IndexReadOptions {
+  // Accept a file that ends cleanly after a batch but has no trailer (an interrupted
+  // scan); `truncated` is then set in the result instead of failing.
+  bool allow_truncated = false;
+};
+
+struct IndexReadResult {
+  IndexTotals totals;
+  bool truncated = false;
+  int sections = 0;  // concatenated indexes count as several sections
+};
+
+// Reads an index file ("-" for standard input). on_header is called for each section's
+// header (indexes may be concatenated); on_batch for each batch of records, which the
+// callee may move from. A callback returning a non-OK Status stops the read.
+Result<IndexReadResult> ReadIndex(
+    const std::string& path, const IndexReadOptions& options,
+    const std::function<Status(const IndexHeader&)>& on_header,
+    const std::function<Status(const IndexHeader&, std::vector<FileEntry>&)>& on_batch);
+
+// Reads a whole index into memory (tests, small tools).
+struct IndexContents {
+  IndexHeader header;
+  std::vector<FileEntry> files;
+  IndexReadResult result;
+};
+Result<IndexContents> ReadIndexFile(const std::string& path, const IndexReadOptions& options = {});
+
+int64_t NowNs();
+
+}  // namespace oans

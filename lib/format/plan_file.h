@@ -1,0 +1,96 @@
+// The dedupe plan: rounds of FIDEDUPERANGE operations, each round reading at most
+// --round-size bytes, in the order they are to run. PlanWriter streams rounds; PlanReader
+// validates magic, version, checksums, every index inside a round and the trailer, and
+// yields one round at a time. Format: format/plan.capnp, docs/format.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/format/frame_stream.h"
+#include "lib/format/index_file.h"
+
+namespace oans {
+
+inline constexpr uint32_t kPlanFormatVersion = 1;
+inline constexpr char kPlanMagic[] = "oans-plan";
+
+struct PlanHeader {
+  uint32_t format_version = kPlanFormatVersion;
+  std::string tool_version;
+  int64_t created_ns = 0;
+  std::vector<std::string> roots;
+  std::vector<FsRecord> filesystems;
+  uint64_t round_size = 32u << 20;
+  uint32_t block_size = 128 * 1024;
+  std::vector<std::string> indexes;
+  std::vector<std::string> command_line;
+  uint64_t rounds = 0, groups = 0, duplicate_bytes = 0, shared_bytes = 0, planned_bytes = 0;
+};
+
+struct PlanFileRef {
+  std::string path;
+  uint32_t fs = 0;
+  uint64_t dev = 0, ino = 0, size = 0;
+  int64_t mtime_ns = 0;
+};
+
+struct PlanDest {
+  uint32_t file = 0;
+  uint64_t offset = 0;
+  uint64_t physical = 0;
+};
+
+struct PlanOp {
+  uint32_t source = 0;
+  uint64_t offset = 0, length = 0, physical = 0;
+  std::vector<PlanDest> dests;
+};
+
+struct PlanRound {
+  uint64_t index = 0;
+  std::vector<PlanFileRef> files;
+  std::vector<PlanOp> ops;
+  uint64_t bytes = 0;
+};
+
+class PlanWriter {
+ public:
+  explicit PlanWriter(OutputFile* out) : frames_(out->fd(), out->name()) {}
+  Status WriteHeader(const PlanHeader& header);
+  Status AddRound(const PlanRound& round);
+  // The same, emptying `round` once it is encoded, before it is compressed and written.
+  Status AddRound(PlanRound&& round);
+  Status Finish();
+
+ private:
+  void BuildRound(const PlanRound& round, capnp::MessageBuilder& msg);
+  FrameWriter frames_;
+  uint64_t ops_ = 0, rounds_ = 0, bytes_ = 0;
+};
+
+class PlanReader {
+ public:
+  // Opens and reads the header ("-" is standard input).
+  static Result<std::unique_ptr<PlanReader>> Open(const std::string& path);
+  const PlanHeader& header() const { return header_; }
+  // Next round; false after the trailer (which is checked against what was read).
+  Result<bool> Next(PlanRound* round);
+  const std::string& name() const { return in_->name(); }
+
+ private:
+  PlanReader() = default;
+  std::unique_ptr<InputFile> in_;
+  std::unique_ptr<FrameReader> frames_;
+  PlanHeader header_;
+  uint64_t ops_ = 0, rounds_ = 0;
+  bool done_ = false;
+};
+
+// Reads a whole plan through to its trailer: apply checks the plan is complete and
+// intact before it touches any file.
+Status ValidatePlan(const std::string& path);
+
+}  // namespace oans

@@ -1,0 +1,76 @@
+// The scan: walk the roots, read every file once and write its identity, extent map and
+// hashes to an extent index. Stages:
+//   identify the roots' filesystems -> choose storage/threads/order
+//   -> walk: a file unchanged since --previous whose extents cannot have changed either
+//      (btrfs wrote none of its metadata since the previous index's generation, found
+//      with one tree search per subvolume) is finished from a stat, unopened; every
+//      other file is mapped (FIEMAP) while the walk has it open; an unchanged one is
+//      finished there, and in walk order (the SSD default) every file is read and
+//      hashed there too, by the walk's threads
+//   -> the files kept (disk order on HDD, inode order, and hardlinks, merged into one
+//      record) are read in a bounded parallel pipeline -> write.
+// Records finished during the walk go to an unnamed temporary spool, copied out after
+// the header (which lists the filesystems met). Memory: flat in walk order; in physical
+// or inode order the kept list costs about 150 bytes plus the path per file.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/format/frame_stream.h"
+#include "lib/base/fsinfo.h"
+#include "lib/format/index_file.h"
+#include "lib/base/observer.h"
+#include "lib/base/sys.h"
+
+namespace oans {
+
+enum class ReadOrder { kAuto, kPhysical, kInode, kNone };
+enum class StorageChoice { kAuto, kSsd, kHdd };
+
+struct ScanOptions {
+  std::vector<std::string> roots;
+  uint32_t block_size = 128 * 1024;
+  uint64_t min_size = 0;
+  std::vector<std::string> excludes;
+  int io_threads = 0;  // 0: from the storage kind
+  StorageChoice storage = StorageChoice::kAuto;
+  ReadOrder order = ReadOrder::kAuto;
+  std::string previous;  // previous index to reuse hashes from ("" = none)
+  // Map every file again, even those btrfs says have had no metadata written since the
+  // previous index's generation (which are otherwise not opened at all).
+  bool refresh_extents = false;
+  std::string temp_dir;  // for the spool of records finished during the walk ("" = default)
+  std::vector<std::string> command_line;
+  const std::atomic<bool>* stop = nullptr;  // set by a signal handler: stop cleanly
+};
+
+struct ScanStats {
+  uint64_t files = 0;          // records written
+  uint64_t bytes = 0;          // their total size
+  uint64_t bytes_read = 0;     // data actually read
+  uint64_t hashed = 0;         // files read and hashed
+  uint64_t reused = 0;         // files whose hashes came from the previous index
+  uint64_t unopened = 0;       // of those, finished from a stat alone: extents known unchanged
+  uint64_t errors = 0;         // files recorded with an error
+  uint64_t hardlinks = 0;      // extra names of inodes already recorded
+  uint64_t dirs = 0, skipped_special = 0, skipped_symlinks = 0, skipped_mounts = 0, skipped_small = 0,
+           excluded = 0;
+  uint64_t previous_files = 0;
+  bool previous_truncated = false;
+  bool interrupted = false;
+  StorageInfo storage;
+  int threads = 0;
+  ReadOrder order = ReadOrder::kNone;
+};
+
+// Runs a scan and writes the index to `out` (the caller commits it). When stopped by
+// options.stop the index is written without a trailer: readers see it as truncated, and
+// --previous can still reuse it.
+Status RunScan(Sys& sys, const ScanOptions& options, OutputFile* out, Observer* observer, ScanStats* stats);
+
+const char* ReadOrderName(ReadOrder o);
+
+}  // namespace oans

@@ -1,0 +1,229 @@
+#include "lib/scan/walk.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/task_arena.h>
+#include <tbb/task_group.h>
+
+#include <climits>
+#include <deque>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+namespace oans {
+namespace {
+
+// An open directory shared by the tasks of its subdirectories until they have opened.
+struct DirHandle {
+  DIR* dir = nullptr;
+  ~DirHandle() {
+    if (dir) closedir(dir);
+  }
+  int fd() const { return dirfd(dir); }
+};
+
+struct Local {
+  std::deque<WalkEntry> files;  // grows without moving what it holds
+  std::vector<WalkProblem> problems;
+  uint64_t dirs = 0, special = 0, symlinks = 0, mounts = 0, small = 0, excluded = 0;
+};
+
+class Walker {
+ public:
+  Walker(Sys& sys, const WalkOptions& o) : sys_(sys), o_(o) {}
+
+  void Dir(std::shared_ptr<DirHandle> parent, std::string name, std::string path, uint64_t mnt_id,
+           uint64_t dev, uint32_t root) {
+    Local& L = local_.local();
+    if (o_.stop && o_.stop->load(std::memory_order_relaxed)) return;
+    auto fd = sys_.OpenAt(parent ? parent->fd() : AT_FDCWD, parent ? name : path, true);
+    parent.reset();
+    if (!fd.ok()) {
+      L.problems.push_back({path, fd.status()});
+      return;
+    }
+    auto handle = std::make_shared<DirHandle>();
+    handle->dir = fdopendir(*fd);
+    if (!handle->dir) {
+      L.problems.push_back({path, Status::Io("opendir " + path, errno)});
+      sys_.Close(*fd);
+      return;
+    }
+    L.dirs++;
+    const std::string prefix = path == "/" ? "/" : path + "/";
+    for (;;) {
+      errno = 0;
+      struct dirent* de = readdir(handle->dir);
+      if (!de) {
+        if (errno) L.problems.push_back({path, Status::Io("reading directory " + path, errno)});
+        break;
+      }
+      std::string child = de->d_name;
+      if (child == "." || child == "..") continue;
+      std::string child_path = prefix + child;
+      if (!o_.excludes.empty() && PathExcluded(o_.excludes, child_path, child)) {
+        L.excluded++;
+        continue;
+      }
+      // A visitor may finish a regular file without opening it (one stat by name).
+      if (o_.without_open && de->d_type == DT_REG) {
+        WalkEntry e{child_path, {}, root};
+        e.st.dev = dev;
+        if (o_.without_open(handle->fd(), child, uint64_t(de->d_ino), &e)) {
+          if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+      }
+      // Regular files (by d_type) are opened at once when a visitor wants them: one
+      // lookup, and the stat comes from the open descriptor.
+      if (o_.on_file && de->d_type == DT_REG) {
+        if (VisitFile(handle->fd(), child, child_path, root, L)) continue;
+      }
+      auto st = sys_.StatAt(handle->fd(), child);
+      if (!st.ok()) {
+        if (st.status().errnum() != ENOENT) L.problems.push_back({child_path, st.status()});
+        continue;  // vanished since readdir: nothing to record
+      }
+      const uint32_t mode = st->mode;
+      if (S_ISDIR(mode)) {
+        if (o_.one_filesystem && mnt_id && st->mnt_id && st->mnt_id != mnt_id) {
+          L.mounts++;
+          continue;
+        }
+        // The task takes the parent handle out of a box so it can drop it as soon as the
+        // child directory is open (TBB runs tasks through a const reference).
+        auto box = std::make_shared<std::shared_ptr<DirHandle>>(handle);
+        const uint64_t child_dev = st->dev;
+        tasks_.run([this, box, child, child_path, mnt_id, child_dev, root] {
+          Dir(std::move(*box), child, child_path, mnt_id, child_dev, root);
+        });
+      } else if (S_ISREG(mode)) {
+        if (st->size == 0 || st->size < o_.min_size) {
+          L.small++;
+          continue;
+        }
+        if (o_.on_file && VisitFile(handle->fd(), child, child_path, root, L)) continue;
+        L.files.push_back({std::move(child_path), *st, root});
+        if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
+      } else if (S_ISLNK(mode)) {
+        L.symlinks++;
+      } else {
+        L.special++;
+      }
+    }
+  }
+
+  // Opens a regular file relative to its directory and hands it to on_file. Returns
+  // false when the entry is not a regular file after all (the caller classifies it).
+  bool VisitFile(int dirfd, const std::string& name, std::string& path, uint32_t root, Local& L) {
+    auto fd = sys_.OpenAt(dirfd, name, false);
+    if (!fd.ok()) {
+      int e = fd.status().errnum();
+      if (e == ELOOP) return false;  // a symlink now: classified by the caller
+      if (e != ENOENT) L.problems.push_back({path, fd.status()});
+      return true;
+    }
+    auto st = sys_.Fstat(*fd);
+    if (!st.ok() || !S_ISREG(st->mode)) {
+      sys_.Close(*fd);
+      if (!st.ok()) L.problems.push_back({path, st.status()});
+      return st.ok() ? false : true;
+    }
+    if (st->size == 0 || st->size < o_.min_size) {
+      sys_.Close(*fd);
+      L.small++;
+      return true;
+    }
+    WalkEntry e{std::move(path), *st, root};
+    const bool done = o_.on_file(*fd, &e);
+    sys_.Close(*fd);
+    if (!done) L.files.push_back(std::move(e));
+    if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
+  Result<WalkResult> Run(const std::vector<std::string>& roots) {
+    WalkResult out;
+    tbb::task_arena arena(std::max(1, o_.threads));
+    arena.execute([&] {
+      for (uint32_t i = 0; i < roots.size(); ++i) {
+        const std::string root = roots[i];
+        auto st = sys_.StatAt(AT_FDCWD, root);
+        if (!st.ok()) {
+          local_.local().problems.push_back({root, st.status()});
+          continue;
+        }
+        if (S_ISREG(st->mode)) {
+          if (st->size > 0 && st->size >= o_.min_size) local_.local().files.push_back({root, *st, i});
+          continue;
+        }
+        if (!S_ISDIR(st->mode)) {
+          local_.local().problems.push_back({root, Status::Invalid(root + " is not a directory or regular file")});
+          continue;
+        }
+        uint64_t mnt = st->mnt_id, dev = st->dev;
+        tasks_.run([this, root, mnt, dev, i] { Dir(nullptr, root, root, mnt, dev, i); });
+      }
+      tasks_.wait();
+    });
+    size_t total = 0;
+    for (auto& L : local_) total += L.files.size();
+    out.files.reserve(total);
+    for (auto& L : local_) {
+      for (auto& f : L.files) out.files.push_back(std::move(f));
+      L.files.clear();
+      for (auto& p : L.problems) out.problems.push_back(std::move(p));
+      out.dirs += L.dirs;
+      out.skipped_special += L.special;
+      out.skipped_symlinks += L.symlinks;
+      out.skipped_mounts += L.mounts;
+      out.skipped_small += L.small;
+      out.excluded += L.excluded;
+    }
+    return out;
+  }
+
+ private:
+  Sys& sys_;
+  const WalkOptions& o_;
+  tbb::task_group tasks_;
+  tbb::enumerable_thread_specific<Local> local_;
+};
+
+}  // namespace
+
+bool PathExcluded(const std::vector<std::string>& excludes, const std::string& path, const std::string& name) {
+  for (const auto& g : excludes) {
+    if (g.find('/') != std::string::npos) {
+      if (fnmatch(g.c_str(), path.c_str(), 0) == 0) return true;
+    } else if (fnmatch(g.c_str(), name.c_str(), 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Result<std::string> NormalizeRoot(const std::string& root) {
+  if (root.empty()) return Status::Invalid("empty root path");
+  char* real = ::realpath(root.c_str(), nullptr);
+  if (!real) return Status::Io(root, errno);
+  std::string out(real);
+  std::free(real);
+  return out;
+}
+
+Result<WalkResult> Walk(Sys& sys, const std::vector<std::string>& roots, const WalkOptions& options) {
+  Walker w(sys, options);
+  auto r = w.Run(roots);
+  if (r.ok() && r->files.empty() && r->dirs == 0 && !r->problems.empty() && roots.size() == r->problems.size())
+    return r->problems.front().status;
+  return r;
+}
+
+}  // namespace oans

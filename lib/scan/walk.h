@@ -1,0 +1,73 @@
+// Parallel directory walk. Each directory is a TBB task that reads its entries through
+// its parent's open descriptor (openat with O_NOFOLLOW), so symlinks are never followed,
+// a directory swapped for a symlink is refused, and paths longer than PATH_MAX work. The
+// walk stays on the mount of each root. It only collects: regular files with their stat,
+// and problems (permission denied, vanished) as data.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/base/sys.h"
+
+namespace oans {
+
+struct WalkEntry;
+
+struct WalkOptions {
+  // Globs: with a '/', matched against the whole path; without, against the name.
+  std::vector<std::string> excludes;
+  uint64_t min_size = 0;  // regular files smaller than this are skipped (0 = keep all)
+  bool one_filesystem = true;
+  int threads = 4;
+  std::atomic<uint64_t>* files_found = nullptr;  // progress counter, may be null
+  // When set, every regular file kept is opened relative to its directory (no second
+  // path lookup) and this is called with the descriptor, from a walker thread; the stat
+  // in `entry` then comes from that descriptor. Returning true means the visitor is done
+  // with the file and the walk does not keep it in WalkResult::files.
+  std::function<bool(int fd, WalkEntry* entry)> on_file;
+  // When set, called first for each entry readdir calls a regular file, with its
+  // directory, name and inode number, before anything else touches it; returning true
+  // means the visitor finished the file itself (entry.path and root are set for it, and
+  // entry.st.dev is the directory's device: a hint, only the file's own stat says).
+  std::function<bool(int dirfd, const std::string& name, uint64_t ino, WalkEntry* entry)> without_open;
+  const std::atomic<bool>* stop = nullptr;  // when set, no further directory is read
+};
+
+struct WalkEntry {
+  std::string path;
+  FileStat st;
+  uint32_t root = 0;  // index of the root it was found under
+  uint64_t first_physical = UINT64_MAX;  // may be set by WalkOptions::on_file, for disk order
+};
+
+struct WalkProblem {
+  std::string path;
+  Status status;
+};
+
+struct WalkResult {
+  std::vector<WalkEntry> files;
+  std::vector<WalkProblem> problems;
+  uint64_t dirs = 0;
+  uint64_t skipped_special = 0;   // fifos, sockets, devices
+  uint64_t skipped_symlinks = 0;
+  uint64_t skipped_mounts = 0;    // directories on another mount
+  uint64_t skipped_small = 0;     // below min_size (empty files included)
+  uint64_t excluded = 0;
+};
+
+// Makes a root absolute and clean ("/a/b", no trailing slash).
+Result<std::string> NormalizeRoot(const std::string& root);
+
+// Walks the roots; a root that cannot be opened is a problem, not a failure, unless
+// every root fails.
+Result<WalkResult> Walk(Sys& sys, const std::vector<std::string>& roots, const WalkOptions& options);
+
+bool PathExcluded(const std::vector<std::string>& excludes, const std::string& path, const std::string& name);
+
+}  // namespace oans

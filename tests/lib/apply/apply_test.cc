@@ -1,0 +1,755 @@
+#include "lib/apply/apply.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "lib/apply/journal.h"
+#include "tests/lib/test_util.h"
+
+namespace oans {
+namespace {
+
+using test::StatusIs;
+using test::TempDir;
+
+const char kUuid[] = "UUID-T";
+
+struct Call {
+  std::string src;
+  uint64_t src_offset = 0, length = 0;
+  std::vector<std::pair<std::string, uint64_t>> dests;  // path, offset
+};
+
+// Real files for open/stat/read; FIDEDUPERANGE and filesystem identity are simulated.
+class FakeSys : public test::ForwardingSys {
+ public:
+  std::string uuid = kUuid;
+  uint64_t subvolume = 5;
+  // Decides the outcome of a call; the default dedupes everything.
+  std::function<Status(const Call&, std::vector<DedupeDest>*)> on_dedupe;
+
+  Result<int> OpenNoFollow(const std::string& path) override {
+    auto fd = ForwardingSys::OpenNoFollow(path);
+    std::lock_guard<std::mutex> lk(mu_);
+    opened_paths_.push_back(path);
+    if (fd.ok()) fds_[*fd] = path;
+    return fd;
+  }
+  void Close(int fd) override {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (fd >= 0 && !fds_.erase(fd)) ADD_FAILURE() << "closing fd " << fd << " that is not open";
+    }
+    ForwardingSys::Close(fd);
+  }
+  Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) override {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      preads_++;
+      reads_.push_back({fds_.count(fd) ? fds_[fd] : "?", offset});
+    }
+    return ForwardingSys::Pread(fd, buf, len, offset);
+  }
+  void WillNeed(int fd, uint64_t offset, uint64_t length) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    hints_.push_back({fds_.count(fd) ? fds_[fd] : "?", offset});
+    (void)length;
+  }
+  // Every read-ahead hint in the order made: path, offset.
+  std::vector<std::pair<std::string, uint64_t>> hints() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return hints_;
+  }
+  Result<FsIdentity> Identify(int) override {
+    FsIdentity id;
+    id.type = "btrfs";
+    id.uuid = uuid;
+    id.subvolume = subvolume;
+    return id;
+  }
+  Status DedupeRange(int src_fd, uint64_t src_offset, uint64_t length, std::vector<DedupeDest>* dests) override {
+    Call c;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      c.src = fds_.count(src_fd) ? fds_[src_fd] : "?";
+      c.src_offset = src_offset;
+      c.length = length;
+      for (const auto& d : *dests) c.dests.push_back({fds_.count(d.fd) ? fds_[d.fd] : "?", d.offset});
+      calls_.push_back(c);
+      if (calls_.size() > 1000) return Status::Io("endless loop", ELOOP);
+    }
+    if (dests->empty() || dests->size() > kMaxDedupeDests) ADD_FAILURE() << "bad destination count";
+    if (on_dedupe) return on_dedupe(c, dests);
+    for (auto& d : *dests) {
+      d.status = kDedupeSame;
+      d.bytes_deduped = length;
+    }
+    return Status::Ok();
+  }
+
+  std::vector<Call> calls() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return calls_;
+  }
+  size_t open_fds() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return fds_.size();
+  }
+  int preads() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return preads_;
+  }
+  // Every pread in the order made: path, offset.
+  std::vector<std::pair<std::string, uint64_t>> reads() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return reads_;
+  }
+  void ClearRecords() {
+    std::lock_guard<std::mutex> lk(mu_);
+    calls_.clear();
+    reads_.clear();
+    hints_.clear();
+    opened_paths_.clear();
+    preads_ = 0;
+  }
+  bool Opened(const std::string& path) {
+    std::lock_guard<std::mutex> lk(mu_);
+    return std::find(opened_paths_.begin(), opened_paths_.end(), path) != opened_paths_.end();
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<int, std::string> fds_;
+  std::vector<Call> calls_;
+  std::vector<std::string> opened_paths_;
+  std::vector<std::pair<std::string, uint64_t>> reads_, hints_;
+  int preads_ = 0;
+};
+
+class ApplyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = parent_.Join("root");
+    test::MakeDir(root_);
+    for (const char* n : {"s", "a", "b", "c", "d", "e", "f"}) test::WriteFile(P(n), std::string(16384, n[0]));
+  }
+  std::string P(const std::string& rel) const { return root_ + "/" + rel; }
+
+  PlanFileRef Ref(const std::string& path) const {
+    FileStat st = test::StatPath(path);
+    return {path, 0, st.dev, st.ino, st.size, st.mtime_ns};
+  }
+  PlanHeader Header(uint64_t rounds) const {
+    PlanHeader h;
+    h.roots = {root_};
+    FsRecord f;
+    f.uuid = kUuid;
+    f.subvolume = 5;
+    f.type = "btrfs";
+    h.filesystems = {f};
+    h.rounds = rounds;
+    return h;
+  }
+  // A round whose files are `names` (by index) and ops source -> dests at offset 0.
+  static PlanRound Round(uint64_t index, std::vector<PlanFileRef> files,
+                         std::vector<std::pair<uint32_t, std::vector<uint32_t>>> ops, uint64_t length = 8192) {
+    PlanRound r;
+    r.index = index;
+    r.files = std::move(files);
+    uint64_t phys = 1000;
+    for (auto& [src, dests] : ops) {
+      PlanOp op;
+      op.source = src;
+      op.length = length;
+      op.physical = phys++;
+      for (uint32_t d : dests) op.dests.push_back({d, 0, 0});
+      r.bytes += length * (1 + dests.size());
+      r.ops.push_back(op);
+    }
+    return r;
+  }
+
+  Status Apply(const PlanHeader& h, const std::vector<PlanRound>& rounds, ApplyStats* stats,
+               ApplyOptions o = {}, bool finish = true) {
+    const std::string plan = parent_.Join("p.plan");
+    test::WritePlan(plan, h, rounds, finish);
+    auto reader = PlanReader::Open(plan);
+    if (!reader.ok()) return reader.status();
+    Status s = RunApply(sys_, **reader, o, nullptr, stats);
+    EXPECT_EQ(sys_.open_fds(), 0u) << "descriptors left open";
+    return s;
+  }
+
+  // n rounds; round i dedupes ri.b against ri.a (files made here).
+  std::vector<PlanRound> Rounds(int n) const {
+    std::vector<PlanRound> rounds;
+    for (int i = 0; i < n; ++i) {
+      const std::string a = P("r" + std::to_string(i) + ".a"), b = P("r" + std::to_string(i) + ".b");
+      test::WriteFile(a, std::string(16384, char('a' + i % 26)));
+      test::WriteFile(b, std::string(16384, char('a' + i % 26)));
+      rounds.push_back(Round(uint64_t(i), {Ref(a), Ref(b)}, {{0, {1}}}));
+    }
+    return rounds;
+  }
+  // The rounds of Rounds() that the calls so far belong to, in the order they ran.
+  std::vector<size_t> RoundsRun() {
+    std::vector<size_t> out;
+    for (const auto& c : sys_.calls()) out.push_back(std::stoul(c.src.substr(root_.size() + 2)));
+    return out;
+  }
+  static std::vector<size_t> Iota(size_t n) {
+    std::vector<size_t> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = i;
+    return v;
+  }
+
+  TempDir parent_;
+  std::string root_;
+  FakeSys sys_;
+};
+
+TEST_F(ApplyTest, RunsEveryOperation) {
+  std::vector<PlanRound> rounds = {Round(0, {Ref(P("s")), Ref(P("a")), Ref(P("b"))}, {{0, {1, 2}}}),
+                                   Round(1, {Ref(P("c")), Ref(P("d"))}, {{0, {1}}, {1, {0}}}, 4096)};
+  rounds[1].ops[1].offset = 4096;
+  rounds[1].ops[1].dests[0].offset = 8192;
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(2), rounds, &stats));
+  auto calls = sys_.calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].src, P("s"));
+  EXPECT_EQ(calls[0].length, 8192u);
+  EXPECT_EQ(calls[0].dests, (std::vector<std::pair<std::string, uint64_t>>{{P("a"), 0}, {P("b"), 0}}));
+  EXPECT_EQ(calls[1].src, P("c"));
+  EXPECT_EQ(calls[1].dests, (std::vector<std::pair<std::string, uint64_t>>{{P("d"), 0}}));
+  EXPECT_EQ(calls[2].src, P("d"));
+  EXPECT_EQ(calls[2].src_offset, 4096u);
+  EXPECT_EQ(calls[2].length, 4096u);
+  EXPECT_EQ(calls[2].dests, (std::vector<std::pair<std::string, uint64_t>>{{P("c"), 8192}}));
+  EXPECT_EQ(stats.rounds, 2u);
+  EXPECT_EQ(stats.rounds_done, 2u);
+  EXPECT_EQ(stats.ops, 3u);
+  EXPECT_EQ(stats.bytes_deduped, 2u * 8192 + 4096 + 4096);
+  EXPECT_EQ(stats.files_checked, 5u);
+  EXPECT_EQ(stats.files_mismatch, 0u);
+  EXPECT_EQ(stats.errors, 0u);
+  EXPECT_TRUE(stats.skipped.empty());
+  EXPECT_FALSE(stats.interrupted);
+  // Every source and destination range was read ahead once.
+  EXPECT_EQ(stats.bytes_prefetched, 3u * 8192 + 2 * 4096 + 2 * 4096);
+}
+
+TEST_F(ApplyTest, NoPrefetchReadsNothing) {
+  ApplyOptions o;
+  o.prefetch = false;
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, {Ref(P("s")), Ref(P("a"))}, {{0, {1}}})}, &stats, o));
+  EXPECT_EQ(sys_.preads(), 0);
+  EXPECT_EQ(stats.bytes_prefetched, 0u);
+  EXPECT_EQ(stats.bytes_deduped, 8192u);
+}
+
+TEST_F(ApplyTest, IdentityMismatchSkipsTheFile) {
+  PlanFileRef wrong_ino = Ref(P("a"));
+  wrong_ino.ino += 1;
+  PlanFileRef wrong_size = Ref(P("b"));
+  wrong_size.size += 1;
+  PlanFileRef wrong_mtime = Ref(P("c"));
+  wrong_mtime.mtime_ns += 1;
+  PlanFileRef wrong_dev = Ref(P("d"));
+  wrong_dev.dev += 1;
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1),
+                  {Round(0, {Ref(P("s")), wrong_ino, wrong_size, wrong_mtime, wrong_dev, Ref(P("e"))},
+                         {{0, {1, 2, 3, 4, 5}}})},
+                  &stats));
+  auto calls = sys_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].dests, (std::vector<std::pair<std::string, uint64_t>>{{P("e"), 0}}));
+  EXPECT_EQ(stats.files_mismatch, 4u);
+  EXPECT_EQ(stats.bytes_deduped, 8192u);
+  EXPECT_EQ(stats.skipped["changed since scan (replaced by another file)"], 2u * 8192);
+  EXPECT_EQ(stats.skipped["changed since scan (modified)"], 2u * 8192);
+  EXPECT_EQ(stats.bytes_skipped(), 4u * 8192);
+  EXPECT_EQ(stats.errors, 0u);
+}
+
+TEST_F(ApplyTest, ChangedSourceSkipsTheOperation) {
+  PlanFileRef src = Ref(P("s"));
+  src.mtime_ns -= 1000;
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, {src, Ref(P("a")), Ref(P("b"))}, {{0, {1, 2}}, {1, {2}}})}, &stats));
+  auto calls = sys_.calls();
+  ASSERT_EQ(calls.size(), 1u);  // only a -> b
+  EXPECT_EQ(calls[0].src, P("a"));
+  EXPECT_EQ(stats.skipped["source changed since scan (modified)"], 2u * 8192);
+  EXPECT_EQ(stats.files_mismatch, 1u);
+  EXPECT_EQ(stats.bytes_deduped, 8192u);
+}
+
+TEST_F(ApplyTest, FileChangedOnDiskSinceThePlan) {
+  std::vector<PlanRound> rounds = {Round(0, {Ref(P("s")), Ref(P("a"))}, {{0, {1}}})};
+  // Rewritten after planning: same inode, other size.
+  test::WriteFile(P("a"), "shorter now");
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), rounds, &stats));
+  EXPECT_TRUE(sys_.calls().empty());
+  EXPECT_EQ(stats.files_mismatch, 1u);
+  EXPECT_EQ(stats.skipped["changed since scan (modified)"], 8192u);
+  // Replaced by another file under the same name.
+  rounds = {Round(0, {Ref(P("s")), Ref(P("b"))}, {{0, {1}}})};
+  test::WriteFile(P("b.new"), std::string(16384, 'b'));
+  ASSERT_EQ(::rename(P("b.new").c_str(), P("b").c_str()), 0);
+  ApplyStats stats2;
+  ASSERT_OK(Apply(Header(1), rounds, &stats2));
+  EXPECT_TRUE(sys_.calls().empty());
+  EXPECT_EQ(stats2.skipped["changed since scan (replaced by another file)"], 8192u);
+  // Gone.
+  rounds = {Round(0, {Ref(P("s")), Ref(P("c"))}, {{0, {1}}})};
+  ASSERT_EQ(::unlink(P("c").c_str()), 0);
+  ApplyStats stats3;
+  ASSERT_OK(Apply(Header(1), rounds, &stats3));
+  EXPECT_TRUE(sys_.calls().empty());
+  EXPECT_EQ(stats3.files_mismatch, 1u);
+  EXPECT_EQ(stats3.skipped.begin()->first.rfind("ENOENT", 0), 0u) << stats3.skipped.begin()->first;
+}
+
+TEST_F(ApplyTest, DiffersCounted) {
+  sys_.on_dedupe = [&](const Call& c, std::vector<DedupeDest>* dests) {
+    for (size_t i = 0; i < dests->size(); ++i) {
+      bool differs = c.dests[i].first == P("a");
+      (*dests)[i].status = differs ? kDedupeDiffers : kDedupeSame;
+      (*dests)[i].bytes_deduped = differs ? 0 : c.length;
+    }
+    return Status::Ok();
+  };
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, {Ref(P("s")), Ref(P("a")), Ref(P("b"))}, {{0, {1, 2}}})}, &stats));
+  EXPECT_EQ(sys_.calls().size(), 1u);
+  EXPECT_EQ(stats.skipped["differs (changed since scan)"], 8192u);
+  EXPECT_EQ(stats.bytes_deduped, 8192u);
+  EXPECT_EQ(stats.errors, 0u);  // a difference is not an error
+}
+
+TEST_F(ApplyTest, PerDestinationErrorsCountedByReason) {
+  const std::map<std::string, int32_t> result = {{P("a"), -EPERM},  {P("b"), -ETXTBSY}, {P("c"), -EXDEV},
+                                                 {P("d"), -EINVAL}, {P("e"), -EAGAIN},  {P("f"), kDedupeSame}};
+  sys_.on_dedupe = [&](const Call& c, std::vector<DedupeDest>* dests) {
+    for (size_t i = 0; i < dests->size(); ++i) {
+      auto it = result.find(c.dests[i].first);
+      (*dests)[i].status = it == result.end() ? kDedupeSame : it->second;
+      (*dests)[i].bytes_deduped = (*dests)[i].status == kDedupeSame ? c.length : 0;
+    }
+    return Status::Ok();
+  };
+  std::vector<PlanFileRef> files = {Ref(P("s"))};
+  for (const char* n : {"a", "b", "c", "d", "e", "f"}) files.push_back(Ref(P(n)));
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(2),
+                  {Round(0, files, {{0, {1, 2, 3, 4, 5, 6}}, {6, {0}}}),
+                   Round(1, {Ref(P("a")), Ref(P("s"))}, {{1, {0}}}, 4096)},
+                  &stats));
+  EXPECT_EQ(sys_.calls().size(), 3u);  // the run went on after the failures
+  EXPECT_EQ(stats.errors, 6u);          // five in round 0, a again in round 1
+  std::map<std::string, uint64_t> by_errno;
+  for (const auto& [reason, bytes] : stats.skipped) by_errno[reason.substr(0, reason.find(' '))] += bytes;
+  EXPECT_EQ(by_errno, (std::map<std::string, uint64_t>{
+                          {"EPERM", 8192 + 4096}, {"ETXTBSY", 8192}, {"EXDEV", 8192}, {"EINVAL", 8192}, {"EAGAIN", 8192}}));
+  EXPECT_EQ(stats.bytes_deduped, 8192u + 8192u);  // f, and s <- f
+  EXPECT_EQ(stats.rounds_done, 2u);
+}
+
+TEST_F(ApplyTest, SameWithoutProgressDoesNotLoop) {
+  sys_.on_dedupe = [&](const Call&, std::vector<DedupeDest>* dests) {
+    for (auto& d : *dests) {
+      d.status = kDedupeSame;
+      d.bytes_deduped = 0;
+    }
+    return Status::Ok();
+  };
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, {Ref(P("s")), Ref(P("a")), Ref(P("b"))}, {{0, {1, 2}}})}, &stats));
+  EXPECT_EQ(sys_.calls().size(), 1u);
+  EXPECT_EQ(stats.skipped["no progress"], 2u * 8192);
+  EXPECT_EQ(stats.bytes_deduped, 0u);
+}
+
+TEST_F(ApplyTest, PartialProgressContinues) {
+  // The first call dedupes half for a and all for b; a is continued alone from there.
+  sys_.on_dedupe = [&](const Call& c, std::vector<DedupeDest>* dests) {
+    for (size_t i = 0; i < dests->size(); ++i) {
+      (*dests)[i].status = kDedupeSame;
+      bool half = c.dests[i].first == P("a") && c.src_offset == 0;
+      (*dests)[i].bytes_deduped = half ? c.length / 2 : c.length;
+    }
+    return Status::Ok();
+  };
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, {Ref(P("s")), Ref(P("a")), Ref(P("b"))}, {{0, {1, 2}}}, 16384)}, &stats));
+  auto calls = sys_.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1].src, P("s"));
+  EXPECT_EQ(calls[1].src_offset, 8192u);
+  EXPECT_EQ(calls[1].length, 8192u);
+  EXPECT_EQ(calls[1].dests, (std::vector<std::pair<std::string, uint64_t>>{{P("a"), 8192}}));
+  EXPECT_EQ(stats.bytes_deduped, 2u * 16384);
+  EXPECT_TRUE(stats.skipped.empty());
+}
+
+TEST_F(ApplyTest, WholeCallErrorCountsEveryDestination) {
+  sys_.on_dedupe = [&](const Call& c, std::vector<DedupeDest>* dests) {
+    if (c.src == P("s")) return Status::Io("FIDEDUPERANGE", EINVAL);
+    for (auto& d : *dests) {
+      d.status = kDedupeSame;
+      d.bytes_deduped = c.length;
+    }
+    return Status::Ok();
+  };
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, {Ref(P("s")), Ref(P("a")), Ref(P("b")), Ref(P("c"))}, {{0, {1, 2}}, {3, {1}}})},
+                  &stats));
+  EXPECT_EQ(sys_.calls().size(), 2u);
+  ASSERT_EQ(stats.skipped.size(), 1u);
+  EXPECT_EQ(stats.skipped.begin()->first.rfind("EINVAL", 0), 0u);
+  EXPECT_EQ(stats.skipped.begin()->second, 2u * 8192);
+  EXPECT_EQ(stats.errors, 2u);
+  EXPECT_EQ(stats.bytes_deduped, 8192u);
+}
+
+TEST_F(ApplyTest, StopFlagEndsAfterTheCurrentRound) {
+  std::atomic<bool> stop{false};
+  sys_.on_dedupe = [&](const Call& c, std::vector<DedupeDest>* dests) {
+    // A signal arrives during round 0, once round 1 is being prepared (its first file opened).
+    for (int i = 0; i < 2000 && !sys_.Opened(P("b")); ++i) usleep(1000);
+    stop.store(true);
+    for (auto& d : *dests) {
+      d.status = kDedupeSame;
+      d.bytes_deduped = c.length;
+    }
+    return Status::Ok();
+  };
+  ApplyOptions o;
+  o.stop = &stop;
+  ApplyStats stats;
+  Status s = Apply(Header(3),
+                   {Round(0, {Ref(P("s")), Ref(P("a"))}, {{0, {1}}, {1, {0}}}), Round(1, {Ref(P("b")), Ref(P("c"))}, {{0, {1}}}),
+                    Round(2, {Ref(P("d")), Ref(P("e"))}, {{0, {1}}})},
+                   &stats, o);
+  EXPECT_TRUE(StatusIs(s, Status::Code::kInterrupted));
+  EXPECT_TRUE(stats.interrupted);
+  EXPECT_EQ(stats.rounds_done, 1u);
+  auto calls = sys_.calls();
+  ASSERT_EQ(calls.size(), 2u);  // round 0 finished, nothing after it
+  EXPECT_EQ(calls[0].src, P("s"));
+  EXPECT_EQ(calls[1].src, P("a"));
+}
+
+TEST_F(ApplyTest, StopFlagSetBeforeStart) {
+  std::atomic<bool> stop{true};
+  ApplyOptions o;
+  o.stop = &stop;
+  ApplyStats stats;
+  Status s = Apply(Header(1), {Round(0, {Ref(P("s")), Ref(P("a"))}, {{0, {1}}})}, &stats, o);
+  EXPECT_TRUE(StatusIs(s, Status::Code::kInterrupted));
+  EXPECT_TRUE(sys_.calls().empty());
+  EXPECT_EQ(stats.rounds_done, 0u);
+}
+
+TEST_F(ApplyTest, DryRunChangesNothing) {
+  PlanFileRef stale = Ref(P("b"));
+  stale.size = 1;
+  std::vector<std::string> lines;
+  ApplyOptions o;
+  o.dry_run = true;
+  o.on_dry_run = [&](const std::string& l) { lines.push_back(l); };
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(2),
+                  {Round(0, {Ref(P("s")), Ref(P("a")), stale}, {{0, {1, 2}}, {0, {2}}}),
+                   Round(1, {Ref(P("c")), PlanFileRef{P("missing\n\xFF"), 0, 1, 2, 3, 4}}, {{0, {1}}})},
+                  &stats, o));
+  EXPECT_TRUE(sys_.calls().empty());
+  EXPECT_EQ(sys_.preads(), 0);
+  EXPECT_EQ(stats.bytes_deduped, 0u);
+  EXPECT_EQ(stats.rounds_done, 2u);
+  // Op 2 of round 0 has only the stale destination; the missing file of round 1 too.
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("\"source\":\"" + P("s") + "\""), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("\"path\":\"" + P("a") + "\""), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[0].find(P("b")), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("\"length\":8192"), std::string::npos) << lines[0];
+  EXPECT_EQ(stats.files_mismatch, 2u);
+}
+
+TEST_F(ApplyTest, DryRunLineIsValidJsonText) {
+  test::WriteFile(P("q\"uote\n"), std::string(16384, 'q'));
+  std::vector<std::string> lines;
+  ApplyOptions o;
+  o.dry_run = true;
+  o.on_dry_run = [&](const std::string& l) { lines.push_back(l); };
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, {Ref(P("s")), Ref(P("q\"uote\n"))}, {{0, {1}}})}, &stats, o));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].find('\n'), std::string::npos);
+  EXPECT_NE(lines[0].find("q\\\"uote\\n"), std::string::npos) << lines[0];
+}
+
+TEST_F(ApplyTest, PathsOutsideTheRootsRefused) {
+  // A sibling directory whose name starts with the root's name.
+  test::MakeDir(root_ + "evil");
+  test::WriteFile(root_ + "evil/x", std::string(16384, 'x'));
+  test::MakeDir(P("sub"));
+  std::vector<PlanFileRef> files = {Ref(P("s")), Ref(root_ + "evil/x"), Ref(P("a"))};
+  files.push_back(Ref(P("b")));
+  files.back().path = P("sub/../b");
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, files, {{0, {1, 2, 3}}})}, &stats));
+  auto calls = sys_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].dests, (std::vector<std::pair<std::string, uint64_t>>{{P("a"), 0}}));
+  EXPECT_EQ(stats.skipped["outside the plan's roots"], 2u * 8192);
+  EXPECT_EQ(stats.files_mismatch, 2u);
+  EXPECT_FALSE(sys_.Opened(root_ + "evil/x"));  // refused before opening
+  EXPECT_FALSE(sys_.Opened(P("sub/../b")));
+}
+
+TEST_F(ApplyTest, SymlinkInPathRefused) {
+  test::MakeDir(P("real"));
+  test::WriteFile(P("real/f"), std::string(16384, 'f'));
+  ASSERT_EQ(::symlink("real", P("link").c_str()), 0);
+  PlanFileRef via = Ref(P("real/f"));
+  via.path = P("link/f");
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, {Ref(P("s")), via}, {{0, {1}}})}, &stats));
+  EXPECT_TRUE(sys_.calls().empty());
+  EXPECT_EQ(stats.files_mismatch, 1u);
+  ASSERT_EQ(stats.skipped.size(), 1u);
+  EXPECT_EQ(stats.skipped.begin()->first.rfind("ELOOP", 0), 0u) << stats.skipped.begin()->first;
+}
+
+TEST_F(ApplyTest, PlanForAnotherFilesystemRefused) {
+  sys_.uuid = "SOMETHING-ELSE";
+  ApplyStats stats;
+  Status s = Apply(Header(1), {Round(0, {Ref(P("s")), Ref(P("a"))}, {{0, {1}}})}, &stats);
+  EXPECT_TRUE(StatusIs(s, Status::Code::kMismatch, "another filesystem"));
+  EXPECT_TRUE(StatusIs(s, Status::Code::kMismatch, root_));
+  EXPECT_TRUE(sys_.calls().empty());
+  EXPECT_EQ(stats.rounds_done, 0u);
+  EXPECT_TRUE(StatusIs(CheckPlanFilesystems(sys_, Header(1)), Status::Code::kMismatch));
+  sys_.uuid = kUuid;
+  EXPECT_OK(CheckPlanFilesystems(sys_, Header(1)));
+}
+
+TEST_F(ApplyTest, FileOnAnotherSubvolumeRefused) {
+  sys_.subvolume = 6;  // the same filesystem, but not the subvolume the plan names
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, {Ref(P("s")), Ref(P("a"))}, {{0, {1}}})}, &stats));
+  EXPECT_TRUE(sys_.calls().empty());
+  EXPECT_EQ(stats.files_mismatch, 2u);
+  EXPECT_EQ(stats.skipped["source on another filesystem than the plan names"], 8192u);
+}
+
+TEST_F(ApplyTest, TruncatedPlanIsAnErrorAfterTheRoundsItHolds) {
+  ApplyStats stats;
+  Status s = Apply(Header(3),
+                   {Round(0, {Ref(P("s")), Ref(P("a"))}, {{0, {1}}}), Round(1, {Ref(P("b")), Ref(P("c"))}, {{0, {1}}})},
+                   &stats, {}, /*finish=*/false);
+  EXPECT_TRUE(StatusIs(s, Status::Code::kCorrupt, "truncated"));
+  EXPECT_EQ(stats.rounds_done, 2u);
+  EXPECT_EQ(sys_.calls().size(), 2u);
+  EXPECT_FALSE(stats.interrupted);
+}
+
+TEST(ShuffledOrderTest, IsAFixedPermutation) {
+  EXPECT_TRUE(ShuffledOrder(0, 1).empty());
+  EXPECT_EQ(ShuffledOrder(1, 1), std::vector<size_t>{0});
+  for (size_t n : {2u, 7u, 100u}) {
+    auto p = ShuffledOrder(n, kDefaultOrderSeed);
+    auto sorted = p;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<size_t> all(n);
+    for (size_t i = 0; i < n; ++i) all[i] = i;
+    EXPECT_EQ(sorted, all) << "not a permutation of " << n;
+    EXPECT_EQ(p, ShuffledOrder(n, kDefaultOrderSeed)) << "not repeatable";
+    if (n > 2) {
+      EXPECT_NE(p, all) << "left in order";
+      EXPECT_NE(p, ShuffledOrder(n, kDefaultOrderSeed + 1)) << "the seed changes nothing";
+    }
+  }
+  // SplitMix64 + Fisher-Yates: the same values on every platform and standard library.
+  EXPECT_EQ(ShuffledOrder(8, 1), (std::vector<size_t>{4, 3, 2, 7, 5, 6, 0, 1}));
+}
+
+TEST_F(ApplyTest, PhysicalOrderRunsRoundsAsPlanned) {
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(12), Rounds(12), &stats));
+  EXPECT_EQ(RoundsRun(), Iota(12));
+}
+
+TEST_F(ApplyTest, ShuffledOrderRunsEveryRoundOnceInAnotherOrder) {
+  auto rounds = Rounds(12);
+  ApplyOptions o;
+  o.order = ApplyOrder::kShuffled;
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(12), rounds, &stats, o));
+  const auto first = RoundsRun();
+  EXPECT_EQ(first, ShuffledOrder(12, kDefaultOrderSeed));
+  EXPECT_NE(first, Iota(12));
+  auto sorted = first;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, Iota(12)) << "a round ran twice or not at all";
+  EXPECT_EQ(stats.rounds_done, 12u);
+  EXPECT_EQ(stats.ops, 12u);
+  EXPECT_EQ(stats.bytes_deduped, 12u * 8192);
+  EXPECT_EQ(stats.bytes_prefetched, 12u * 2 * 8192);
+  // The same order again; another seed, another order.
+  sys_.ClearRecords();
+  ApplyStats again;
+  ASSERT_OK(Apply(Header(12), rounds, &again, o));
+  EXPECT_EQ(RoundsRun(), first);
+  sys_.ClearRecords();
+  o.order_seed = 99;
+  ApplyStats other;
+  ASSERT_OK(Apply(Header(12), rounds, &other, o));
+  EXPECT_NE(RoundsRun(), first);
+  EXPECT_EQ(other.rounds_done, 12u);
+}
+
+TEST_F(ApplyTest, ShuffledOrderResumesFromTheJournal) {
+  const auto rounds = Rounds(12);
+  const std::string jpath = parent_.Join("p.plan.journal");
+  std::string notice;
+  // First run: stopped during its fourth round.
+  std::atomic<bool> stop{false};
+  sys_.on_dedupe = [&](const Call& c, std::vector<DedupeDest>* dests) {
+    if (sys_.calls().size() >= 4) stop.store(true);
+    for (auto& d : *dests) {
+      d.status = kDedupeSame;
+      d.bytes_deduped = c.length;
+    }
+    return Status::Ok();
+  };
+  ApplyOptions o;
+  o.order = ApplyOrder::kShuffled;
+  o.stop = &stop;
+  {
+    auto j = Journal::Open(jpath, Header(12), &notice);
+    ASSERT_OK(j.status());
+    o.journal = j->get();
+    ApplyStats stats;
+    EXPECT_TRUE(StatusIs(Apply(Header(12), rounds, &stats, o), Status::Code::kInterrupted));
+    EXPECT_EQ(stats.rounds_done, 4u);
+  }
+  const auto perm = ShuffledOrder(12, kDefaultOrderSeed);
+  const auto run1 = RoundsRun();
+  EXPECT_EQ(run1, std::vector<size_t>(perm.begin(), perm.begin() + 4));
+  // Second run, from the journal on disk: the other eight, in the same permutation.
+  sys_.ClearRecords();
+  stop.store(false);
+  sys_.on_dedupe = nullptr;
+  {
+    auto j = Journal::Open(jpath, Header(12), &notice);
+    ASSERT_OK(j.status());
+    EXPECT_EQ((*j)->done_count(), 4u);
+    o.journal = j->get();
+    ApplyStats stats;
+    ASSERT_OK(Apply(Header(12), rounds, &stats, o));
+    EXPECT_EQ(stats.rounds_from_journal, 4u);
+    EXPECT_EQ(stats.rounds_done, 8u);
+  }
+  EXPECT_EQ(RoundsRun(), std::vector<size_t>(perm.begin() + 4, perm.end()));
+  // Third run, in plan order: nothing left to do.
+  sys_.ClearRecords();
+  {
+    auto j = Journal::Open(jpath, Header(12), &notice);
+    ASSERT_OK(j.status());
+    o.journal = j->get();
+    o.order = ApplyOrder::kPhysical;
+    ApplyStats stats;
+    ASSERT_OK(Apply(Header(12), rounds, &stats, o));
+    EXPECT_EQ(stats.rounds_from_journal, 12u);
+    EXPECT_EQ(stats.rounds_done, 0u);
+  }
+  EXPECT_TRUE(sys_.calls().empty());
+  EXPECT_EQ(sys_.preads(), 0);  // rounds from the journal are not even opened
+  // Every round is in the journal exactly once.
+  std::ifstream in(jpath);
+  std::string line;
+  std::getline(in, line);
+  std::multiset<uint64_t> done;
+  while (std::getline(in, line))
+    if (!line.empty()) done.insert(std::stoull(line.substr(5)));
+  EXPECT_EQ(done, (std::multiset<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+}
+
+TEST_F(ApplyTest, ShuffledOrderStopsAtTheDeadline) {
+  ApplyOptions o;
+  o.order = ApplyOrder::kShuffled;
+  o.deadline = std::chrono::steady_clock::now();  // passes during the first round
+  ApplyStats stats;
+  Status s = Apply(Header(12), Rounds(12), &stats, o);
+  EXPECT_TRUE(StatusIs(s, Status::Code::kInterrupted, "deadline reached after 1 rounds"));
+  EXPECT_TRUE(stats.deadline_reached);
+  EXPECT_EQ(stats.rounds_done, 1u);
+  EXPECT_EQ(RoundsRun(), std::vector<size_t>{ShuffledOrder(12, kDefaultOrderSeed)[0]});
+}
+
+TEST_F(ApplyTest, ShuffledOrderReadsTheWholePlanBeforeTheFirstRound) {
+  ApplyOptions o;
+  o.order = ApplyOrder::kShuffled;
+  ApplyStats stats;
+  Status s = Apply(Header(3),
+                   {Round(0, {Ref(P("s")), Ref(P("a"))}, {{0, {1}}}), Round(1, {Ref(P("b")), Ref(P("c"))}, {{0, {1}}})},
+                   &stats, o, /*finish=*/false);
+  EXPECT_TRUE(StatusIs(s, Status::Code::kCorrupt, "truncated"));
+  EXPECT_EQ(stats.rounds_done, 0u);
+  EXPECT_TRUE(sys_.calls().empty());
+  EXPECT_FALSE(sys_.Opened(P("s")));
+}
+
+TEST_F(ApplyTest, PrefetchReadOrder) {
+  // One round, six ranges, each read with one pread; physical offsets out of plan order.
+  PlanRound r = Round(0, {Ref(P("s")), Ref(P("a")), Ref(P("b")), Ref(P("c")), Ref(P("d")), Ref(P("e"))},
+                      {{0, {1, 2}}, {3, {4, 5}}});
+  r.ops[0].physical = 500;
+  r.ops[0].dests[0].physical = 100;
+  r.ops[0].dests[1].physical = 900;
+  r.ops[1].physical = 300;
+  r.ops[1].dests[0].physical = 700;
+  r.ops[1].dests[1].physical = 50;
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {r}, &stats));
+  using Reads = std::vector<std::pair<std::string, uint64_t>>;
+  const Reads physical = {{P("e"), 0}, {P("a"), 0}, {P("c"), 0}, {P("s"), 0}, {P("d"), 0}, {P("b"), 0}};
+  EXPECT_EQ(sys_.reads(), physical);
+  EXPECT_EQ(sys_.hints(), physical) << "the whole round is requested at once, in disk order";
+
+  ApplyOptions o;
+  o.order = ApplyOrder::kShuffled;
+  sys_.ClearRecords();
+  ApplyStats s1;
+  ASSERT_OK(Apply(Header(1), {r}, &s1, o));
+  const Reads shuffled = sys_.reads();
+  EXPECT_NE(shuffled, physical);
+  Reads a = shuffled, b = physical;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  EXPECT_EQ(a, b) << "every range once";
+  EXPECT_EQ(s1.bytes_prefetched, 6u * 8192);
+  EXPECT_EQ(sys_.calls().size(), 2u);  // the dedupe calls themselves keep the plan's order
+  sys_.ClearRecords();
+  ApplyStats s2;
+  ASSERT_OK(Apply(Header(1), {r}, &s2, o));
+  EXPECT_EQ(sys_.reads(), shuffled) << "not repeatable";
+  EXPECT_TRUE(sys_.hints().empty()) << "no read-ahead hint without disk order";
+}
+
+}  // namespace
+}  // namespace oans

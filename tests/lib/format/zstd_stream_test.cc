@@ -1,0 +1,505 @@
+#include "lib/format/zstd_stream.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "format/index.capnp.h"
+#include "lib/format/frame_stream.h"
+#include "tests/lib/test_util.h"
+
+namespace oans {
+namespace {
+
+using test::TempDir;
+
+// An index-batch message with one record whose path is `path`; returns its flat bytes.
+std::string MakeMessage(capnp::MallocMessageBuilder& msg, const std::string& path, uint64_t ino) {
+  auto files = msg.initRoot<schema::IndexFrame>().initBatch().initFiles(1);
+  files[0].setPath(kj::arrayPtr(reinterpret_cast<const kj::byte*>(path.data()), path.size()));
+  files[0].setIno(ino);
+  auto words = capnp::messageToFlatArray(msg);
+  auto bytes = words.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+struct Written {
+  std::vector<std::string> messages;  // flat bytes of each message
+  std::vector<uint64_t> ends;         // file offset where each message's frame ends
+  std::string file;                   // the whole file
+};
+
+// Writes messages with the given paths through a FrameWriter into `path`.
+Written WriteMessages(const std::string& path, const std::vector<std::string>& paths) {
+  Written w;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  EXPECT_GE(fd, 0);
+  FrameWriter fw(fd, path);
+  for (size_t i = 0; i < paths.size(); ++i) {
+    capnp::MallocMessageBuilder msg;
+    w.messages.push_back(MakeMessage(msg, paths[i], i + 1));
+    EXPECT_OK(fw.Write(msg));
+    w.ends.push_back(fw.bytes_out());
+  }
+  ::close(fd);
+  w.file = test::ReadFile(path);
+  EXPECT_EQ(w.file.size(), w.ends.back());
+  return w;
+}
+
+struct ReadOutcome {
+  std::vector<std::string> messages;
+  Status error;  // OK when the stream ended cleanly
+};
+
+ReadOutcome ReadMessages(const std::string& path) {
+  ReadOutcome out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  EXPECT_GE(fd, 0);
+  FrameReader fr(fd, path);
+  for (int guard = 0; guard < 1000; ++guard) {
+    kj::Array<capnp::word> words;
+    auto r = fr.Next(&words);
+    if (!r.ok()) {
+      out.error = r.status();
+      break;
+    }
+    if (!*r) break;
+    auto bytes = words.asBytes();
+    out.messages.emplace_back(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+  }
+  ::close(fd);
+  return out;
+}
+
+TEST(ZstdStream, RoundTripFramesThroughFile) {
+  TempDir dir;
+  const std::string path = dir.Join("z");
+  const std::string a = "hello", b = test::RandomBytes(300000, 1), c(1 << 20, 'x');
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  {
+    ZstdWriter w(fd, path);
+    ASSERT_OK(w.Write(a.data(), a.size()));
+    ASSERT_OK(w.EndFrame());
+    ASSERT_OK(w.Write(b.data(), b.size()));
+    ASSERT_OK(w.EndFrame());
+    // A frame written in pieces.
+    ASSERT_OK(w.Write(c.data(), 1000));
+    ASSERT_OK(w.Write(c.data() + 1000, c.size() - 1000));
+    ASSERT_OK(w.EndFrame());
+    ASSERT_OK(w.EndFrame());  // nothing open: no empty frame
+    struct stat st;
+    ASSERT_EQ(fstat(fd, &st), 0);
+    EXPECT_EQ(uint64_t(st.st_size), w.bytes_out());
+    EXPECT_LT(w.bytes_out(), a.size() + b.size() + c.size());  // the 'x' run compressed
+  }
+  ::close(fd);
+
+  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ZstdReader r(fd, path);
+  std::string got(a.size(), '\0');
+  auto ok = r.ReadExact(got.data(), got.size());
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_TRUE(*ok);
+  EXPECT_EQ(got, a);
+  EXPECT_TRUE(r.at_frame_boundary());
+  // Read the second frame in odd-sized pieces.
+  got.assign(b.size(), '\0');
+  size_t done = 0;
+  while (done < b.size()) {
+    size_t n = std::min<size_t>(7777, b.size() - done);
+    auto p = r.ReadExact(got.data() + done, n);
+    ASSERT_TRUE(p.ok() && *p) << p.status().message();
+    done += n;
+    if (done < b.size()) {
+      EXPECT_FALSE(r.at_frame_boundary()) << done;
+    }
+  }
+  EXPECT_EQ(got, b);
+  EXPECT_TRUE(r.at_frame_boundary());
+  got.assign(c.size(), '\0');
+  ok = r.ReadExact(got.data(), got.size());
+  ASSERT_TRUE(ok.ok() && *ok) << ok.status().message();
+  EXPECT_EQ(got, c);
+  char one;
+  ok = r.ReadExact(&one, 1);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_FALSE(*ok);  // clean end
+  EXPECT_EQ(r.bytes_in(), test::StatPath(path).size);
+  ::close(fd);
+}
+
+TEST(ZstdStream, PartialReadAtEndIsTruncation) {
+  TempDir dir;
+  const std::string path = dir.Join("z");
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  {
+    ZstdWriter w(fd, path);
+    ASSERT_OK(w.Write("0123456789", 10));
+    ASSERT_OK(w.EndFrame());
+  }
+  ::close(fd);
+  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ZstdReader r(fd, path);
+  char buf[20];
+  auto res = r.ReadExact(buf, sizeof buf);
+  ASSERT_FALSE(res.ok());
+  EXPECT_TRUE(test::StatusIs(res.status(), Status::Code::kCorrupt, "truncated"));
+  EXPECT_NE(res.status().message().find(path), std::string::npos);
+  ::close(fd);
+}
+
+TEST(ZstdStream, EmptyInputIsCleanEnd) {
+  TempDir dir;
+  test::WriteFile(dir.Join("empty"), "");
+  int fd = ::open(dir.Join("empty").c_str(), O_RDONLY | O_CLOEXEC);
+  ZstdReader r(fd, "empty");
+  char c;
+  auto res = r.ReadExact(&c, 1);
+  ASSERT_TRUE(res.ok());
+  EXPECT_FALSE(*res);
+  ::close(fd);
+}
+
+TEST(ZstdStream, GarbageIsCorrupt) {
+  TempDir dir;
+  test::WriteFile(dir.Join("g"), "this is not zstd at all, just some text");
+  int fd = ::open(dir.Join("g").c_str(), O_RDONLY | O_CLOEXEC);
+  ZstdReader r(fd, "g");
+  char c[4];
+  auto res = r.ReadExact(c, 4);
+  ASSERT_FALSE(res.ok());
+  EXPECT_TRUE(test::StatusIs(res.status(), Status::Code::kCorrupt, "damaged"));
+  ::close(fd);
+}
+
+TEST(FrameStream, RoundTripMessages) {
+  TempDir dir;
+  Written w = WriteMessages(dir.Join("f"), {"/a", test::RandomBytes(100000, 2), std::string(70000, 'q'), ""});
+  ReadOutcome r = ReadMessages(dir.Join("f"));
+  ASSERT_TRUE(r.error.ok()) << r.error.message();
+  EXPECT_EQ(r.messages, w.messages);
+}
+
+TEST(FrameStream, RoundTripThroughPipe) {
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  std::vector<std::string> sent;
+  // Larger than a pipe's buffer, so writer and reader must interleave.
+  std::vector<std::string> paths = {"/x", test::RandomBytes(3 << 20, 3), "/y", std::string(1 << 20, 'z')};
+  for (auto& s : paths) {
+    capnp::MallocMessageBuilder m;
+    sent.push_back(MakeMessage(m, s, 0));
+  }
+  Status write_status;
+  std::thread writer([&] {
+    FrameWriter fw(p[1], "pipe");
+    for (size_t i = 0; i < paths.size(); ++i) {
+      capnp::MallocMessageBuilder m;
+      MakeMessage(m, paths[i], 0);
+      write_status = fw.Write(m);
+      if (!write_status.ok()) break;
+    }
+    ::close(p[1]);
+  });
+  FrameReader fr(p[0], "pipe");
+  std::vector<std::string> got;
+  for (;;) {
+    kj::Array<capnp::word> words;
+    auto r = fr.Next(&words);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    if (!*r) break;
+    auto b = words.asBytes();
+    got.emplace_back(reinterpret_cast<const char*>(b.begin()), b.size());
+  }
+  writer.join();
+  ::close(p[0]);
+  EXPECT_OK(write_status);
+  EXPECT_EQ(got, sent);
+}
+
+TEST(FrameStream, WriteToClosedPipeFails) {
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  ::close(p[0]);
+  auto old = ::signal(SIGPIPE, SIG_IGN);
+  FrameWriter fw(p[1], "pipe");
+  capnp::MallocMessageBuilder m;
+  MakeMessage(m, "/a", 1);
+  Status s = fw.Write(m);
+  ::signal(SIGPIPE, old);
+  ::close(p[1]);
+  EXPECT_TRUE(test::StatusIs(s, Status::Code::kIoError, "pipe"));
+  EXPECT_EQ(s.errnum(), EPIPE);
+}
+
+// Cutting a multi-frame file at every byte offset: a cut at a frame boundary is a clean
+// end after the frames before it; any other cut is kCorrupt. Never a crash, never a message
+// that differs from what was written, never a complete frame lost.
+TEST(FrameStream, TruncationAtEveryOffset) {
+  TempDir dir;
+  Written w = WriteMessages(dir.Join("full"), {"/first", "/second/" + std::string(40, 's'), "/third"});
+  ASSERT_EQ(w.messages.size(), 3u);
+  const std::string cut = dir.Join("cut");
+  for (size_t len = 0; len <= w.file.size(); ++len) {
+    SCOPED_TRACE("cut at " + std::to_string(len) + " of " + std::to_string(w.file.size()));
+    test::WriteFile(cut, w.file.substr(0, len));
+    ReadOutcome r = ReadMessages(cut);
+    size_t complete = 0;
+    bool boundary = len == 0;
+    for (size_t k = 0; k < w.ends.size(); ++k) {
+      if (w.ends[k] <= len) complete = k + 1;
+      if (w.ends[k] == len) boundary = true;
+    }
+    ASSERT_LE(r.messages.size(), w.messages.size());
+    for (size_t k = 0; k < r.messages.size(); ++k) EXPECT_EQ(r.messages[k], w.messages[k]) << "message " << k;
+    EXPECT_GE(r.messages.size(), complete);
+    if (boundary) {
+      EXPECT_TRUE(r.error.ok()) << r.error.message();
+      EXPECT_EQ(r.messages.size(), complete);
+    } else {
+      EXPECT_TRUE(test::StatusIs(r.error, Status::Code::kCorrupt));
+      EXPECT_NE(r.error.message().find(cut), std::string::npos) << r.error.message();
+    }
+  }
+}
+
+// Flipping any byte either is caught as kCorrupt or (for bits zstd does not need, such as
+// the window size) changes nothing; it never yields different data.
+TEST(FrameStream, FlippedByteIsCorruptNeverWrongData) {
+  TempDir dir;
+  // The random path makes the second frame a raw (stored) block.
+  Written w = WriteMessages(dir.Join("full"), {"/first", test::RandomBytes(2000, 4), "/third"});
+  const std::string bad = dir.Join("bad");
+  int corrupt = 0;
+  for (size_t pos = 0; pos < w.file.size(); ++pos) {
+    SCOPED_TRACE("flip at " + std::to_string(pos));
+    std::string f = w.file;
+    f[pos] = char(f[pos] ^ 0x20);
+    test::WriteFile(bad, f);
+    ReadOutcome r = ReadMessages(bad);
+    for (size_t k = 0; k < r.messages.size() && k < w.messages.size(); ++k)
+      EXPECT_EQ(r.messages[k], w.messages[k]) << "message " << k;
+    if (r.error.ok()) {
+      EXPECT_EQ(r.messages, w.messages);
+    } else {
+      EXPECT_TRUE(test::StatusIs(r.error, Status::Code::kCorrupt));
+      ++corrupt;
+    }
+  }
+  EXPECT_GT(corrupt, int(w.file.size()) * 9 / 10);
+  // Specific places that must be caught: a data byte in the middle of the stored block
+  // and each byte of a frame's content checksum.
+  for (size_t pos : {size_t(w.ends[0] + (w.ends[1] - w.ends[0]) / 2), size_t(w.ends[1] - 1),
+                     size_t(w.ends[1] - 4), size_t(w.ends[2] - 2)}) {
+    std::string f = w.file;
+    f[pos] = char(f[pos] ^ 0x01);
+    test::WriteFile(bad, f);
+    ReadOutcome r = ReadMessages(bad);
+    EXPECT_TRUE(test::StatusIs(r.error, Status::Code::kCorrupt)) << "flip at " << pos;
+  }
+}
+
+// Writes raw bytes as one zstd frame, so the words reach FrameReader intact.
+void WriteRawFrame(const std::string& path, const std::vector<uint32_t>& words32) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ZstdWriter w(fd, path);
+  ASSERT_OK(w.Write(words32.data(), words32.size() * 4));
+  ASSERT_OK(w.EndFrame());
+  ::close(fd);
+}
+
+TEST(FrameStream, HugeLengthFieldRejected) {
+  TempDir dir;
+  // One segment of 2^28 words = 2 GiB, more than kMaxMessageBytes.
+  WriteRawFrame(dir.Join("huge"), {0, 0x10000000u, 1, 2});
+  test::ResetLargestAllocation();
+  ReadOutcome r = ReadMessages(dir.Join("huge"));
+  EXPECT_TRUE(test::StatusIs(r.error, Status::Code::kCorrupt, "1 GiB"));
+  EXPECT_LT(test::LargestAllocation(), size_t(32) << 20);
+  // Two segments whose sizes only together exceed the limit.
+  WriteRawFrame(dir.Join("two"), {1, 0x08000000u, 0x08000000u, 0, 1, 2});
+  r = ReadMessages(dir.Join("two"));
+  EXPECT_TRUE(test::StatusIs(r.error, Status::Code::kCorrupt, "1 GiB"));
+  // Four segments of 0xffffffff words each: the sum must not overflow into something small.
+  WriteRawFrame(dir.Join("wrap"), {3, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0});
+  r = ReadMessages(dir.Join("wrap"));
+  EXPECT_TRUE(test::StatusIs(r.error, Status::Code::kCorrupt));
+}
+
+TEST(FrameStream, LengthBelowLimitButAbsentDoesNotAllocateIt) {
+  TempDir dir;
+  // 100M words (800 MB) claimed, 2 words present.
+  WriteRawFrame(dir.Join("claim"), {0, 100000000u, 1, 2, 3, 4});
+  test::ResetLargestAllocation();
+  ReadOutcome r = ReadMessages(dir.Join("claim"));
+  EXPECT_TRUE(test::StatusIs(r.error, Status::Code::kCorrupt, "truncated"));
+  EXPECT_LT(test::LargestAllocation(), size_t(32) << 20);
+}
+
+TEST(FrameStream, TooManySegmentsRejected) {
+  TempDir dir;
+  WriteRawFrame(dir.Join("segs"), {100000, 1, 1, 1});
+  ReadOutcome r = ReadMessages(dir.Join("segs"));
+  EXPECT_TRUE(test::StatusIs(r.error, Status::Code::kCorrupt, "segment"));
+  // 0xffffffff + 1 segments must not wrap to zero.
+  WriteRawFrame(dir.Join("wrap"), {0xffffffffu, 1, 1, 1});
+  r = ReadMessages(dir.Join("wrap"));
+  EXPECT_TRUE(test::StatusIs(r.error, Status::Code::kCorrupt));
+}
+
+TEST(FrameStream, CutInsideSegmentTable) {
+  TempDir dir;
+  // Three segments need two more table words, but the frame ends after the first pair.
+  WriteRawFrame(dir.Join("t"), {2, 1});
+  ReadOutcome r = ReadMessages(dir.Join("t"));
+  EXPECT_TRUE(test::StatusIs(r.error, Status::Code::kCorrupt));
+}
+
+TEST(OutputFile, CommitMakesTargetAppear) {
+  TempDir dir;
+  const std::string target = dir.Join("out.idx");
+  auto out = OutputFile::Open(target);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ((*out)->name(), target);
+  EXPECT_FALSE(test::Exists(target));
+  ASSERT_EQ(::write((*out)->fd(), "data", 4), 4);
+  // Only a temporary file beside the target exists until Commit.
+  auto names = test::ListDir(dir.path());
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0].rfind("out.idx.tmp-", 0), 0u) << names[0];
+  EXPECT_FALSE(test::Exists(target));
+  ASSERT_OK((*out)->Commit());
+  EXPECT_EQ(test::ReadFile(target), "data");
+  EXPECT_EQ(test::ListDir(dir.path()), std::vector<std::string>{"out.idx"});
+  out->reset();
+  EXPECT_EQ(test::ReadFile(target), "data");
+}
+
+TEST(OutputFile, NoCommitLeavesNoFile) {
+  TempDir dir;
+  const std::string target = dir.Join("out.idx");
+  {
+    auto out = OutputFile::Open(target);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    ASSERT_EQ(::write((*out)->fd(), "partial", 7), 7);
+  }
+  EXPECT_TRUE(test::ListDir(dir.path()).empty());
+}
+
+TEST(OutputFile, UncommittedDoesNotReplaceExisting) {
+  TempDir dir;
+  const std::string target = dir.Join("plan");
+  test::WriteFile(target, "old");
+  {
+    auto out = OutputFile::Open(target);
+    ASSERT_TRUE(out.ok());
+    ASSERT_EQ(::write((*out)->fd(), "new", 3), 3);
+  }
+  EXPECT_EQ(test::ReadFile(target), "old");
+  EXPECT_EQ(test::ListDir(dir.path()).size(), 1u);
+  auto out = OutputFile::Open(target);
+  ASSERT_TRUE(out.ok());
+  ASSERT_EQ(::write((*out)->fd(), "new", 3), 3);
+  ASSERT_OK((*out)->Commit());
+  EXPECT_EQ(test::ReadFile(target), "new");
+}
+
+TEST(OutputFile, MissingDirectoryIsIoError) {
+  TempDir dir;
+  auto out = OutputFile::Open(dir.Join("no/such/dir/file"));
+  ASSERT_FALSE(out.ok());
+  EXPECT_TRUE(test::StatusIs(out.status(), Status::Code::kIoError, dir.Join("no/such/dir/file")));
+  EXPECT_EQ(out.status().errnum(), ENOENT);
+}
+
+// Points standard output at `fd` for the lifetime of the object.
+class StdoutRedirect {
+ public:
+  explicit StdoutRedirect(int fd) {
+    std::fflush(stdout);
+    saved_ = ::dup(STDOUT_FILENO);
+    ::dup2(fd, STDOUT_FILENO);
+  }
+  ~StdoutRedirect() {
+    std::fflush(stdout);
+    ::dup2(saved_, STDOUT_FILENO);
+    ::close(saved_);
+  }
+
+ private:
+  int saved_;
+};
+
+TEST(OutputFile, StdoutRefusedWhenTerminal) {
+  int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0) {
+    if (master >= 0) ::close(master);
+    GTEST_SKIP() << "no pseudo-terminal available";
+  }
+  const char* name = ::ptsname(master);
+  int slave = name ? ::open(name, O_RDWR | O_NOCTTY) : -1;
+  if (slave < 0) {
+    ::close(master);
+    GTEST_SKIP() << "cannot open the pseudo-terminal";
+  }
+  Status s;
+  {
+    StdoutRedirect r(slave);
+    auto out = OutputFile::Open("-");
+    s = out.ok() ? Status::Ok() : out.status();
+  }
+  ::close(slave);
+  ::close(master);
+  EXPECT_TRUE(test::StatusIs(s, Status::Code::kInvalidArgument, "terminal"));
+}
+
+TEST(OutputFile, StdoutAcceptedWhenPipe) {
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  bool ok;
+  std::string name;
+  int fd = -1;
+  {
+    StdoutRedirect r(p[1]);
+    auto out = OutputFile::Open("-");
+    ok = out.ok();
+    if (ok) {
+      name = (*out)->name();
+      fd = (*out)->fd();
+      ok = (*out)->Commit().ok();
+    }
+  }
+  ::close(p[0]);
+  ::close(p[1]);
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(name, "standard output");
+  EXPECT_EQ(fd, STDOUT_FILENO);
+  // Standard output stays open after the OutputFile is gone.
+  EXPECT_NE(::fcntl(STDOUT_FILENO, F_GETFD), -1);
+}
+
+TEST(InputFile, DirectoryAndMissingFileRefused) {
+  TempDir dir;
+  auto in = InputFile::Open(dir.path());
+  ASSERT_FALSE(in.ok());
+  EXPECT_TRUE(test::StatusIs(in.status(), Status::Code::kInvalidArgument, "is a directory"));
+  in = InputFile::Open(dir.Join("missing"));
+  ASSERT_FALSE(in.ok());
+  EXPECT_TRUE(test::StatusIs(in.status(), Status::Code::kIoError, "missing"));
+  EXPECT_EQ(in.status().errnum(), ENOENT);
+}
+
+}  // namespace
+}  // namespace oans

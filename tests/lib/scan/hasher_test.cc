@@ -1,0 +1,203 @@
+#include "lib/scan/hasher.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "tests/lib/test_util.h"
+
+namespace oans {
+namespace {
+
+using test::TempDir;
+
+// Opens a file with the given content in a temp dir and closes it at the end.
+class HashFixture {
+ public:
+  explicit HashFixture(const std::string& content) : content_(content) {
+    test::WriteFile(dir_.Join("f"), content);
+    fd_ = ::open(dir_.Join("f").c_str(), O_RDONLY | O_CLOEXEC);
+    EXPECT_GE(fd_, 0);
+  }
+  ~HashFixture() { ::close(fd_); }
+  int fd() const { return fd_; }
+  const std::string& content() const { return content_; }
+  std::string path() const { return dir_.Join("f"); }
+
+ private:
+  TempDir dir_;
+  std::string content_;
+  int fd_ = -1;
+};
+
+void ExpectHashes(const FileHashes& h, const std::string& content, uint32_t bs) {
+  EXPECT_EQ(h.whole, HashBytes(content.data(), content.size()));
+  EXPECT_EQ(h.bytes_read, content.size());
+  ASSERT_EQ(h.blocks.size(), (content.size() + bs - 1) / bs);
+  for (size_t b = 0; b < h.blocks.size(); ++b) {
+    size_t off = b * bs;
+    EXPECT_EQ(h.blocks[b], HashBytes(content.data() + off, std::min<size_t>(bs, content.size() - off))) << b;
+  }
+}
+
+TEST(Hasher, HashBytesIsContentDependent) {
+  const std::string a = "hello", b = "hellp";
+  EXPECT_EQ(HashBytes(a.data(), a.size()), HashBytes(a.data(), a.size()));
+  EXPECT_NE(HashBytes(a.data(), a.size()), HashBytes(b.data(), b.size()));
+  EXPECT_NE(HashBytes(a.data(), 4), HashBytes(a.data(), 5));
+  Hash128 h = HashBytes(a.data(), a.size());
+  EXPECT_NE(h.hi, h.lo);
+}
+
+TEST(Hasher, KnownContentPartialLastBlock) {
+  const uint32_t bs = 64 * 1024;
+  HashFixture f(test::RandomBytes(300000, 11));  // 4 full blocks and a partial one
+  std::vector<char> buf;
+  auto h = HashFile(DefaultSys(), f.fd(), f.content().size(), bs, &buf);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->blocks.size(), 5u);
+  ExpectHashes(*h, f.content(), bs);
+}
+
+TEST(Hasher, SpansSeveralBuffers) {
+  // 2.5 MiB with 128 KiB blocks crosses the 256 KiB buffer nine times.
+  const uint32_t bs = 128 * 1024;
+  HashFixture f(test::RandomBytes((5u << 20) / 2 + 4096, 12));
+  std::vector<char> buf;
+  std::atomic<uint64_t> progress{0};
+  auto h = HashFile(
+      DefaultSys(), f.fd(), f.content().size(), bs, &buf,
+      [](void* ctx, uint64_t n) { static_cast<std::atomic<uint64_t>*>(ctx)->fetch_add(n); }, &progress);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  ExpectHashes(*h, f.content(), bs);
+  EXPECT_EQ(progress.load(), f.content().size());
+  EXPECT_EQ(buf.size() % bs, 0u);  // the buffer holds whole blocks
+
+  // The same buffer reused for another file gives the same answer.
+  auto again = HashFile(DefaultSys(), f.fd(), f.content().size(), bs, &buf);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->whole, h->whole);
+  EXPECT_EQ(again->blocks, h->blocks);
+}
+
+TEST(Hasher, BlockLargerThanBuffer) {
+  const uint32_t bs = 3u << 20;  // 3 MiB block, more than the default 256 KiB buffer
+  HashFixture f(test::RandomBytes(7u << 20, 13));
+  std::vector<char> buf;
+  auto h = HashFile(DefaultSys(), f.fd(), f.content().size(), bs, &buf);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->blocks.size(), 3u);
+  ExpectHashes(*h, f.content(), bs);
+}
+
+TEST(Hasher, ExactMultipleOfBlockSize) {
+  const uint32_t bs = 4096;
+  HashFixture f(test::RandomBytes(4096 * 3, 14));
+  std::vector<char> buf;
+  auto h = HashFile(DefaultSys(), f.fd(), f.content().size(), bs, &buf);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->blocks.size(), 3u);
+  ExpectHashes(*h, f.content(), bs);
+}
+
+TEST(Hasher, IdenticalBlocksHashEqual) {
+  const uint32_t bs = 4096;
+  std::string block = test::RandomBytes(bs, 15);
+  HashFixture f(block + test::RandomBytes(bs, 16) + block);
+  std::vector<char> buf;
+  auto h = HashFile(DefaultSys(), f.fd(), f.content().size(), bs, &buf);
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ(h->blocks.size(), 3u);
+  EXPECT_EQ(h->blocks[0], h->blocks[2]);
+  EXPECT_NE(h->blocks[0], h->blocks[1]);
+}
+
+TEST(Hasher, EmptyFile) {
+  HashFixture f("");
+  std::vector<char> buf;
+  auto h = HashFile(DefaultSys(), f.fd(), 0, 4096, &buf);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_TRUE(h->blocks.empty());
+  EXPECT_EQ(h->whole, HashBytes("", 0));
+  EXPECT_EQ(h->bytes_read, 0u);
+}
+
+TEST(Hasher, ZeroBlockSizeRejected) {
+  HashFixture f("abc");
+  std::vector<char> buf;
+  EXPECT_EQ(HashFile(DefaultSys(), f.fd(), 3, 0, &buf).status().code(), Status::Code::kInvalidArgument);
+}
+
+// Returns at most `max` bytes per read, and from a chosen offset on, EOF or an error.
+class ShortReadSys : public test::ForwardingSys {
+ public:
+  size_t max = SIZE_MAX;
+  uint64_t eof_at = UINT64_MAX;
+  uint64_t eio_at = UINT64_MAX;
+  std::atomic<int> calls{0};
+  Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) override {
+    calls++;
+    if (offset >= eio_at) return Status::Io("read", EIO);
+    if (offset >= eof_at) return size_t(0);
+    if (eof_at != UINT64_MAX) len = size_t(std::min<uint64_t>(len, eof_at - offset));
+    return ForwardingSys::Pread(fd, buf, std::min(len, max), offset);
+  }
+};
+
+TEST(Hasher, ShortReadsStillHashEverything) {
+  const uint32_t bs = 8192;
+  HashFixture f(test::RandomBytes(100000, 17));
+  ShortReadSys sys;
+  sys.max = 1000;
+  std::vector<char> buf;
+  auto h = HashFile(sys, f.fd(), f.content().size(), bs, &buf);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  ExpectHashes(*h, f.content(), bs);
+  EXPECT_GE(sys.calls.load(), 100);
+}
+
+TEST(Hasher, EarlyEofIsShrank) {
+  HashFixture f(test::RandomBytes(300000, 18));
+  ShortReadSys sys;
+  sys.eof_at = 200000;
+  std::vector<char> buf;
+  auto h = HashFile(sys, f.fd(), f.content().size(), 65536, &buf);
+  ASSERT_FALSE(h.ok());
+  EXPECT_TRUE(test::StatusIs(h.status(), Status::Code::kMismatch, "shrank"));
+  // A real file shorter than the size given.
+  auto r = HashFile(DefaultSys(), f.fd(), f.content().size() + 1, 65536, &buf);
+  EXPECT_TRUE(test::StatusIs(r.status(), Status::Code::kMismatch, "shrank"));
+}
+
+TEST(Hasher, GrowthDetected) {
+  HashFixture f(test::RandomBytes(10000, 19));
+  std::vector<char> buf;
+  // The file holds more than the size the walk saw.
+  auto h = HashFile(DefaultSys(), f.fd(), 9999, 4096, &buf);
+  ASSERT_FALSE(h.ok());
+  EXPECT_TRUE(test::StatusIs(h.status(), Status::Code::kMismatch, "grew"));
+  // Growth exactly at a buffer boundary.
+  HashFixture g(test::RandomBytes((1u << 20) + 1, 20));
+  h = HashFile(DefaultSys(), g.fd(), 1u << 20, 4096, &buf);
+  EXPECT_TRUE(test::StatusIs(h.status(), Status::Code::kMismatch, "grew"));
+}
+
+TEST(Hasher, ReadErrorPropagated) {
+  HashFixture f(test::RandomBytes(3u << 20, 21));
+  ShortReadSys sys;
+  sys.eio_at = 2u << 20;
+  std::vector<char> buf;
+  auto h = HashFile(sys, f.fd(), f.content().size(), 131072, &buf);
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), Status::Code::kIoError);
+  EXPECT_EQ(h.status().errnum(), EIO);
+  // An error on the very first read too.
+  sys.eio_at = 0;
+  h = HashFile(sys, f.fd(), f.content().size(), 131072, &buf);
+  EXPECT_EQ(h.status().errnum(), EIO);
+}
+
+}  // namespace
+}  // namespace oans

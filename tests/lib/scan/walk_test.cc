@@ -1,0 +1,350 @@
+#include "lib/scan/walk.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <mutex>
+#include <set>
+
+#include "tests/lib/test_util.h"
+
+namespace oans {
+namespace {
+
+using test::TempDir;
+
+std::set<std::string> Paths(const WalkResult& r) {
+  std::set<std::string> s;
+  for (const auto& f : r.files) s.insert(f.path);
+  EXPECT_EQ(s.size(), r.files.size()) << "a file was reported twice";
+  return s;
+}
+
+// root/
+//   a/f1 (100 B)   a/b/f2 (200 B)   a/b/c/f3 (300 B)
+//   empty (0 B)    small (10 B)
+//   link_file -> a/f1   link_dir -> a   dangling -> nowhere
+//   fifo
+class WalkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    test::MakeDir(dir_.Join("a"));
+    test::MakeDir(dir_.Join("a/b"));
+    test::MakeDir(dir_.Join("a/b/c"));
+    test::WriteFile(dir_.Join("a/f1"), std::string(100, '1'));
+    test::WriteFile(dir_.Join("a/b/f2"), std::string(200, '2'));
+    test::WriteFile(dir_.Join("a/b/c/f3"), std::string(300, '3'));
+    test::WriteFile(dir_.Join("empty"), "");
+    test::WriteFile(dir_.Join("small"), "0123456789");
+    ASSERT_EQ(::symlink("a/f1", dir_.Join("link_file").c_str()), 0);
+    ASSERT_EQ(::symlink("a", dir_.Join("link_dir").c_str()), 0);
+    ASSERT_EQ(::symlink("nowhere", dir_.Join("dangling").c_str()), 0);
+    ASSERT_EQ(::mkfifo(dir_.Join("fifo").c_str(), 0644), 0);
+  }
+  std::string P(const std::string& rel) const { return dir_.Join(rel); }
+  TempDir dir_;
+};
+
+TEST_F(WalkTest, FindsRegularFilesOnly) {
+  WalkOptions o;
+  auto r = Walk(DefaultSys(), {dir_.path()}, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(Paths(*r), (std::set<std::string>{P("a/f1"), P("a/b/f2"), P("a/b/c/f3"), P("small")}));
+  EXPECT_EQ(r->skipped_symlinks, 3u);
+  EXPECT_EQ(r->skipped_special, 1u);
+  EXPECT_EQ(r->skipped_small, 1u);  // the empty file
+  EXPECT_EQ(r->dirs, 4u);           // root, a, a/b, a/b/c
+  EXPECT_EQ(r->excluded, 0u);
+  EXPECT_TRUE(r->problems.empty());
+  for (const auto& f : r->files) {
+    FileStat st = test::StatPath(f.path);
+    EXPECT_EQ(f.st.ino, st.ino) << f.path;
+    EXPECT_EQ(f.st.size, st.size) << f.path;
+    EXPECT_EQ(f.st.dev, st.dev) << f.path;
+    EXPECT_EQ(f.st.mtime_ns, st.mtime_ns) << f.path;
+    EXPECT_TRUE(S_ISREG(f.st.mode));
+    EXPECT_EQ(f.root, 0u);
+  }
+}
+
+TEST_F(WalkTest, ProgressCounter) {
+  std::atomic<uint64_t> found{0};
+  WalkOptions o;
+  o.files_found = &found;
+  auto r = Walk(DefaultSys(), {dir_.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(found.load(), r->files.size());
+}
+
+TEST_F(WalkTest, ExcludeByNameAndByPath) {
+  test::WriteFile(P("a/junk.tmp"), "xxxxxxxxxxxx");
+  test::MakeDir(P("cache"));
+  test::WriteFile(P("cache/big"), std::string(1000, 'c'));
+  WalkOptions o;
+  o.excludes = {"*.tmp", "cache", dir_.path() + "/a/b/*"};
+  auto r = Walk(DefaultSys(), {dir_.path()}, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(Paths(*r), (std::set<std::string>{P("a/f1"), P("small")}));
+  // junk.tmp, the cache directory (not entered), a/b/f2 and a/b/c.
+  EXPECT_EQ(r->excluded, 4u);
+  EXPECT_EQ(r->dirs, 3u);  // root, a, a/b
+}
+
+TEST(Walk, PathExcluded) {
+  EXPECT_TRUE(PathExcluded({"*.o"}, "/src/x.o", "x.o"));
+  EXPECT_FALSE(PathExcluded({"*.o"}, "/src/x.oo", "x.oo"));
+  // A glob without '/' matches the name only, not a directory on the way.
+  EXPECT_FALSE(PathExcluded({"src"}, "/src/x", "x"));
+  EXPECT_TRUE(PathExcluded({"src"}, "/src", "src"));
+  // A glob with '/' matches the whole path.
+  EXPECT_TRUE(PathExcluded({"/data/*/tmp"}, "/data/a/tmp", "tmp"));
+  EXPECT_FALSE(PathExcluded({"/data/*/tmp"}, "/other/a/tmp", "tmp"));
+  EXPECT_FALSE(PathExcluded({"*/tmp"}, "tmp", "tmp"));
+  EXPECT_TRUE(PathExcluded({"nope", "*.iso"}, "/a/b.iso", "b.iso"));
+  EXPECT_FALSE(PathExcluded({}, "/a", "a"));
+}
+
+TEST_F(WalkTest, MinSize) {
+  WalkOptions o;
+  o.min_size = 150;
+  auto r = Walk(DefaultSys(), {dir_.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Paths(*r), (std::set<std::string>{P("a/b/f2"), P("a/b/c/f3")}));
+  EXPECT_EQ(r->skipped_small, 3u);  // empty, small, f1
+  o.min_size = 200;                  // the boundary is inclusive
+  r = Walk(DefaultSys(), {dir_.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Paths(*r), (std::set<std::string>{P("a/b/f2"), P("a/b/c/f3")}));
+}
+
+TEST_F(WalkTest, HardlinksBothReported) {
+  ASSERT_EQ(::link(P("a/f1").c_str(), P("hl").c_str()), 0);
+  auto r = Walk(DefaultSys(), {dir_.path()}, WalkOptions{});
+  ASSERT_TRUE(r.ok());
+  auto paths = Paths(*r);
+  ASSERT_TRUE(paths.count(P("hl")));
+  ASSERT_TRUE(paths.count(P("a/f1")));
+  uint64_t ino_a = 0, ino_b = 0;
+  for (const auto& f : r->files) {
+    if (f.path == P("hl")) ino_b = f.st.ino;
+    if (f.path == P("a/f1")) ino_a = f.st.ino;
+  }
+  EXPECT_EQ(ino_a, ino_b);
+  EXPECT_EQ(r->files.size(), 5u);
+}
+
+TEST_F(WalkTest, SeveralRootsAndAFileRoot) {
+  auto r = Walk(DefaultSys(), {P("a/b"), P("small")}, WalkOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(Paths(*r), (std::set<std::string>{P("a/b/f2"), P("a/b/c/f3"), P("small")}));
+  for (const auto& f : r->files) EXPECT_EQ(f.root, f.path == P("small") ? 1u : 0u) << f.path;
+}
+
+TEST_F(WalkTest, MissingRoot) {
+  // One root missing: a problem, not a failure.
+  auto r = Walk(DefaultSys(), {dir_.path(), P("missing")}, WalkOptions{});
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_EQ(r->problems[0].path, P("missing"));
+  EXPECT_EQ(r->problems[0].status.errnum(), ENOENT);
+  EXPECT_EQ(r->files.size(), 4u);
+  // Every root missing: a failure.
+  r = Walk(DefaultSys(), {P("missing"), P("gone")}, WalkOptions{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().errnum(), ENOENT);
+  // A root that is neither a directory nor a regular file.
+  r = Walk(DefaultSys(), {P("fifo"), dir_.path()}, WalkOptions{});
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_EQ(r->problems[0].path, P("fifo"));
+}
+
+// Fails to open one directory by name, as an unreadable one would.
+class DenyDirSys : public test::ForwardingSys {
+ public:
+  explicit DenyDirSys(std::string name) : name_(std::move(name)) {}
+  Result<int> OpenAt(int dirfd, const std::string& name, bool directory) override {
+    if (directory && name == name_) {
+      denied_++;
+      return Status::Io("open " + name, EACCES);
+    }
+    return ForwardingSys::OpenAt(dirfd, name, directory);
+  }
+  std::atomic<int> denied_{0};
+
+ private:
+  std::string name_;
+};
+
+TEST_F(WalkTest, UnreadableDirectoryIsAProblemAndWalkContinues) {
+  test::MakeDir(P("secret"));
+  test::WriteFile(P("secret/hidden"), "hidden data");
+  test::MakeDir(P("z"));
+  test::WriteFile(P("z/after"), "after data");
+  DenyDirSys sys("secret");
+  auto r = Walk(sys, {dir_.path()}, WalkOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(sys.denied_.load(), 1);
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_EQ(r->problems[0].path, P("secret"));
+  EXPECT_EQ(r->problems[0].status.errnum(), EACCES);
+  auto paths = Paths(*r);
+  EXPECT_FALSE(paths.count(P("secret/hidden")));
+  EXPECT_TRUE(paths.count(P("z/after")));
+  EXPECT_TRUE(paths.count(P("a/b/c/f3")));
+}
+
+TEST_F(WalkTest, UnreadableDirectoryForReal) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root bypasses permission checks (covered with DenyDirSys)";
+  test::MakeDir(P("secret"));
+  test::WriteFile(P("secret/hidden"), "hidden data");
+  ASSERT_EQ(::chmod(P("secret").c_str(), 0), 0);
+  auto r = Walk(DefaultSys(), {dir_.path()}, WalkOptions{});
+  ::chmod(P("secret").c_str(), 0755);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_EQ(r->problems[0].path, P("secret"));
+  EXPECT_EQ(r->problems[0].status.errnum(), EACCES);
+  EXPECT_EQ(r->files.size(), 4u);
+}
+
+// StatAt fails for chosen names: ENOENT (vanished after readdir) or EIO.
+class StatFailSys : public test::ForwardingSys {
+ public:
+  Result<FileStat> StatAt(int dirfd, const std::string& name) override {
+    if (name == "f1") return Status::Io("stat " + name, ENOENT);
+    if (name == "f2") return Status::Io("stat " + name, EIO);
+    return ForwardingSys::StatAt(dirfd, name);
+  }
+};
+
+TEST_F(WalkTest, VanishedFileIgnoredStatErrorReported) {
+  StatFailSys sys;
+  auto r = Walk(sys, {dir_.path()}, WalkOptions{});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Paths(*r), (std::set<std::string>{P("a/b/c/f3"), P("small")}));
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_EQ(r->problems[0].path, P("a/b/f2"));
+  EXPECT_EQ(r->problems[0].status.errnum(), EIO);
+}
+
+// Reports a different mount id for one directory, as a mount point has.
+class MountSys : public test::ForwardingSys {
+ public:
+  Result<FileStat> StatAt(int dirfd, const std::string& name) override {
+    auto st = ForwardingSys::StatAt(dirfd, name);
+    if (st.ok() && st->mnt_id == 0) st->mnt_id = 1;  // kernels without STATX_MNT_ID
+    if (st.ok() && name == "b") st->mnt_id += 1000;
+    return st;
+  }
+};
+
+TEST_F(WalkTest, StaysOnOneFilesystem) {
+  MountSys sys;
+  WalkOptions o;
+  auto r = Walk(sys, {dir_.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->skipped_mounts, 1u);
+  EXPECT_EQ(Paths(*r), (std::set<std::string>{P("a/f1"), P("small")}));
+  o.one_filesystem = false;
+  r = Walk(sys, {dir_.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->skipped_mounts, 0u);
+  EXPECT_EQ(r->files.size(), 4u);
+}
+
+TEST(Walk, PathLongerThanPathMax) {
+  TempDir dir;
+  const std::string name(200, 'd');
+  int fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  std::string path = dir.path();
+  const int depth = PATH_MAX / 200 + 5;
+  for (int i = 0; i < depth; ++i) {
+    ASSERT_EQ(::mkdirat(fd, name.c_str(), 0755), 0);
+    int sub = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(sub, 0);
+    ::close(fd);
+    fd = sub;
+    path += "/" + name;
+  }
+  int f = ::openat(fd, "deep", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(f, 0);
+  ASSERT_EQ(::write(f, "deep data", 9), 9);
+  ::close(f);
+  ::close(fd);
+  path += "/deep";
+  ASSERT_GT(path.size(), size_t(PATH_MAX));
+
+  auto r = Walk(DefaultSys(), {dir.path()}, WalkOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->problems.empty()) << r->problems[0].path.size() << ": " << r->problems[0].status.message();
+  ASSERT_EQ(r->files.size(), 1u);
+  EXPECT_EQ(r->files[0].path, path);
+  EXPECT_EQ(r->files[0].st.size, 9u);
+  EXPECT_EQ(r->dirs, uint64_t(depth) + 1);
+
+  // And the file can be opened by that path.
+  auto opened = DefaultSys().OpenNoFollow(path);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  char buf[16];
+  auto n = DefaultSys().Pread(*opened, buf, sizeof buf, 0);
+  DefaultSys().Close(*opened);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(std::string(buf, *n), "deep data");
+}
+
+TEST(Walk, ManyDirectoriesInParallel) {
+  TempDir dir;
+  std::set<std::string> want;
+  for (int d = 0; d < 40; ++d) {
+    std::string sub = dir.Join("d" + std::to_string(d));
+    test::MakeDir(sub);
+    test::MakeDir(sub + "/inner");
+    for (int f = 0; f < 10; ++f) {
+      std::string p = sub + (f % 2 ? "/inner" : "") + "/f" + std::to_string(f);
+      test::WriteFile(p, "x");
+      want.insert(p);
+    }
+  }
+  WalkOptions o;
+  o.threads = 8;
+  auto r = Walk(DefaultSys(), {dir.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Paths(*r), want);
+  EXPECT_EQ(r->dirs, 81u);
+}
+
+TEST(Walk, SymlinkInRootPathIsNotFollowedBelowIt) {
+  TempDir dir;
+  test::MakeDir(dir.Join("real"));
+  test::WriteFile(dir.Join("real/f"), "data");
+  ASSERT_EQ(::symlink("real", dir.Join("via").c_str()), 0);
+  // The root itself is stat'ed without following: a symlink root is not walked.
+  auto r = Walk(DefaultSys(), {dir.Join("via")}, WalkOptions{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("not a directory"), std::string::npos) << r.status().message();
+}
+
+TEST(Walk, NormalizeRoot) {
+  TempDir dir;
+  test::MakeDir(dir.Join("x"));
+  auto n = NormalizeRoot(dir.Join("x/../x/."));
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(*n, dir.Join("x"));
+  n = NormalizeRoot(dir.Join("x") + "/");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, dir.Join("x"));
+  EXPECT_EQ(NormalizeRoot("").status().code(), Status::Code::kInvalidArgument);
+  n = NormalizeRoot(dir.Join("missing"));
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.status().errnum(), ENOENT);
+}
+
+}  // namespace
+}  // namespace oans
