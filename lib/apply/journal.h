@@ -7,15 +7,19 @@
 
 #include <cstdint>
 #include <memory>
+#include <map>
+#include <mutex>
 #include <set>
+#include <vector>
 #include <string>
 
+#include "lib/apply/link_intent.h"
 #include "lib/format/plan_file.h"
 #include "lib/base/status.h"
 
 namespace oans {
 
-class Journal {
+class Journal : public LinkIntentLog {
  public:
   ~Journal();
   // Opens or creates the journal at `path` for the plan with `header`. A journal of
@@ -27,12 +31,23 @@ class Journal {
   // Records a finished round durably.
   Status MarkDone(uint64_t round);
   const std::string& path() const { return path_; }
+  // Hidden hardlink names: recorded durably before one is made (Begin) and after it is
+  // gone (End). Pending() lists those a killed run left, read from the journal found at
+  // Open, whichever plan it belonged to.
+  Status Begin(const LinkIntent& intent) override;
+  Status End(const LinkIntent& intent) override;
+  std::vector<LinkIntent> Pending() const;
 
  private:
   Journal() = default;
   std::string path_;
   int fd_ = -1;
+  Status Append(const std::string& line);
+  // Reads a "link-begin"/"link-end" line into pending_; false when it is neither.
+  bool ParseLinkLine(const std::string& line);
   std::set<uint64_t> done_;
+  mutable std::mutex mu_;
+  std::map<std::string, LinkIntent> pending_;  // by dir + "/" + tmp
 };
 
 }  // namespace oans

@@ -7,10 +7,14 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
+#include <csignal>
+#include <mutex>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -29,6 +33,8 @@ FileStat FromStatx(const struct statx& sx) {
   st.ctime_ns = int64_t(sx.stx_ctime.tv_sec) * 1000000000 + sx.stx_ctime.tv_nsec;
   st.mode = sx.stx_mode;
   st.nlink = sx.stx_nlink;
+  st.uid = sx.stx_uid;
+  st.gid = sx.stx_gid;
   st.mnt_id = (sx.stx_mask & STATX_MNT_ID) ? sx.stx_mnt_id : 0;
   st.blocks = sx.stx_blocks;
   return st;
@@ -177,39 +183,82 @@ class PosixSys final : public Sys {
     ::posix_fadvise(fd, off_t(offset), off_t(length), POSIX_FADV_WILLNEED);
   }
 
-  Status ReplaceWithLink(int src_fd, const std::string& dest_path, const FileStat& dest) override {
-    const size_t slash = dest_path.rfind('/');
-    if (slash == std::string::npos) return Status::Invalid(dest_path + ": not an absolute path");
-    const std::string dir = slash == 0 ? "/" : dest_path.substr(0, slash);
-    const std::string name = dest_path.substr(slash + 1);
-    long dfd = Openat2(AT_FDCWD, dir.c_str(), O_DIRECTORY);
-    if (dfd < 0) return Status::Io("open " + dir, errno);
-    struct Closer {
-      int fd;
-      ~Closer() { ::close(fd); }
-    } closer{int(dfd)};
-    auto still = [&]() -> Status {
-      auto now = StatAt(int(dfd), name);
-      if (!now.ok()) return now.status();
-      if (now->dev != dest.dev || now->ino != dest.ino || now->size != dest.size || now->mtime_ns != dest.mtime_ns ||
-          now->ctime_ns != dest.ctime_ns)
-        return Status::Mismatch("changed while being compared");
-      return Status::Ok();
-    };
-    OANS_RETURN_IF_ERROR(still());
-    const std::string tmp = "." + name.substr(0, 200) + ".oans-link-" + std::to_string(::getpid());
-    // AT_EMPTY_PATH links the open inode itself, not whatever its path names now.
-    if (::linkat(src_fd, "", int(dfd), tmp.c_str(), AT_EMPTY_PATH) != 0) return Status::Io("link " + dest_path, errno);
-    Status last = still();
-    if (!last.ok()) {
-      ::unlinkat(int(dfd), tmp.c_str(), 0);
-      return last;
+  Result<int> OpenDirNoFollow(const std::string& path) override {
+    long fd = Openat2(AT_FDCWD, path.c_str(), O_DIRECTORY);
+    if (fd < 0) return Status::Io("open " + path, errno);
+    return int(fd);
+  }
+
+  Result<std::vector<std::pair<std::string, std::string>>> Xattrs(int fd) override {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::vector<char> names;
+    for (;;) {  // the list may grow between the size query and the read
+      ssize_t n = ::flistxattr(fd, nullptr, 0);
+      if (n < 0) {
+        if (errno == ENOTSUP) return out;
+        return Status::Io("listxattr", errno);
+      }
+      names.resize(size_t(n) + 1);
+      ssize_t got = ::flistxattr(fd, names.data(), names.size());
+      if (got >= 0) {
+        names.resize(size_t(got));
+        break;
+      }
+      if (errno != ERANGE) return Status::Io("listxattr", errno);
     }
-    if (::renameat(int(dfd), tmp.c_str(), int(dfd), name.c_str()) != 0) {
-      int e = errno;
-      ::unlinkat(int(dfd), tmp.c_str(), 0);
-      return Status::Io("rename over " + dest_path, e);
+    for (size_t pos = 0; pos < names.size();) {
+      std::string name(names.data() + pos);
+      pos += name.size() + 1;
+      if (name.empty()) continue;
+      std::string value;
+      for (;;) {
+        ssize_t n = ::fgetxattr(fd, name.c_str(), nullptr, 0);
+        if (n < 0) {
+          if (errno == ENODATA) break;  // removed meanwhile
+          return Status::Io("getxattr " + name, errno);
+        }
+        value.resize(size_t(n));
+        ssize_t got = ::fgetxattr(fd, name.c_str(), value.data(), value.size());
+        if (got >= 0) {
+          value.resize(size_t(got));
+          out.emplace_back(std::move(name), std::move(value));
+          break;
+        }
+        if (errno != ERANGE) return Status::Io("getxattr " + name, errno);
+      }
     }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  Status SetLease(int fd, bool read) override {
+    // The kernel signals a lease holder (SIGIO, whose default action ends the process)
+    // when someone asks to break its lease; the apply polls LeaseHeld instead.
+    static std::once_flag ignore_sigio;
+    std::call_once(ignore_sigio, [] {
+      struct sigaction old;
+      if (::sigaction(SIGIO, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) ::signal(SIGIO, SIG_IGN);
+    });
+    if (::fcntl(fd, F_SETLEASE, read ? F_RDLCK : F_UNLCK) != 0) return Status::Io("F_SETLEASE", errno);
+    return Status::Ok();
+  }
+
+  bool LeaseHeld(int fd) override { return ::fcntl(fd, F_GETLEASE) == F_RDLCK; }
+
+  Status LinkAt(int fd, int dirfd, const std::string& name) override {
+    // AT_EMPTY_PATH links the open inode itself, not whatever a path names now.
+    if (::linkat(fd, "", dirfd, name.c_str(), AT_EMPTY_PATH) != 0) return Status::Io("link " + name, errno);
+    return Status::Ok();
+  }
+
+  Status ExchangeAt(int dirfd, const std::string& a, const std::string& b) override {
+    if (::renameat2(dirfd, a.c_str(), dirfd, b.c_str(), RENAME_EXCHANGE) != 0)
+      return Status::Io("exchange " + a + " and " + b, errno);
+    return Status::Ok();
+  }
+
+  Status UnlinkAt(int dirfd, const std::string& name) override {
+    if (::unlinkat(dirfd, name.c_str(), 0) != 0) return Status::Io("unlink " + name, errno);
     return Status::Ok();
   }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/base/status.h"
@@ -22,6 +23,7 @@ struct FileStat {
   int64_t ctime_ns = 0;
   uint32_t mode = 0;
   uint32_t nlink = 0;
+  uint32_t uid = 0, gid = 0;
   uint64_t mnt_id = 0;  // 0 when the kernel does not report it
   uint64_t blocks = 0;  // 512-byte blocks allocated
 };
@@ -106,12 +108,44 @@ class Sys {
   // Asks the kernel to start reading [offset, offset + length) into the page cache
   // (POSIX_FADV_WILLNEED), without waiting; a hint only. The default does nothing.
   virtual void WillNeed(int fd, uint64_t offset, uint64_t length) { (void)fd, (void)offset, (void)length; }
-  // Replaces the file at dest_path with a hardlink to src_fd's inode, atomically: a link
-  // under a temporary name in the same directory, then rename over dest_path. Refuses
-  // (kMismatch) unless dest_path still names the inode `dest` describes, unchanged.
-  virtual Status ReplaceWithLink(int src_fd, const std::string& dest_path, const FileStat& dest) {
-    (void)src_fd, (void)dest;
-    return Status::Invalid(dest_path + ": hardlinks are not supported here");
+  // --- Hardlink mode's primitives (the policy lives in lib/apply/hardlink.h) ---
+  // Opens a directory for reading without following a symlink in any component.
+  virtual Result<int> OpenDirNoFollow(const std::string& path) {
+    (void)path;
+    return Status::Invalid("directories cannot be opened here");
+  }
+  // Every extended attribute of the open file (ACLs and security labels included), as
+  // sorted (name, value) pairs.
+  virtual Result<std::vector<std::pair<std::string, std::string>>> Xattrs(int fd) {
+    (void)fd;
+    return std::vector<std::pair<std::string, std::string>>{};
+  }
+  // F_SETLEASE with F_RDLCK (read = true) or F_UNLCK on a descriptor opened read-only. A
+  // read lease is refused (EAGAIN) while any process has the file open for writing, and
+  // is broken (LeaseHeld turns false) when one opens or truncates it later; that opener
+  // waits until the lease is given up. The lease-break signal (SIGIO) is ignored.
+  virtual Status SetLease(int fd, bool read) {
+    (void)fd, (void)read;
+    return Status::Io("leases are not supported here", EINVAL);
+  }
+  // True while a read lease set on fd is held and no one has asked to break it.
+  virtual bool LeaseHeld(int fd) {
+    (void)fd;
+    return false;
+  }
+  // linkat(fd, "", dirfd, name, AT_EMPTY_PATH): a new name for the open inode itself.
+  virtual Status LinkAt(int fd, int dirfd, const std::string& name) {
+    (void)fd, (void)dirfd;
+    return Status::Io("link " + name, EOPNOTSUPP);
+  }
+  // renameat2(RENAME_EXCHANGE): swaps two names of one directory atomically.
+  virtual Status ExchangeAt(int dirfd, const std::string& a, const std::string& b) {
+    (void)dirfd, (void)b;
+    return Status::Io("exchange " + a, EOPNOTSUPP);
+  }
+  virtual Status UnlinkAt(int dirfd, const std::string& name) {
+    (void)dirfd;
+    return Status::Io("unlink " + name, EOPNOTSUPP);
   }
 };
 

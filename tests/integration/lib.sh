@@ -32,12 +32,13 @@ it_cleanup() {
   exit $rc
 }
 
-# mkfs_mount KIND SIZE: sets MNT to the mount point. KIND: btrfs, btrfs-zstd, xfs, ext4.
+# mkfs_mount KIND SIZE [NAME]: sets MNT to the mount point. KIND: btrfs, btrfs-zstd, xfs,
+# ext4. NAME (default KIND) names the image and mount point, for a second one of a kind.
 # (Not called through $(...): the cleanup lists must live in this shell.)
 mkfs_mount() {
-  local kind=$1 size=$2 img mnt loop
-  img=$WORK/$kind.img
-  mnt=$WORK/mnt-$kind
+  local kind=$1 size=$2 name=${3:-$1} img mnt loop
+  img=$WORK/$name.img
+  mnt=$WORK/mnt-$name
   mkdir -p "$mnt"
   truncate -s "$size" "$img"
   case $kind in

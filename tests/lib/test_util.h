@@ -84,6 +84,20 @@ class ForwardingSys : public Sys {
   }
   uint32_t InodeFlags(int fd) override { return real().InodeFlags(fd); }
   Result<FsIdentity> Identify(int fd) override { return real().Identify(fd); }
+  uint64_t Seek(int fd, uint64_t offset, bool hole) override { return real().Seek(fd, offset, hole); }
+  Status ChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) override {
+    return real().ChangedInodes(fd, since, first, last, inodes);
+  }
+  void WillNeed(int fd, uint64_t offset, uint64_t length) override { real().WillNeed(fd, offset, length); }
+  Result<int> OpenDirNoFollow(const std::string& path) override { return real().OpenDirNoFollow(path); }
+  Result<std::vector<std::pair<std::string, std::string>>> Xattrs(int fd) override { return real().Xattrs(fd); }
+  Status SetLease(int fd, bool read) override { return real().SetLease(fd, read); }
+  bool LeaseHeld(int fd) override { return real().LeaseHeld(fd); }
+  Status LinkAt(int fd, int dirfd, const std::string& name) override { return real().LinkAt(fd, dirfd, name); }
+  Status ExchangeAt(int dirfd, const std::string& a, const std::string& b) override {
+    return real().ExchangeAt(dirfd, a, b);
+  }
+  Status UnlinkAt(int dirfd, const std::string& name) override { return real().UnlinkAt(dirfd, name); }
 
  protected:
   static Sys& real() { return DefaultSys(); }

@@ -14,7 +14,7 @@ using namespace oans;
 int main(int argc, char** argv) {
   CLI::App app{
       "Execute a dedupe plan from oans-plan. Every file is re-opened without following symlinks\n"
-      "and checked against the plan (device, inode, size, mtime, filesystem); files that changed\n"
+      "and checked against the plan (filesystem UUID and subvolume, inode, size, mtime); files that changed\n"
       "are skipped and reported. Each round is read into the page cache first, then handed to\n"
       "FIDEDUPERANGE, which makes the kernel compare the bytes under lock: data that differs is\n"
       "never shared.\n"
@@ -55,10 +55,18 @@ int main(int argc, char** argv) {
   app.add_option("--link", link,
                  "reflink (default): share data with FIDEDUPERANGE on btrfs/XFS. hard: for filesystems without "
                  "reflink (ext4...), replace each whole-file duplicate by a hardlink to its source after a "
-                 "byte-for-byte compare (temporary name, link, rename; never across filesystems; the source keeps "
-                 "its path and metadata). RISK: hardlinked files are one file from then on; writing to one "
-                 "changes all, and their owners, modes and times become the source's")
+                 "byte-for-byte compare (hidden name, link, exchange; never across filesystems). Only files with the "
+                 "same owner, group, permissions and extended attributes/ACLs are linked (see --link-relax), never "
+                 "setuid/setgid files, and never a file another process has open for writing (file leases). "
+                 "RISK: hardlinked files are one file from then on; writing to one changes all")
       ->check(CLI::IsMember({"reflink", "hard"}));
+  std::vector<std::string> relax;
+  app.add_option("--link-relax", relax,
+                 "With --link=hard, also link files that differ in: owner (uid and gid), mode (permission bits) "
+                 "or xattrs (extended attributes and ACLs); a comma-separated list. By default files are linked only "
+                 "when all of these are the same; setuid and setgid files are never linked")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"owner", "mode", "xattrs"}));
   app.add_flag("--no-journal", no_journal, "Do not keep a journal: every run starts from the first round");
   app.add_flag("-q,--quiet", quiet, "Print only errors and the summary's problems");
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
@@ -71,6 +79,12 @@ int main(int argc, char** argv) {
   cli::InstallSignalHandlers(&stop);
   cli::RaiseFileLimit();
   o.hardlink = link == "hard";
+  for (const auto& r : relax) {
+    if (r == "owner") o.link_policy.same_owner = false;
+    if (r == "mode") o.link_policy.same_mode = false;
+    if (r == "xattrs") o.link_policy.same_xattrs = false;
+  }
+  if (!relax.empty() && !o.hardlink) return cli::Fail("oans-apply", "--link-relax is for --link=hard only");
   if (deadline_s && !until.empty()) return cli::Fail("oans-apply", "give --deadline or --until, not both");
   if (!until.empty()) {
     auto secs = cli::SecondsUntil(until);
@@ -105,7 +119,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "oans-apply: resuming: %zu of %llu rounds were finished by an earlier run (%s)\n",
                    journal->done_count(), (unsigned long long)(*plan)->header().rounds, journal_path.c_str());
     o.journal = journal.get();
+    o.link_log = journal.get();
   }
+  if (o.hardlink && !o.dry_run && !o.journal)
+    return cli::Fail("oans-apply",
+                     "--link=hard needs a journal, where it records the hidden link names it makes so that a run "
+                     "killed midway is cleaned up by the next one; drop --no-journal (or give --journal FILE for a "
+                     "plan read from standard input)");
   cli::ProgressMode mode;
   cli::ParseProgressMode(progress, &mode);
   cli::ProgressRenderer renderer("oans-apply", mode, quiet);
@@ -123,11 +143,11 @@ int main(int argc, char** argv) {
     std::string reasons;
     for (auto& [k, v] : s.skipped) reasons += (reasons.empty() ? "" : ",") + JsonString(k) + ":" + std::to_string(v);
     std::printf(
-        "{\"rounds\":%llu,\"rounds_done\":%llu,\"rounds_from_journal\":%llu,\"operations\":%llu,\"bytes_planned\":%llu,\"bytes_deduped\":%llu,\"files_linked\":%llu,\"bytes_linked\":%llu,"
+        "{\"rounds\":%llu,\"rounds_done\":%llu,\"rounds_from_journal\":%llu,\"rounds_to_retry\":%llu,\"operations\":%llu,\"bytes_planned\":%llu,\"bytes_deduped\":%llu,\"files_linked\":%llu,\"bytes_linked\":%llu,"
         "\"bytes_prefetched\":%llu,\"bytes_skipped\":%llu,\"skipped\":{%s},\"files_checked\":%llu,"
         "\"files_changed\":%llu,\"errors\":%llu,\"interrupted\":%s,\"dry_run\":%s}\n",
         (unsigned long long)s.rounds, (unsigned long long)s.rounds_done, (unsigned long long)s.rounds_from_journal,
-        (unsigned long long)s.ops,
+        (unsigned long long)s.rounds_to_retry, (unsigned long long)s.ops,
         (unsigned long long)s.bytes_planned, (unsigned long long)s.bytes_deduped, (unsigned long long)s.files_linked,
         (unsigned long long)s.bytes_linked,
         (unsigned long long)s.bytes_prefetched, (unsigned long long)s.bytes_skipped(), reasons.c_str(),
@@ -143,6 +163,10 @@ int main(int argc, char** argv) {
                  (unsigned long long)s.ops, FormatSize(s.bytes_deduped).c_str(), FormatSize(s.bytes_planned).c_str());
     for (auto& [reason, bytes] : s.skipped)
       std::fprintf(stderr, "  skipped %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
+    if (s.rounds_to_retry)
+      std::fprintf(stderr, "  %llu rounds met a passing problem (busy, no space, a writer, an I/O error) and are not "
+                   "journaled as done: run again with the same plan to retry them\n",
+                   (unsigned long long)s.rounds_to_retry);
     if (s.rounds_from_journal)
       std::fprintf(stderr, "  %llu rounds were already done by an earlier run\n", (unsigned long long)s.rounds_from_journal);
     if (s.interrupted)

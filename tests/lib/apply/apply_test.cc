@@ -43,6 +43,12 @@ class FakeSys : public test::ForwardingSys {
     if (fd.ok()) fds_[*fd] = path;
     return fd;
   }
+  Result<int> OpenDirNoFollow(const std::string& path) override {
+    auto fd = ForwardingSys::OpenDirNoFollow(path);
+    std::lock_guard<std::mutex> lk(mu_);
+    if (fd.ok()) fds_[*fd] = path;
+    return fd;
+  }
   void Close(int fd) override {
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -264,21 +270,21 @@ TEST_F(ApplyTest, IdentityMismatchSkipsTheFile) {
   wrong_size.size += 1;
   PlanFileRef wrong_mtime = Ref(P("c"));
   wrong_mtime.mtime_ns += 1;
-  PlanFileRef wrong_dev = Ref(P("d"));
-  wrong_dev.dev += 1;
+  PlanFileRef other_dev = Ref(P("d"));
+  other_dev.dev += 1;  // st_dev is not an identity (see DeviceNumberChangedSinceThePlanIsTheSameFile)
   ApplyStats stats;
   ASSERT_OK(Apply(Header(1),
-                  {Round(0, {Ref(P("s")), wrong_ino, wrong_size, wrong_mtime, wrong_dev, Ref(P("e"))},
+                  {Round(0, {Ref(P("s")), wrong_ino, wrong_size, wrong_mtime, other_dev, Ref(P("e"))},
                          {{0, {1, 2, 3, 4, 5}}})},
                   &stats));
   auto calls = sys_.calls();
   ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0].dests, (std::vector<std::pair<std::string, uint64_t>>{{P("e"), 0}}));
-  EXPECT_EQ(stats.files_mismatch, 4u);
-  EXPECT_EQ(stats.bytes_deduped, 8192u);
-  EXPECT_EQ(stats.skipped["changed since scan (replaced by another file)"], 2u * 8192);
+  EXPECT_EQ(calls[0].dests, (std::vector<std::pair<std::string, uint64_t>>{{P("d"), 0}, {P("e"), 0}}));
+  EXPECT_EQ(stats.files_mismatch, 3u);
+  EXPECT_EQ(stats.bytes_deduped, 2u * 8192);
+  EXPECT_EQ(stats.skipped["changed since scan (replaced by another file)"], 8192u);
   EXPECT_EQ(stats.skipped["changed since scan (modified)"], 2u * 8192);
-  EXPECT_EQ(stats.bytes_skipped(), 4u * 8192);
+  EXPECT_EQ(stats.bytes_skipped(), 3u * 8192);
   EXPECT_EQ(stats.errors, 0u);
 }
 
@@ -749,6 +755,105 @@ TEST_F(ApplyTest, PrefetchReadOrder) {
   ASSERT_OK(Apply(Header(1), {r}, &s2, o));
   EXPECT_EQ(sys_.reads(), shuffled) << "not repeatable";
   EXPECT_TRUE(sys_.hints().empty()) << "no read-ahead hint without disk order";
+}
+
+}  // namespace
+}  // namespace oans
+
+namespace oans {
+namespace {
+
+// After a remount (or a reboot) a btrfs subvolume's st_dev is another number: files are
+// known by filesystem UUID, subvolume and inode, so a plan made before still applies.
+TEST_F(ApplyTest, DeviceNumberChangedSinceThePlanIsTheSameFile) {
+  PlanFileRef s = Ref(P("s")), a = Ref(P("a"));
+  s.dev += 17;
+  a.dev += 17;
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, {s, a}, {{0, {1}}})}, &stats));
+  EXPECT_EQ(stats.files_mismatch, 0u);
+  EXPECT_EQ(stats.bytes_deduped, 8192u);
+  // Another inode under the same name is still refused.
+  PlanFileRef other = Ref(P("b"));
+  other.path = P("a");
+  ApplyStats again;
+  ASSERT_OK(Apply(Header(1), {Round(0, {s, other}, {{0, {1}}})}, &again));
+  EXPECT_EQ(again.files_mismatch, 1u);
+  EXPECT_EQ(again.bytes_deduped, 0u);
+}
+
+// A round in which something failed in a way that may not happen again (busy, out of
+// space, an I/O error) is not journaled as done: the next run tries it again. Permanent
+// outcomes (differs, not permitted) are.
+TEST_F(ApplyTest, OnlyRoundsThatCannotSucceedOnARetryAreJournaled) {
+  const auto rounds = Rounds(3);
+  const std::string jpath = parent_.Join("p.plan.journal");
+  sys_.on_dedupe = [&](const Call& c, std::vector<DedupeDest>* dests) {
+    for (auto& d : *dests) {
+      d.status = kDedupeSame;
+      d.bytes_deduped = c.length;
+    }
+    if (c.src == P("r0.a")) (*dests)[0].status = -EAGAIN;    // btrfs send running
+    if (c.src == P("r1.a")) (*dests)[0].status = -EPERM;     // immutable: stays so
+    if (c.src == P("r2.a")) return Status::Io("FIDEDUPERANGE", ENOSPC);
+    return Status::Ok();
+  };
+  std::string notice;
+  {
+    auto j = Journal::Open(jpath, Header(3), &notice);
+    ASSERT_OK(j.status());
+    ApplyOptions o;
+    o.journal = j->get();
+    ApplyStats stats;
+    ASSERT_OK(Apply(Header(3), rounds, &stats, o));
+    EXPECT_EQ(stats.rounds_to_retry, 2u);
+    EXPECT_EQ(stats.rounds_done, 3u);
+  }
+  auto j = Journal::Open(jpath, Header(3), &notice);
+  ASSERT_OK(j.status());
+  EXPECT_FALSE((*j)->Done(0));
+  EXPECT_TRUE((*j)->Done(1));
+  EXPECT_FALSE((*j)->Done(2));
+  // The next run, with the trouble gone, does the two rounds left.
+  sys_.on_dedupe = nullptr;
+  sys_.ClearRecords();
+  ApplyOptions o;
+  o.journal = j->get();
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(3), rounds, &stats, o));
+  EXPECT_EQ(stats.rounds_from_journal, 1u);
+  EXPECT_EQ(stats.bytes_deduped, 2u * 8192);
+  EXPECT_EQ(stats.rounds_to_retry, 0u);
+}
+
+// A hidden hardlink name that a killed run left is removed by the next run of any plan
+// that uses the same journal.
+TEST_F(ApplyTest, HiddenLinksOfAKilledRunAreRemovedByTheNextRun) {
+  const std::string jpath = parent_.Join("p.plan.journal");
+  const std::string tmp = ".a.oans-link-00000000000000ff";
+  ASSERT_EQ(::link(P("s").c_str(), P(tmp).c_str()), 0);
+  std::string notice;
+  {
+    PlanHeader old = Header(1);
+    old.created_ns = 42;  // another plan's journal
+    auto j = Journal::Open(jpath, old, &notice);
+    ASSERT_OK(j.status());
+    LinkIntent in;
+    in.dir = root_;
+    in.tmp = tmp;
+    in.src_ino = test::StatPath(P("s")).ino;
+    in.dst_ino = test::StatPath(P("a")).ino;
+    ASSERT_OK((*j)->Begin(in));
+  }
+  auto j = Journal::Open(jpath, Header(1), &notice);
+  ASSERT_OK(j.status());
+  ApplyOptions o;
+  o.journal = j->get();
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, {Ref(P("s")), Ref(P("a"))}, {{0, {1}}})}, &stats, o));
+  EXPECT_FALSE(test::Exists(P(tmp)));
+  EXPECT_EQ(test::StatPath(P("s")).nlink, 1u);
+  EXPECT_TRUE((*j)->Pending().empty());
 }
 
 }  // namespace

@@ -1,0 +1,247 @@
+#include "lib/apply/hardlink.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "lib/apply/errors.h"
+
+namespace oans {
+namespace {
+
+constexpr uint32_t kPermissionBits = 07777;
+
+bool SameFile(const FileStat& a, const FileStat& b) {
+  return a.dev == b.dev && a.ino == b.ino && a.size == b.size && a.mtime_ns == b.mtime_ns &&
+         a.ctime_ns == b.ctime_ns;
+}
+
+std::string HiddenName(const std::string& name) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)rng());
+  return "." + name.substr(0, 200) + ".oans-link-" + hex;
+}
+
+// Holds read leases on a set of descriptors and gives them up when it goes away.
+class Leases {
+ public:
+  explicit Leases(Sys& sys) : sys_(sys) {}
+  ~Leases() {
+    for (int fd : held_) (void)sys_.SetLease(fd, false);
+  }
+  Status Take(int fd, bool* transient) {
+    Status s = sys_.SetLease(fd, true);
+    if (s.ok()) {
+      held_.push_back(fd);
+      return s;
+    }
+    if (s.errnum() == EAGAIN) {
+      *transient = true;
+      return Status::Mismatch("open for writing by another process");
+    }
+    return Status::Io("cannot make sure no other process writes to it (file leases: " +
+                          std::string(std::strerror(s.errnum())) + ")",
+                      s.errnum());
+  }
+  // Every lease still held and no one asked to break it.
+  bool Intact() {
+    for (int fd : held_)
+      if (!sys_.LeaseHeld(fd)) return false;
+    return true;
+  }
+
+ private:
+  Sys& sys_;
+  std::vector<int> held_;
+};
+
+}  // namespace
+
+HardlinkExecutor::HardlinkExecutor(Sys& sys, LinkPolicy policy, RateLimiter* rate, LinkIntentLog* log)
+    : sys_(sys), policy_(policy), rate_(rate), log_(log), a_(1u << 20), b_(1u << 20) {}
+
+std::string HardlinkExecutor::PolicyRefusal(const LinkPolicy& p, const FileStat& a, const FileStat& b,
+                                            const std::vector<std::pair<std::string, std::string>>* xa,
+                                            const std::vector<std::pair<std::string, std::string>>* xb) {
+  if ((a.mode | b.mode) & (S_ISUID | S_ISGID)) return "setuid or setgid (never linked)";
+  if (p.same_owner && a.uid != b.uid) return "another owner (--link-relax=owner allows it)";
+  if (p.same_owner && a.gid != b.gid) return "another group (--link-relax=owner allows it)";
+  if (p.same_mode && (a.mode & kPermissionBits) != (b.mode & kPermissionBits))
+    return "other permissions (--link-relax=mode allows it)";
+  if (p.same_xattrs && xa && xb && *xa != *xb)
+    return "other extended attributes or ACLs (--link-relax=xattrs allows it)";
+  return "";
+}
+
+void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::function<void(uint64_t)>& tick) {
+  const auto& files = r.round.files;
+  for (const auto& op : r.round.ops) {
+    out->ops++;
+    auto usable = UsableDests(r, op, *this, out);
+    const PlanFileRef& sf = files[op.source];
+    for (const auto& u : usable) {
+      const PlanFileRef& df = files[u.file];
+      if (u.offset != op.offset || sf.size != df.size) {
+        out->Skip("partial duplicate (hardlink mode links whole files only)", op.length, false);
+        continue;
+      }
+      linked_.insert({df.fs, df.ino});
+      bool transient = false;
+      Status ls = LinkOne(r.fds[op.source], r.fds[u.file], df, &transient);
+      if (ls.ok()) {
+        out->files_linked++;
+        out->bytes_linked += df.size;
+        continue;
+      }
+      if (transient) linked_.erase({df.fs, df.ino});  // a later round may link it
+      const bool io = ls.code() == Status::Code::kIoError;
+      out->Skip(io ? ReasonFor(ls.errnum()) : ls.message(), df.size, transient || (io && Transient(ls.errnum())));
+      if (io) out->errors++;
+      out->notices.push_back(df.path + ": not linked, " + ls.message());
+    }
+    out->bytes_done += op.length * usable.size();
+    tick(op.length * usable.size());
+  }
+}
+
+Status HardlinkExecutor::LinkOne(int src_fd, int dst_fd, const PlanFileRef& dst, bool* transient) {
+  auto s0 = sys_.Fstat(src_fd);
+  auto d0 = sys_.Fstat(dst_fd);
+  if (!s0.ok()) return s0.status();
+  if (!d0.ok()) return d0.status();
+  if (s0->dev != d0->dev) return Status::Io("not on one filesystem", EXDEV);
+  if (s0->ino == d0->ino) return Status::Mismatch("already the same file");
+  if (s0->size != d0->size) return Status::Mismatch("differs (size)");
+  std::vector<std::pair<std::string, std::string>> xs, xd;
+  if (policy_.same_xattrs) {
+    auto a = sys_.Xattrs(src_fd);
+    auto b = sys_.Xattrs(dst_fd);
+    if (!a.ok()) return a.status();
+    if (!b.ok()) return b.status();
+    xs = std::move(*a);
+    xd = std::move(*b);
+  }
+  std::string refusal = PolicyRefusal(policy_, *s0, *d0, &xs, &xd);
+  if (!refusal.empty()) return Status::Mismatch(refusal);
+  Leases leases(sys_);
+  OANS_RETURN_IF_ERROR(leases.Take(src_fd, transient));
+  OANS_RETURN_IF_ERROR(leases.Take(dst_fd, transient));
+  OANS_RETURN_IF_ERROR(Compare(src_fd, dst_fd, s0->size, transient));
+  if (!leases.Intact()) {
+    *transient = true;
+    return Status::Mismatch("opened for writing by another process during the compare");
+  }
+  auto s1 = sys_.Fstat(src_fd);
+  auto d1 = sys_.Fstat(dst_fd);
+  if (!s1.ok() || !d1.ok() || !SameFile(*s0, *s1) || !SameFile(*d0, *d1))
+    return Status::Mismatch("changed while being compared");
+  return Replace(src_fd, dst_fd, dst, *d0, transient);
+}
+
+Status HardlinkExecutor::Compare(int src_fd, int dst_fd, uint64_t size, bool* transient) {
+  for (uint64_t off = 0; off < size;) {
+    size_t want = size_t(std::min<uint64_t>(a_.size(), size - off));
+    auto x = sys_.Pread(src_fd, a_.data(), want, off);
+    auto y = sys_.Pread(dst_fd, b_.data(), want, off);
+    if (!x.ok()) return x.status();
+    if (!y.ok()) return y.status();
+    if (*x != want || *y != want) return Status::Mismatch("changed while being compared");
+    if (std::memcmp(a_.data(), b_.data(), want) != 0) return Status::Mismatch("differs (changed since scan)");
+    off += want;
+    rate_->Account(2 * want);
+    if (!sys_.LeaseHeld(src_fd) || !sys_.LeaseHeld(dst_fd)) {
+      *transient = true;
+      return Status::Mismatch("opened for writing by another process during the compare");
+    }
+  }
+  return Status::Ok();
+}
+
+Status HardlinkExecutor::Replace(int src_fd, int dst_fd, const PlanFileRef& dst, const FileStat& d0,
+                                 bool* transient) {
+  const size_t slash = dst.path.rfind('/');
+  if (slash == std::string::npos) return Status::Invalid(dst.path + ": not an absolute path");
+  LinkIntent in;
+  in.dir = slash == 0 ? "/" : dst.path.substr(0, slash);
+  const std::string name = dst.path.substr(slash + 1);
+  auto dir = sys_.OpenDirNoFollow(in.dir);
+  if (!dir.ok()) return dir.status();
+  struct Closer {
+    Sys& sys;
+    int fd;
+    ~Closer() { sys.Close(fd); }
+  } closer{sys_, *dir};
+  auto still = [&]() -> Status {
+    auto now = sys_.StatAt(*dir, name);
+    if (!now.ok()) return now.status();
+    return SameFile(*now, d0) ? Status::Ok() : Status::Mismatch("changed while being compared");
+  };
+  OANS_RETURN_IF_ERROR(still());
+  auto src = sys_.Fstat(src_fd);
+  if (!src.ok()) return src.status();
+  in.tmp = HiddenName(name);
+  in.src_ino = src->ino;
+  in.dst_ino = d0.ino;
+  in.dst_size = d0.size;
+  in.dst_mtime_ns = d0.mtime_ns;
+  in.dst_ctime_ns = d0.ctime_ns;
+  if (log_) OANS_RETURN_IF_ERROR(log_->Begin(in));
+  auto end = [&](Status s) {
+    if (log_) {
+      Status e = log_->End(in);
+      if (s.ok() && !e.ok()) return e;
+    }
+    return s;
+  };
+  if (Status l = sys_.LinkAt(src_fd, *dir, in.tmp); !l.ok()) return end(l);
+  if (Status s = still(); !s.ok()) {
+    (void)sys_.UnlinkAt(*dir, in.tmp);
+    return end(s);
+  }
+  if (Status x = sys_.ExchangeAt(*dir, in.tmp, name); !x.ok()) {
+    (void)sys_.UnlinkAt(*dir, in.tmp);
+    return end(x);
+  }
+  // The name is the source's inode now and the hidden name the old destination. A
+  // process that looked the name up before the exchange and is opening it for writing
+  // holds the old inode: the leases say so, and the exchange is undone for it.
+  auto old = sys_.StatAt(*dir, in.tmp);
+  bool intact = old.ok() && old->ino == d0.ino && sys_.LeaseHeld(src_fd) && sys_.LeaseHeld(dst_fd) &&
+                sys_.SetLease(dst_fd, true).ok();
+  if (!intact) {
+    Status back = sys_.ExchangeAt(*dir, in.tmp, name);
+    if (!back.ok()) return end(back);  // the intent stays open: the next run sorts it out
+    (void)sys_.UnlinkAt(*dir, in.tmp);
+    *transient = true;
+    return end(Status::Mismatch("opened for writing by another process while being linked"));
+  }
+  return end(sys_.UnlinkAt(*dir, in.tmp));
+}
+
+Status RecoverLink(Sys& sys, const LinkIntent& in, std::string* notice) {
+  auto dir = sys.OpenDirNoFollow(in.dir);
+  if (!dir.ok()) return Status::Ok();  // the directory is gone, and the name with it
+  struct Closer {
+    Sys& sys;
+    int fd;
+    ~Closer() { sys.Close(fd); }
+  } closer{sys, *dir};
+  if (in.tmp.find('/') != std::string::npos || in.tmp.find(".oans-link-") == std::string::npos)
+    return Status::Corrupt("journal names a hidden link that oans does not make: " + in.tmp);
+  auto st = sys.StatAt(*dir, in.tmp);
+  if (!st.ok()) return Status::Ok();  // never made, or already removed
+  if (!S_ISREG(st->mode)) return Status::Ok();  // not ours: leave it
+  const std::string where = in.dir + "/" + in.tmp;
+  if (st->ino == in.src_ino) return sys.UnlinkAt(*dir, in.tmp);
+  if (st->ino == in.dst_ino && st->size == in.dst_size && st->mtime_ns == in.dst_mtime_ns)
+    return sys.UnlinkAt(*dir, in.tmp);
+  if (st->ino == in.dst_ino)
+    *notice = where + ": kept: a file replaced by a hardlink was written to afterwards by a process that had it "
+              "open; compare it with the file beside it and keep what you need";
+  return Status::Ok();
+}
+
+}  // namespace oans

@@ -1,0 +1,70 @@
+// The hardlink executor, for filesystems without reflink (ext4...): each whole-file
+// destination is compared byte for byte with its source and then replaced by a hardlink
+// to it. Linked files are one file from then on, so a pair is linked only when that gives
+// no one anything new (LinkPolicy): the same owner, group, permission bits and extended
+// attributes (ACLs, security labels, file capabilities), never a setuid or setgid file.
+//
+// No writer may lose data. Both files hold a read lease from before the compare until
+// the link is in place: the kernel refuses the lease while any process has either file
+// open for writing, and breaks it when one opens or truncates it later (that opener waits
+// while we hold the lease). The link itself: a hidden name in the destination's directory
+// for the source's inode, an atomic exchange of the two names, a last check of the leases
+// (a writer that opened the old destination meanwhile gets it back by a second exchange),
+// and the hidden name, now the old inode, removed. Each hidden name is recorded in the
+// journal before it is made and cleared after it is gone; RecoverLink removes one left by
+// a killed run, keeping its data whenever it was written to.
+// Called by the pipeline stage that finishes rounds (one thread at a time).
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/apply/executor.h"
+#include "lib/apply/link_intent.h"
+#include "lib/apply/prefetch.h"
+#include "lib/base/sys.h"
+
+namespace oans {
+
+// What two files must share to be linked; each relaxation is an explicit option.
+struct LinkPolicy {
+  bool same_owner = true;   // uid and gid
+  bool same_mode = true;    // permission bits (setuid/setgid files are never linked)
+  bool same_xattrs = true;  // every extended attribute, ACLs included
+};
+
+// Removes the hidden name of an intent a killed run left behind: a second link of the
+// source, or the destination's old inode unchanged since it was replaced. An old inode
+// written to since is kept, under its hidden name, and `notice` says where.
+Status RecoverLink(Sys& sys, const LinkIntent& intent, std::string* notice);
+
+class HardlinkExecutor : public Executor {
+ public:
+  // `log` may be null only in tests.
+  HardlinkExecutor(Sys& sys, LinkPolicy policy, RateLimiter* rate, LinkIntentLog* log);
+  void Run(const PreparedRound& r, RoundResult* out, const std::function<void(uint64_t)>& tick) override;
+  bool Handled(const PlanFileRef& f) const override { return linked_.count({f.fs, f.ino}) != 0; }
+
+  // Why two files may not be linked under `policy`, or "" when they may.
+  static std::string PolicyRefusal(const LinkPolicy& policy, const FileStat& a, const FileStat& b,
+                                   const std::vector<std::pair<std::string, std::string>>* xa,
+                                   const std::vector<std::pair<std::string, std::string>>* xb);
+
+ private:
+  // Compares and links one pair; kMismatch/kIoError say why not. *transient when the
+  // reason may go away (a writer, a busy file).
+  Status LinkOne(int src_fd, int dst_fd, const PlanFileRef& dst, bool* transient);
+  Status Compare(int src_fd, int dst_fd, uint64_t size, bool* transient);
+  Status Replace(int src_fd, int dst_fd, const PlanFileRef& dst, const FileStat& d0, bool* transient);
+  Sys& sys_;
+  const LinkPolicy policy_;
+  RateLimiter* rate_;
+  LinkIntentLog* log_;
+  std::vector<char> a_, b_;
+  std::set<std::pair<uint32_t, uint64_t>> linked_;  // destinations handled, (fs, inode) as planned
+};
+
+}  // namespace oans

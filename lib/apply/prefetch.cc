@@ -1,0 +1,58 @@
+#include "lib/apply/prefetch.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace oans {
+
+void RateLimiter::Account(uint64_t bytes) {
+  if (!rate_) return;
+  std::chrono::steady_clock::time_point due;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    total_ += bytes;
+    due = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                       std::chrono::duration<double>(double(total_) / double(rate_)));
+  }
+  std::this_thread::sleep_until(due);
+}
+
+void Prefetch(Sys& sys, ApplyOrder order, uint64_t seed, RateLimiter* rate, std::vector<char>* buffer,
+              PreparedRound* p) {
+  struct R {
+    uint64_t physical;
+    int fd;
+    uint64_t offset, length;
+  };
+  std::vector<R> ranges;
+  for (const auto& op : p->round.ops) {
+    if (p->fds[op.source] < 0) continue;
+    ranges.push_back({op.physical, p->fds[op.source], op.offset, op.length});
+    for (const auto& d : op.dests)
+      if (p->fds[d.file] >= 0) ranges.push_back({d.physical, p->fds[d.file], d.offset, op.length});
+  }
+  if (order == ApplyOrder::kShuffled) {
+    // Seeded by the round's index: the same reads whatever position the round runs at.
+    const uint64_t round_seed = seed ^ (0x9e3779b97f4a7c15ull * (p->round.index + 1));
+    std::vector<R> in_plan_order = std::move(ranges);
+    ranges.clear();
+    for (size_t i : ShuffledOrder(in_plan_order.size(), round_seed)) ranges.push_back(in_plan_order[i]);
+  } else {
+    std::sort(ranges.begin(), ranges.end(), [](const R& a, const R& b) { return a.physical < b.physical; });
+    // Not with --max-rate, whose pace the plain reads below set.
+    if (!rate->limited())
+      for (const auto& r : ranges) sys.WillNeed(r.fd, r.offset, r.length);
+  }
+  for (const auto& r : ranges) {
+    for (uint64_t off = 0; off < r.length;) {
+      auto n = sys.Pread(r.fd, buffer->data(), size_t(std::min<uint64_t>(buffer->size(), r.length - off)),
+                         r.offset + off);
+      if (!n.ok() || *n == 0) break;  // the dedupe call will see the problem itself
+      off += *n;
+      p->prefetched += *n;
+      rate->Account(*n);
+    }
+  }
+}
+
+}  // namespace oans

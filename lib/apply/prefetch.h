@@ -1,0 +1,40 @@
+// Prefetch: reads a prepared round's ranges (sources and destinations) into the page
+// cache before it is deduped, so the kernel's compare finds them there. In physical order
+// every range is first requested at once (POSIX_FADV_WILLNEED, by physical offset) so the
+// device has many reads in flight, then read through one buffer in the same order; in
+// shuffled order the ranges are read in a fixed pseudo-random order instead.
+// RateLimiter keeps the reads of every thread together under --max-rate.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "lib/apply/round_source.h"
+#include "lib/apply/verifier.h"
+#include "lib/base/sys.h"
+
+namespace oans {
+
+// Keeps the average read rate of every thread together at or below a limit. Thread-safe.
+class RateLimiter {
+ public:
+  explicit RateLimiter(uint64_t bytes_per_s) : rate_(bytes_per_s), start_(std::chrono::steady_clock::now()) {}
+  // Counts `bytes` just read and sleeps until the average is back under the limit.
+  void Account(uint64_t bytes);
+  bool limited() const { return rate_ != 0; }
+
+ private:
+  const uint64_t rate_;
+  const std::chrono::steady_clock::time_point start_;
+  std::mutex mu_;
+  uint64_t total_ = 0;
+};
+
+// Reads every range of `r` once through `buffer`; adds the bytes to r->prefetched.
+// Read errors are left for the dedupe call to meet and report.
+void Prefetch(Sys& sys, ApplyOrder order, uint64_t seed, RateLimiter* rate, std::vector<char>* buffer,
+              PreparedRound* r);
+
+}  // namespace oans

@@ -1,0 +1,63 @@
+// What an apply did, for its summary. Each round's executor fills a RoundResult; the
+// stage that finishes rounds adds them up in round order, so only that stage writes the
+// run's ApplyStats.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace oans {
+
+struct ApplyStats {
+  uint64_t rounds = 0, rounds_done = 0;
+  uint64_t rounds_from_journal = 0;  // finished by an earlier run, skipped
+  uint64_t rounds_to_retry = 0;      // ran, but something in them may succeed next time
+  uint64_t ops = 0;
+  uint64_t bytes_planned = 0;
+  uint64_t bytes_deduped = 0;
+  uint64_t files_linked = 0, bytes_linked = 0;  // hardlink mode
+  uint64_t bytes_prefetched = 0;
+  uint64_t files_checked = 0;
+  uint64_t files_mismatch = 0;
+  // Bytes not deduped, by reason ("changed since scan", "differs", "EPERM", ...).
+  std::map<std::string, uint64_t> skipped;
+  uint64_t errors = 0;  // destinations that failed (not counting "differs"/changed)
+  bool interrupted = false;
+  bool deadline_reached = false;
+  uint64_t bytes_skipped() const {
+    uint64_t n = 0;
+    for (auto& [k, v] : skipped) n += v;
+    return n;
+  }
+};
+
+// The outcome of one round.
+struct RoundResult {
+  uint64_t ops = 0;
+  uint64_t bytes_deduped = 0;
+  uint64_t files_linked = 0, bytes_linked = 0;
+  uint64_t errors = 0;
+  uint64_t bytes_done = 0;  // planned bytes handled, for progress
+  std::map<std::string, uint64_t> skipped;
+  std::vector<std::string> notices;  // per-file problems for the user
+  // Something in the round failed in a way that may not happen again (busy, no space,
+  // I/O error, a file open for writing): the round is not journaled as done.
+  bool retry = false;
+
+  void Skip(const std::string& reason, uint64_t bytes, bool transient) {
+    skipped[reason] += bytes;
+    retry |= transient;
+  }
+  void AddTo(ApplyStats* s) const {
+    s->ops += ops;
+    s->bytes_deduped += bytes_deduped;
+    s->files_linked += files_linked;
+    s->bytes_linked += bytes_linked;
+    s->errors += errors;
+    for (const auto& [k, v] : skipped) s->skipped[k] += v;
+  }
+};
+
+}  // namespace oans

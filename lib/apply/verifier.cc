@@ -1,0 +1,87 @@
+#include "lib/apply/verifier.h"
+
+#include <sys/stat.h>
+
+#include "lib/apply/errors.h"
+
+namespace oans {
+
+Result<int> Verifier::Open(const PlanFileRef& f) {
+  if (!UnderRoots(f.path)) return Status::Mismatch("outside the plan's roots");
+  if (f.fs >= h_.filesystems.size()) return Status::Mismatch("names a filesystem the plan does not list");
+  auto fd = sys_.OpenNoFollow(f.path);
+  if (!fd.ok()) return Status::Io(ReasonFor(fd.status().errnum()), fd.status().errnum());
+  auto st = sys_.Fstat(*fd);
+  Status bad;
+  if (!st.ok()) bad = Status::Io(ReasonFor(st.status().errnum()), st.status().errnum());
+  else if (!S_ISREG(st->mode)) bad = Status::Mismatch("changed since scan (not a regular file)");
+  else if (!FsMatches(*fd, st->dev, f.fs)) bad = Status::Mismatch("on another filesystem than the plan names");
+  else if (st->ino != f.ino) bad = Status::Mismatch("changed since scan (replaced by another file)");
+  else if (st->size != f.size || st->mtime_ns != f.mtime_ns) bad = Status::Mismatch("changed since scan (modified)");
+  if (!bad.ok()) {
+    sys_.Close(*fd);
+    return bad;
+  }
+  return fd;
+}
+
+void Verifier::OpenAll(PreparedRound* r) {
+  const auto& files = r->round.files;
+  r->fds.assign(files.size(), -1);
+  r->problem.assign(files.size(), "");
+  r->transient.assign(files.size(), false);
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto fd = Open(files[i]);
+    if (fd.ok()) {
+      r->fds[i] = *fd;
+      continue;
+    }
+    r->problem[i] = fd.status().message();
+    r->transient[i] = fd.status().code() == Status::Code::kIoError && Transient(fd.status().errnum());
+  }
+}
+
+void Verifier::CloseAll(Sys& sys, PreparedRound* r) {
+  for (int& fd : r->fds) {
+    if (fd >= 0) sys.Close(fd);
+    fd = -1;
+  }
+}
+
+bool Verifier::UnderRoots(const std::string& p) const {
+  if (p.find("/../") != std::string::npos || p.find("/./") != std::string::npos) return false;
+  for (const auto& r : h_.roots) {
+    if (p == r) return true;
+    if (r == "/" || (p.size() > r.size() && p.compare(0, r.size(), r) == 0 && p[r.size()] == '/')) return true;
+  }
+  return false;
+}
+
+bool Verifier::FsMatches(int fd, uint64_t dev, uint32_t fs) {
+  auto it = fs_ok_.find({dev, fs});
+  if (it == fs_ok_.end()) {
+    auto id = sys_.Identify(fd);
+    const FsRecord& want = h_.filesystems[fs];
+    bool ok = id.ok() && id->uuid == want.uuid && id->subvolume == want.subvolume;
+    it = fs_ok_.emplace(std::make_pair(dev, fs), ok).first;
+  }
+  return it->second;
+}
+
+Status CheckPlanFilesystems(Sys& sys, const PlanHeader& h) {
+  for (const auto& root : h.roots) {
+    auto fd = sys.OpenNoFollow(root);
+    if (!fd.ok()) continue;  // a vanished root only makes its files fail one by one
+    auto id = sys.Identify(*fd);
+    sys.Close(*fd);
+    if (!id.ok()) continue;
+    bool known = false;
+    for (const auto& f : h.filesystems) known |= f.uuid == id->uuid;
+    if (!known)
+      return Status::Mismatch("the plan was made for another filesystem: " + root + " is now on " + id->type +
+                              " " + id->uuid + ", which the plan does not name; scan and plan again");
+  }
+  return Status::Ok();
+}
+
+}  // namespace oans

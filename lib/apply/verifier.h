@@ -1,0 +1,55 @@
+// The verifier: what apply checks before it touches a file. Every path is opened without
+// following a symlink in any component, and the open descriptor must still be the file
+// the plan describes: a regular file under the plan's roots, the same inode on the same
+// filesystem (UUID and btrfs subvolume, asked of the descriptor), the same size and
+// mtime. st_dev is never compared: for btrfs subvolumes it is a number handed out at
+// mount time, which changes with mount order and across reboots.
+// Used by the pipeline stage that prepares rounds (one thread at a time).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/base/sys.h"
+#include "lib/format/plan_file.h"
+
+namespace oans {
+
+// A round with its files opened and checked. fds[i] is -1 when files[i] cannot be used,
+// and problem[i] says why; transient[i] when that may change by the next run. The
+// descriptors belong to this struct's user, who closes them (Verifier::CloseAll).
+struct PreparedRound {
+  PlanRound round;
+  std::vector<int> fds;
+  std::vector<std::string> problem;
+  std::vector<bool> transient;
+  uint64_t prefetched = 0;
+  bool from_journal = false;  // finished by an earlier run: nothing opened
+};
+
+class Verifier {
+ public:
+  Verifier(Sys& sys, const PlanHeader& header) : sys_(sys), h_(header) {}
+  // Opens `f` and checks it against the plan; the descriptor, or why it cannot be used
+  // (kMismatch for a file that is not the planned one, kIoError for a failed call).
+  Result<int> Open(const PlanFileRef& f);
+  // Opens every file of r->round into r->fds / problem / transient.
+  void OpenAll(PreparedRound* r);
+  static void CloseAll(Sys& sys, PreparedRound* r);
+
+ private:
+  bool UnderRoots(const std::string& p) const;
+  bool FsMatches(int fd, uint64_t dev, uint32_t fs);
+  Sys& sys_;
+  const PlanHeader& h_;
+  // (st_dev now, plan filesystem) -> whether that device is the planned filesystem.
+  std::map<std::pair<uint64_t, uint32_t>, bool> fs_ok_;
+};
+
+// Checks that the plan's filesystems are the ones mounted at its roots.
+Status CheckPlanFilesystems(Sys& sys, const PlanHeader& header);
+
+}  // namespace oans

@@ -1,0 +1,288 @@
+// Hardlink mode's rules on real files: what two files must share to be linked, writers
+// (a process holding either file open for writing, one that opens it during the compare
+// or while the names are exchanged) never lose data, and hidden names left by a killed
+// run are removed only when nothing in them can be lost.
+#include "lib/apply/hardlink.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "lib/apply/journal.h"
+#include "tests/lib/test_util.h"
+
+namespace oans {
+namespace {
+
+using test::TempDir;
+
+// Real system calls; a test may make a lease look broken at a chosen moment.
+class LeaseSys : public test::ForwardingSys {
+ public:
+  std::function<bool(int)> lease_held;  // null: ask the kernel
+  int exchanges = 0;
+  bool LeaseHeld(int fd) override { return lease_held ? lease_held(fd) : ForwardingSys::LeaseHeld(fd); }
+  Status ExchangeAt(int dirfd, const std::string& a, const std::string& b) override {
+    exchanges++;
+    return ForwardingSys::ExchangeAt(dirfd, a, b);
+  }
+};
+
+class RecordingLog : public LinkIntentLog {
+ public:
+  Status Begin(const LinkIntent& in) override {
+    begun.push_back(in);
+    return Status::Ok();
+  }
+  Status End(const LinkIntent& in) override {
+    ended.push_back(in);
+    return Status::Ok();
+  }
+  std::vector<LinkIntent> begun, ended;
+};
+
+class HardlinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    src_ = dir_.Join("src");
+    dst_ = dir_.Join("dst");
+    test::WriteFile(src_, test::RandomBytes(3 << 20, 7));
+    test::WriteFile(dst_, test::RandomBytes(3 << 20, 7));
+    ::chmod(src_.c_str(), 0640);
+    ::chmod(dst_.c_str(), 0640);
+  }
+  PlanFileRef Ref(const std::string& path) const {
+    FileStat st = test::StatPath(path);
+    return {path, 0, st.dev, st.ino, st.size, st.mtime_ns};
+  }
+  // Links dst to src through the executor; the round's result.
+  RoundResult Link(LinkPolicy policy = {}) {
+    PreparedRound r;
+    r.round.files = {Ref(src_), Ref(dst_)};
+    PlanOp op;
+    op.source = 0;
+    op.length = r.round.files[0].size;
+    op.dests.push_back({1, 0, 0});
+    r.round.ops.push_back(op);
+    for (const auto& f : r.round.files) {
+      auto fd = sys_.OpenNoFollow(f.path);
+      EXPECT_TRUE(fd.ok());
+      r.fds.push_back(*fd);
+    }
+    r.problem.assign(2, "");
+    r.transient.assign(2, false);
+    RateLimiter rate(0);
+    HardlinkExecutor ex(sys_, policy, &rate, &log_);
+    RoundResult out;
+    ex.Run(r, &out, [](uint64_t) {});
+    for (int fd : r.fds) ::close(fd);
+    return out;
+  }
+  bool Linked() const { return test::StatPath(src_).ino == test::StatPath(dst_).ino; }
+  std::string Reasons(const RoundResult& r) const {
+    std::string s;
+    for (const auto& [k, v] : r.skipped) s += k + ";";
+    return s;
+  }
+  void ExpectNoHiddenNames() const {
+    for (const auto& n : test::ListDir(dir_.path()))
+      EXPECT_EQ(n.find("oans-link"), std::string::npos) << "left behind: " << n;
+  }
+
+  TempDir dir_;
+  std::string src_, dst_;
+  LeaseSys sys_;
+  RecordingLog log_;
+};
+
+TEST_F(HardlinkTest, LinksIdenticalFilesWithTheSameMetadata) {
+  RoundResult r = Link();
+  EXPECT_EQ(r.files_linked, 1u) << Reasons(r);
+  EXPECT_TRUE(Linked());
+  EXPECT_EQ(test::ReadFile(dst_), test::RandomBytes(3 << 20, 7));
+  ASSERT_EQ(log_.begun.size(), 1u);
+  EXPECT_EQ(log_.ended.size(), 1u);
+  ExpectNoHiddenNames();
+}
+
+TEST_F(HardlinkTest, OtherModeIsNotLinkedUnlessRelaxed) {
+  ::chmod(dst_.c_str(), 0600);
+  RoundResult r = Link();
+  EXPECT_EQ(r.files_linked, 0u);
+  EXPECT_FALSE(Linked());
+  EXPECT_NE(Reasons(r).find("other permissions"), std::string::npos) << Reasons(r);
+  EXPECT_FALSE(r.retry);
+  LinkPolicy relaxed;
+  relaxed.same_mode = false;
+  EXPECT_EQ(Link(relaxed).files_linked, 1u);
+}
+
+TEST_F(HardlinkTest, OtherOwnerOrGroupIsNotLinked) {
+  ASSERT_EQ(::chown(dst_.c_str(), 65534, 65534), 0) << "needs root";
+  RoundResult r = Link();
+  EXPECT_FALSE(Linked());
+  EXPECT_NE(Reasons(r).find("another owner"), std::string::npos) << Reasons(r);
+  ASSERT_EQ(::chown(dst_.c_str(), ::getuid(), 65534), 0);
+  ::chmod(dst_.c_str(), 0640);  // chown clears nothing here, but keep the mode equal
+  r = Link();
+  EXPECT_FALSE(Linked());
+  EXPECT_NE(Reasons(r).find("another group"), std::string::npos) << Reasons(r);
+}
+
+TEST_F(HardlinkTest, SetuidAndSetgidFilesAreNeverLinked) {
+  for (mode_t m : {04750, 02750}) {
+    ::chmod(src_.c_str(), m);
+    ::chmod(dst_.c_str(), m);
+    LinkPolicy anything;
+    anything.same_owner = anything.same_mode = anything.same_xattrs = false;
+    RoundResult r = Link(anything);
+    EXPECT_FALSE(Linked());
+    EXPECT_NE(Reasons(r).find("setuid or setgid"), std::string::npos) << Reasons(r);
+  }
+}
+
+TEST_F(HardlinkTest, OtherExtendedAttributesAreNotLinked) {
+  ASSERT_EQ(::setxattr(dst_.c_str(), "user.tag", "x", 1, 0), 0);
+  RoundResult r = Link();
+  EXPECT_FALSE(Linked());
+  EXPECT_NE(Reasons(r).find("extended attributes"), std::string::npos) << Reasons(r);
+  ASSERT_EQ(::setxattr(src_.c_str(), "user.tag", "x", 1, 0), 0);
+  EXPECT_EQ(Link().files_linked, 1u);
+}
+
+TEST_F(HardlinkTest, FileOpenForWritingIsNotLinked) {
+  for (const std::string& which : {dst_, src_}) {
+    int w = ::open(which.c_str(), O_WRONLY | O_APPEND);
+    ASSERT_GE(w, 0);
+    RoundResult r = Link();
+    EXPECT_FALSE(Linked());
+    EXPECT_NE(Reasons(r).find("open for writing by another process"), std::string::npos) << Reasons(r);
+    EXPECT_TRUE(r.retry) << "a writer may be gone by the next run";
+    // The writer's later writes still land in the file at its path.
+    ASSERT_EQ(::write(w, "tail", 4), 4);
+    ::close(w);
+    EXPECT_EQ(test::ReadFile(which).substr(3 << 20), "tail");
+    test::WriteFile(which, test::RandomBytes(3 << 20, 7));
+  }
+  ExpectNoHiddenNames();
+}
+
+TEST_F(HardlinkTest, WriterDuringTheCompareStopsIt) {
+  sys_.lease_held = [](int) { return false; };  // as after a lease break
+  RoundResult r = Link();
+  EXPECT_FALSE(Linked());
+  EXPECT_NE(Reasons(r).find("during the compare"), std::string::npos) << Reasons(r);
+  EXPECT_TRUE(r.retry);
+  EXPECT_EQ(sys_.exchanges, 0);
+}
+
+TEST_F(HardlinkTest, WriterDuringTheExchangeGetsTheOldFileBack) {
+  const uint64_t old_ino = test::StatPath(dst_).ino;
+  // Leases hold through the compare, then break after the names were exchanged.
+  sys_.lease_held = [&](int) { return sys_.exchanges == 0; };
+  RoundResult r = Link();
+  EXPECT_EQ(sys_.exchanges, 2) << "the exchange was not undone";
+  EXPECT_EQ(test::StatPath(dst_).ino, old_ino);
+  EXPECT_FALSE(Linked());
+  EXPECT_NE(Reasons(r).find("while being linked"), std::string::npos) << Reasons(r);
+  EXPECT_TRUE(r.retry);
+  EXPECT_EQ(test::ReadFile(dst_), test::RandomBytes(3 << 20, 7));
+  EXPECT_EQ(log_.ended.size(), log_.begun.size());
+  ExpectNoHiddenNames();
+}
+
+class RecoverLinkTest : public HardlinkTest {
+ protected:
+  LinkIntent Intent(const std::string& tmp) const {
+    LinkIntent in;
+    in.dir = dir_.path();
+    in.tmp = tmp;
+    FileStat s = test::StatPath(src_), d = test::StatPath(dst_);
+    in.src_ino = s.ino;
+    in.dst_ino = d.ino;
+    in.dst_size = d.size;
+    in.dst_mtime_ns = d.mtime_ns;
+    return in;
+  }
+};
+
+TEST_F(RecoverLinkTest, RemovesASecondLinkOfTheSource) {
+  const std::string tmp = ".dst.oans-link-0123456789abcdef";
+  LinkIntent in = Intent(tmp);
+  ASSERT_EQ(::link(src_.c_str(), dir_.Join(tmp).c_str()), 0);
+  std::string notice;
+  EXPECT_OK(RecoverLink(sys_, in, &notice));
+  EXPECT_FALSE(test::Exists(dir_.Join(tmp)));
+  EXPECT_TRUE(test::Exists(src_));
+  EXPECT_TRUE(notice.empty());
+}
+
+TEST_F(RecoverLinkTest, RemovesTheUnchangedOldDestinationAndKeepsAWrittenOne) {
+  const std::string tmp = ".dst.oans-link-0123456789abcdef";
+  LinkIntent in = Intent(tmp);
+  // Killed after the exchange: the hidden name holds the old destination.
+  ASSERT_EQ(::rename(dst_.c_str(), dir_.Join(tmp).c_str()), 0);
+  ASSERT_EQ(::link(src_.c_str(), dst_.c_str()), 0);
+  std::string notice;
+  EXPECT_OK(RecoverLink(sys_, in, &notice));
+  EXPECT_FALSE(test::Exists(dir_.Join(tmp)));
+
+  // Same again, but a writer that had it open wrote to the old inode afterwards.
+  ASSERT_EQ(::unlink(dst_.c_str()), 0);
+  test::WriteFile(dst_, test::RandomBytes(3 << 20, 7));
+  in = Intent(tmp);
+  ASSERT_EQ(::rename(dst_.c_str(), dir_.Join(tmp).c_str()), 0);
+  ASSERT_EQ(::link(src_.c_str(), dst_.c_str()), 0);
+  test::WriteFile(dir_.Join(tmp), "the writer's data");
+  EXPECT_OK(RecoverLink(sys_, in, &notice));
+  EXPECT_EQ(test::ReadFile(dir_.Join(tmp)), "the writer's data");
+  EXPECT_NE(notice.find("kept"), std::string::npos) << notice;
+}
+
+TEST_F(RecoverLinkTest, LeavesNamesItDidNotMake) {
+  // A journal naming a file that is neither the source nor the old destination, or a
+  // name oans never makes, removes nothing.
+  const std::string tmp = ".dst.oans-link-0123456789abcdef";
+  test::WriteFile(dir_.Join(tmp), "someone else's");
+  std::string notice;
+  EXPECT_OK(RecoverLink(sys_, Intent(tmp), &notice));
+  EXPECT_TRUE(test::Exists(dir_.Join(tmp)));
+  EXPECT_FALSE(RecoverLink(sys_, Intent("dst"), &notice).ok());
+  EXPECT_TRUE(test::Exists(dst_));
+  EXPECT_FALSE(RecoverLink(sys_, Intent("../x.oans-link-1"), &notice).ok());
+}
+
+TEST_F(RecoverLinkTest, JournalKeepsPendingIntentsAcrossOpen) {
+  PlanHeader h;
+  h.created_ns = 1;
+  h.rounds = 3;
+  const std::string path = dir_.Join("plan.journal");
+  LinkIntent in = Intent(".dst.oans-link-00000000000000aa");
+  in.dir = dir_.path() + "/with space\nand newline";
+  {
+    std::string notice;
+    auto j = Journal::Open(path, h, &notice);
+    ASSERT_TRUE(j.ok());
+    EXPECT_OK((*j)->Begin(in));
+    LinkIntent done = Intent(".dst.oans-link-00000000000000bb");
+    EXPECT_OK((*j)->Begin(done));
+    EXPECT_OK((*j)->End(done));
+  }
+  std::string notice;
+  h.created_ns = 2;  // even a journal of another plan is read for them
+  auto j = Journal::Open(path, h, &notice);
+  ASSERT_TRUE(j.ok());
+  auto pending = (*j)->Pending();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].dir, in.dir);
+  EXPECT_EQ(pending[0].tmp, in.tmp);
+  EXPECT_EQ(pending[0].dst_ino, in.dst_ino);
+}
+
+}  // namespace
+}  // namespace oans
