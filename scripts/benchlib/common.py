@@ -1,6 +1,7 @@
 """Errors, logging, commands, sizes, signals and packages of the benchmarks."""
 
 import argparse
+import json
 import os
 import re
 import shlex
@@ -133,6 +134,37 @@ def raise_on_signals():
         raise Interrupted(f"signal {signum}")
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
+
+
+def measure(results, body, release, save):
+    """Runs body(), which returns an exit status (None: 0), then release() and save()
+    whatever happens. Ctrl-C, SIGTERM/SIGHUP and Fatal are logged and recorded in results
+    ("interrupted", "error") and give the exit status 130 or 1. Returns the exit status."""
+    exit_code = 0
+    try:
+        exit_code = body() or 0
+    except (KeyboardInterrupt, Interrupted) as e:
+        log(f"interrupted ({str(e) or 'Ctrl-C'}); cleaning up")
+        results["interrupted"] = True
+        exit_code = 130
+    except Fatal as e:
+        log(f"error: {e}")
+        results["error"] = str(e)
+        exit_code = 1
+    finally:
+        try:
+            release()
+        finally:
+            save()
+    return exit_code
+
+
+def write_json(path, data):
+    """Writes the results (its directory made if needed) and logs where they went."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1, default=str)
+    log(f"results: {path}")
 
 
 def entry_point(prog, main):

@@ -204,6 +204,53 @@ class SwapList(unittest.TestCase):
             self.assertFalse(os.path.exists(lst))
 
 
+class Measure(unittest.TestCase):
+    def measured(self, body, release=None):
+        calls, results = [], {}
+
+        def rel():
+            calls.append("release")
+            if release:
+                release()
+        with contextlib.redirect_stderr(io.StringIO()):
+            code = common.measure(results, body, rel, lambda: calls.append("save"))
+        return code, results, calls
+
+    def test_status_of_the_body(self):
+        self.assertEqual(self.measured(lambda: None), (0, {}, ["release", "save"]))
+        self.assertEqual(self.measured(lambda: 3), (3, {}, ["release", "save"]))
+
+    def test_fatal_and_interrupts_are_recorded(self):
+        def fatal():
+            raise common.Fatal("no room")
+
+        def ctrl_c():
+            raise KeyboardInterrupt()
+
+        def sigterm():
+            raise common.Interrupted("signal 15")
+        self.assertEqual(self.measured(fatal), (1, {"error": "no room"}, ["release", "save"]))
+        self.assertEqual(self.measured(ctrl_c), (130, {"interrupted": True}, ["release", "save"]))
+        self.assertEqual(self.measured(sigterm), (130, {"interrupted": True}, ["release", "save"]))
+
+    def test_results_are_saved_when_release_fails(self):
+        def broken():
+            raise OSError("umount")
+        calls, results = [], {}
+        with self.assertRaises(OSError), contextlib.redirect_stderr(io.StringIO()):
+            common.measure(results, lambda: 0, broken, lambda: calls.append("save"))
+        self.assertEqual(calls, ["save"])
+
+    def test_write_json(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "new", "results.json")
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                common.write_json(path, {"a": 1, "b": None})
+            with open(path) as f:
+                self.assertEqual(json.load(f), {"a": 1, "b": None})
+            self.assertIn(f"results: {path}", err.getvalue())
+
+
 class ScriptOptions(unittest.TestCase):
     def test_bench_scale(self):
         scale = load_script("bench-scale")
