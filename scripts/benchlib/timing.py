@@ -50,15 +50,15 @@ def spread(values, prefix):
 
 
 def ratio(a, b, digits=None):
-    """a / b (rounded to digits if given), or None unless both are given and non-zero."""
-    if not (a and b):
+    """a / b (rounded to digits if given); None if a is missing or b is missing or zero."""
+    if a is None or not b:
         return None
     return a / b if digits is None else round(a / b, digits)
 
 
 def growth_exponent(value_ratio, size_ratio):
     """log(value ratio) / log(size ratio): 1.0 grows linearly, 0 is flat; None if undefined."""
-    if size_ratio == 1 or value_ratio <= 0:
+    if value_ratio is None or size_ratio == 1 or value_ratio <= 0:
         return None
     return math.log(value_ratio) / math.log(size_ratio)
 

@@ -120,7 +120,8 @@ class Figures(unittest.TestCase):
         self.assertEqual(timing.ratio(8.0, 2.0), 4.0)
         self.assertEqual(timing.ratio(1.0, 3.0, 3), 0.333)
         self.assertAlmostEqual(timing.ratio(1.0, 3.0), 1 / 3)
-        for a, b in ((None, 1.0), (1.0, None), (0, 1.0), (1.0, 0)):
+        self.assertEqual(timing.ratio(0, 2.0), 0.0)
+        for a, b in ((None, 1.0), (1.0, None), (1.0, 0), (0.0, 0.0)):
             self.assertIsNone(timing.ratio(a, b))
 
     def test_growth_exponent(self):
@@ -129,6 +130,7 @@ class Figures(unittest.TestCase):
         self.assertAlmostEqual(timing.growth_exponent(1.0, 10.0), 0.0)
         self.assertIsNone(timing.growth_exponent(2.0, 1.0))
         self.assertIsNone(timing.growth_exponent(0.0, 10.0))
+        self.assertIsNone(timing.growth_exponent(None, 10.0))
 
     def test_cell(self):
         self.assertEqual(timing.cell(1.256, "8.2f"), "    1.26")
@@ -396,6 +398,23 @@ class Reports(unittest.TestCase):
         summary = dedupe.summarize(DEDUPE_RUNS, "duperemove")
         self.assertEqual(json.dumps(summary), DEDUPE_SUMMARY)
         self.assertEqual(self.printed(dedupe.print_report, summary, DEDUPE_FACTS), DEDUPE_REPORT)
+
+
+    def test_bench_dedupe_zero_medians(self):
+        # /usr/bin/time reports 0.00 s for very short runs: no ratio over zero, no crash.
+        dedupe = load_script("bench-dedupe")
+        runs = dict(DEDUPE_RUNS, runs=[], bounds=[], order_hdd=[],
+                    order_read=[{"order": "physical", "rc": 0, "wall": 0.0},
+                                {"order": "shuffled", "rc": 0, "wall": 0.31}])
+        summary = dedupe.summarize(runs, "duperemove")
+        self.assertIsNone(summary["order_read"]["shuffled_over_physical"])
+        text = self.printed(dedupe.print_report, summary, DEDUPE_FACTS)
+        self.assertIn("order-read physical : median 0.00 s", text)
+        self.assertNotIn("shuffled / physical", text)
+        runs["order_read"][1]["wall"] = 0.0
+        runs["order_read"][0]["wall"] = 0.28
+        summary = dedupe.summarize(runs, "duperemove")
+        self.assertIn("shuffled / physical: 0.00x", self.printed(dedupe.print_report, summary, DEDUPE_FACTS))
 
 
 if __name__ == "__main__":
