@@ -4,7 +4,8 @@ The scripts import it by path (they put scripts/ first on sys.path):
 
   common   errors (Fatal, Interrupted), logging to stderr (and a log file),
            running commands, sizes and counts, signals, the entry point,
-           installing missing Debian packages;
+           measure() (run, record an error or interrupt, release, save the
+           JSON whatever happens), installing missing Debian packages;
   facts    the machine and the oans build a result was measured on;
   image    an image file on a `losetup --direct-io=on` loop device, made,
            mounted and released (idempotent, also after a killed run);

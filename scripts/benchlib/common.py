@@ -1,4 +1,4 @@
-"""Errors, logging, commands, sizes, signals and packages of the benchmarks."""
+"""Errors, logging, commands, sizes, signals, the run sequence and packages of the benchmarks."""
 
 import argparse
 import json
