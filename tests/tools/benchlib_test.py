@@ -1,0 +1,421 @@
+#!/usr/bin/env python3
+"""scripts/benchlib and the two benchmark scripts built on it.
+
+The pure parts of the module (sizes, counts, /usr/bin/time figures, medians,
+ratios, growth exponents, table cells, package and loop-device selection,
+cgroup names), one real /usr/bin/time run, the scripts' option parsing, and
+their reports: print_report (both) and summarize (bench-dedupe) on fixed
+inputs must print exactly the tables and fields below, the ones the scripts
+printed before they shared the module.
+"""
+
+import argparse
+import contextlib
+import importlib.machinery
+import importlib.util
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                       "scripts")
+sys.path.insert(0, SCRIPTS)
+
+from benchlib import common, image, memcap, timing  # noqa: E402
+
+
+def load_script(name):
+    """The script as a module (its main() does not run)."""
+    loader = importlib.machinery.SourceFileLoader(name.replace("-", "_"), os.path.join(SCRIPTS, name))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
+
+
+class SizesAndCounts(unittest.TestCase):
+    def test_parse_size(self):
+        self.assertEqual(common.parse_size("512M"), 512 << 20)
+        self.assertEqual(common.parse_size("4G"), 4 << 30)
+        self.assertEqual(common.parse_size("1.5K"), 1536)
+        self.assertEqual(common.parse_size(" 4 GiB "), 4 << 30)
+        self.assertEqual(common.parse_size("100"), 100)
+        self.assertEqual(common.parse_size("2tb"), 2 << 40)
+        for bad in ("", "M", "-1M", "4X", "1e3"):
+            with self.assertRaises(argparse.ArgumentTypeError, msg=bad):
+                common.parse_size(bad)
+
+    def test_parse_count(self):
+        self.assertEqual(common.parse_count("100000"), 100000)
+        self.assertEqual(common.parse_count("100k"), 100000)
+        self.assertEqual(common.parse_count("1M"), 10**6)
+        self.assertEqual(common.parse_count("2g"), 2 * 10**9)
+        for bad in ("1.5M", "k", "1 M", "10x"):
+            with self.assertRaises(argparse.ArgumentTypeError, msg=bad):
+                common.parse_count(bad)
+
+    def test_human(self):
+        self.assertEqual(common.human(None), "-")
+        self.assertEqual(common.human(0), "0 B")
+        self.assertEqual(common.human(1023), "1023 B")
+        self.assertEqual(common.human(1024), "1.0 KiB")
+        self.assertEqual(common.human(1536 << 20), "1.5 GiB")
+        self.assertEqual(common.human(5 << 50), "5120.0 TiB")
+
+    def test_count_text(self):
+        self.assertEqual([common.count_text(n) for n in (999, 1000, 1500, 10**6, 3 * 10**9)],
+                         ["999", "1k", "1500", "1M", "3G"])
+
+
+class TimeFigures(unittest.TestCase):
+    def test_four_fields(self):
+        fig, notes = timing.parse_time("0.05 0.01 0.02 7800\n")
+        self.assertEqual(fig, {"wall": 0.05, "user": 0.01, "sys": 0.02, "maxrss_kib": 7800})
+        self.assertEqual(notes, [])
+
+    def test_inputs_and_notes(self):
+        fig, notes = timing.parse_time("Command terminated by signal 9\n\n1.50 0.25 0.10 1000 64\n")
+        self.assertEqual(fig, {"wall": 1.5, "user": 0.25, "sys": 0.1, "maxrss_kib": 1000,
+                               "inputs_bytes": 64 * 512})
+        self.assertEqual(notes, ["Command terminated by signal 9"])
+
+    def test_no_figures(self):
+        self.assertEqual(timing.parse_time(""), (None, []))
+        self.assertEqual(timing.parse_time(None), (None, []))
+        self.assertEqual(timing.parse_time("sh: 1: nope: not found\nCommand exited with non-zero status 127"),
+                         (None, ["sh: 1: nope: not found"]))
+        self.assertEqual(timing.parse_time("1.0 2.0 3.0\n")[0], None)
+
+    def test_real_run(self):
+        if not os.access("/usr/bin/time", os.X_OK):
+            self.skipTest("/usr/bin/time not installed")
+        with tempfile.TemporaryDirectory() as d:
+            tf = os.path.join(d, "time")
+            argv = timing.time_argv(tf, timing.TIME_FORMAT_INPUTS, ["sh", "-c", "exit 3"])
+            self.assertEqual(argv[:5], ["/usr/bin/time", "-o", tf, "-f", "%e %U %S %M %I"])
+            self.assertEqual(subprocess.run(argv).returncode, 3)
+            fig, notes = timing.parse_time(common.read_file(tf))
+        self.assertEqual(sorted(fig), ["inputs_bytes", "maxrss_kib", "sys", "user", "wall"])
+        self.assertGreater(fig["maxrss_kib"], 0)
+        self.assertEqual(notes, ["Command exited with non-zero status 3"])
+
+
+class Figures(unittest.TestCase):
+    def test_median_of(self):
+        rows = [{"w": 3}, {"w": None}, {"w": 1}, {}, {"w": 2}, {"w": 10}]
+        self.assertEqual(timing.median_of(rows, "w"), 2.5)
+        self.assertIsNone(timing.median_of(rows, "x"))
+        self.assertIsNone(timing.median_of([], "w"))
+
+    def test_spread(self):
+        self.assertEqual(timing.spread([3.0, 1.0, 2.0], "wall"),
+                         {"wall_median": 2.0, "wall_min": 1.0, "wall_max": 3.0})
+        self.assertEqual(list(timing.spread([1], "wall")), ["wall_median", "wall_min", "wall_max"])
+
+    def test_ratio(self):
+        self.assertEqual(timing.ratio(8.0, 2.0), 4.0)
+        self.assertEqual(timing.ratio(1.0, 3.0, 3), 0.333)
+        self.assertAlmostEqual(timing.ratio(1.0, 3.0), 1 / 3)
+        self.assertEqual(timing.ratio(0, 2.0), 0.0)
+        for a, b in ((None, 1.0), (1.0, None), (1.0, 0), (0.0, 0.0)):
+            self.assertIsNone(timing.ratio(a, b))
+
+    def test_growth_exponent(self):
+        self.assertAlmostEqual(timing.growth_exponent(10.0, 10.0), 1.0)
+        self.assertAlmostEqual(timing.growth_exponent(100.0, 10.0), 2.0)
+        self.assertAlmostEqual(timing.growth_exponent(1.0, 10.0), 0.0)
+        self.assertIsNone(timing.growth_exponent(2.0, 1.0))
+        self.assertIsNone(timing.growth_exponent(0.0, 10.0))
+        self.assertIsNone(timing.growth_exponent(None, 10.0))
+
+    def test_cell(self):
+        self.assertEqual(timing.cell(1.256, "8.2f"), "    1.26")
+        self.assertEqual(timing.cell(None, "8.2f"), "       -")
+        self.assertEqual(timing.cell(None, "7.1f"), "      -")
+
+
+class Selection(unittest.TestCase):
+    def test_missing_packages(self):
+        self.assertEqual(common.missing_packages([("/usr/bin/x", "a"), (None, "b"), (False, "c"),
+                                                  (None, "b"), ("", "d")]), ["b", "c", "d"])
+        self.assertEqual(common.missing_packages([]), [])
+
+    def test_find_tools(self):
+        with tempfile.TemporaryDirectory() as d:
+            for rel, mode in (("oans-plan", 0o755), ("a/oans-plan", 0o755), ("z/y/oans-plan", 0o755),
+                              ("oans-scan", 0o644), ("sub/oans-scan", 0o755), ("s/u/b/oans-scan", 0o755)):
+                os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
+                with open(os.path.join(d, rel), "w") as f:
+                    f.write("")
+                os.chmod(os.path.join(d, rel), mode)
+            os.makedirs(os.path.join(d, "oans-apply"))
+            found = common.find_tools(d, ("oans-plan", "oans-scan", "oans-apply"))
+        self.assertEqual(found, {"oans-plan": os.path.join(d, "oans-plan"),
+                                 "oans-scan": os.path.join(d, "sub/oans-scan")})
+
+    def test_loop_devices_of(self):
+        listing = ("/dev/loop0: [2049]:131 (/var/tmp/b/bench/disk.img)\n"
+                   "/dev/loop1: [0052]:2 (/var/tmp/b/bench/hddsim/disk)\n"
+                   "/dev/loop2: [2049]:77 (/var/tmp/other/disk.img)\n"
+                   "/dev/loop3: [2049]:78 (/var/tmp/b/bench/disk.img (deleted))\n"
+                   "/dev/loop4: [2049]:131 (/var/tmp/b/bench/disk.img)\n"
+                   "/dev/loop5: [2049]:79 (/var/tmp/b/bench/disk.img.old)\n")
+        self.assertEqual(image.loop_devices_of(listing, ["/var/tmp/b/bench/disk.img"]), {"/dev/loop0", "/dev/loop4"})
+        self.assertEqual(image.loop_devices_of(listing, ["/var/tmp/b/bench/disk.img", "/var/tmp/b/bench/hddsim/disk"]),
+                         {"/dev/loop0", "/dev/loop1", "/dev/loop4"})
+        self.assertEqual(image.loop_devices_of("", ["/x"]), set())
+
+    def test_own_v1_memory_cgroup(self):
+        text = "9:name=systemd:/\n4:memory:/sessions/abc\n1:cpu,cpuacct:/\n0::/\n"
+        self.assertEqual(memcap.own_v1_memory_cgroup(text), "sessions/abc")
+        self.assertEqual(memcap.own_v1_memory_cgroup("4:memory:/\n0::/\n"), "")
+        self.assertEqual(memcap.own_v1_memory_cgroup("0::/user.slice\n"), "")
+
+    def test_oom_kills(self):
+        self.assertEqual(memcap.oom_kills("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n"), 2)
+        self.assertEqual(memcap.oom_kills("low 0\nhigh 0\nmax 5\noom 1\noom_kill 1\n"), 1)
+        self.assertIsNone(memcap.oom_kills("oom_kill_disable 0\n"))
+
+    def test_stale_cgroup(self):
+        alive = {100, 200}.__contains__
+        p = memcap.CGROUP_PREFIX
+        self.assertTrue(memcap.stale_cgroup(f"{p}300-1", 100, alive))   # owner gone
+        self.assertTrue(memcap.stale_cgroup(f"{p}100-4", 100, alive))   # our own
+        self.assertFalse(memcap.stale_cgroup(f"{p}200-2", 100, alive))  # another running benchmark
+        self.assertTrue(memcap.stale_cgroup(f"{p}x-2", 100, alive))     # not a pid: ours by name
+        self.assertFalse(memcap.stale_cgroup("user.slice", 100, alive))
+
+
+class SwapList(unittest.TestCase):
+    def test_restore_reads_the_list_of_a_killed_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            lst = os.path.join(d, "swap-off.list")
+            common.write_file(lst, "/dev/vdb\n/swapfile\n")
+            calls = []
+            orig = memcap.run
+            memcap.run = lambda argv, **kw: calls.append(argv)
+            try:
+                memcap.SwapOff(lst).restore()
+            finally:
+                memcap.run = orig
+            self.assertEqual(calls, [["swapon", "/dev/vdb"], ["swapon", "/swapfile"]])
+            self.assertFalse(os.path.exists(lst))
+
+
+class Measure(unittest.TestCase):
+    def measured(self, body, release=None):
+        calls, results = [], {}
+
+        def rel():
+            calls.append("release")
+            if release:
+                release()
+        with contextlib.redirect_stderr(io.StringIO()):
+            code = common.measure(results, body, rel, lambda: calls.append("save"))
+        return code, results, calls
+
+    def test_status_of_the_body(self):
+        self.assertEqual(self.measured(lambda: None), (0, {}, ["release", "save"]))
+        self.assertEqual(self.measured(lambda: 3), (3, {}, ["release", "save"]))
+
+    def test_fatal_and_interrupts_are_recorded(self):
+        def fatal():
+            raise common.Fatal("no room")
+
+        def ctrl_c():
+            raise KeyboardInterrupt()
+
+        def sigterm():
+            raise common.Interrupted("signal 15")
+        self.assertEqual(self.measured(fatal), (1, {"error": "no room"}, ["release", "save"]))
+        self.assertEqual(self.measured(ctrl_c), (130, {"interrupted": True}, ["release", "save"]))
+        self.assertEqual(self.measured(sigterm), (130, {"interrupted": True}, ["release", "save"]))
+
+    def test_results_are_saved_when_release_fails(self):
+        def broken():
+            raise OSError("umount")
+        calls, results = [], {}
+        with self.assertRaises(OSError), contextlib.redirect_stderr(io.StringIO()):
+            common.measure(results, lambda: 0, broken, lambda: calls.append("save"))
+        self.assertEqual(calls, ["save"])
+
+    def test_write_json(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "new", "results.json")
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                common.write_json(path, {"a": 1, "b": None})
+            with open(path) as f:
+                self.assertEqual(json.load(f), {"a": 1, "b": None})
+            self.assertIn(f"results: {path}", err.getvalue())
+
+
+class ScriptOptions(unittest.TestCase):
+    def test_bench_scale(self):
+        scale = load_script("bench-scale")
+        a = scale.parse_args(["--plan-sizes", "2k,1M", "--plan-memory", "512M", "--scan-files", "3k",
+                              "--work-dir", "/var/tmp/x", "--parts", "plan"])
+        self.assertEqual((a.plan_sizes, a.scan_files, a.parts, a.workdir, a.json),
+                         ([2000, 10**6], 3000, ["plan"], "/var/tmp/x", "/var/tmp/x/results.json"))
+        with contextlib.redirect_stderr(io.StringIO()):
+            for bad in (["--parts", "foo"], ["--plan-memory", "lots"], ["--plan-sizes", "1"]):
+                with self.assertRaises(SystemExit, msg=bad):
+                    scale.parse_args(bad)
+
+    def test_bench_dedupe(self):
+        dedupe = load_script("bench-dedupe")
+        a = dedupe.parse_args(["--cap", "512M", "--also-uncapped", "--scenarios", "all", "--seed", "3",
+                               "--workdir", "/var/tmp/y"])
+        self.assertEqual((a.cap, a.scenarios, a.seed, a.out),
+                         (512 << 20, dedupe.ALL_SCENARIOS, 3, "/var/tmp/y/results.json"))
+        with contextlib.redirect_stderr(io.StringIO()):
+            for bad in (["--cap", "x"], ["--copies", "1"], ["--also-uncapped"], ["--candidates", "foo"]):
+                with self.assertRaises(SystemExit, msg=bad):
+                    dedupe.parse_args(bad)
+
+
+# Inputs of the report tests: every branch of the tables (missing values, a failed size, a
+# reused tree, failed runs, the baseline ratio, bounds, order-read and order-hdd).
+SCALE_RESULTS = {
+    "machine": {"nproc": 2, "mem_total_bytes": 8 << 30, "kernel": "6.1.0-test"},
+    "oans": {"describe": "v1.0-3-gabc", "commit": "abc123", "source_dir": "/src", "oans_plan_version": "x"},
+    "plan": {"memory": "512M", "gen_options": ["--dup-ratio", "0.1"], "runs_per_size": 3, "sizes": [
+        {"files": 100000, "index_bytes": 9 << 20, "gen": {"wall_s": 1.25}, "ok": True,
+         "median": {"wall_s": 0.5, "user_s": 0.75, "sys_s": 0.125, "max_rss_bytes": 64 << 20},
+         "us_per_file": 5.0, "rss_bytes_per_file": 671.0},
+        {"files": 1000000, "index_bytes": 90 << 20, "gen": {"reused": True}, "ok": False,
+         "median": {"wall_s": 6.0, "user_s": None, "sys_s": 1.5, "max_rss_bytes": 700 << 20},
+         "us_per_file": 6.0, "rss_bytes_per_file": 734.0,
+         "growth": {"from_files": 100000, "files_ratio": 10.0, "time_ratio": 12.0, "rss_ratio": 10.9375,
+                    "time_exponent": 1.0792, "rss_exponent": 1.0389}}]},
+    "scan": {"tree": {"files": 3000, "bytes": 13 << 20, "copies": 283, "reused": True,
+                      "created": "2026-01-01T00:00:00+0000", "creation_s": 0.7},
+             "runs": [{"index_bytes": 141824}], "median": {"wall_s": 0.4, "user_s": 0.05, "sys_s": 0.2,
+                                                          "max_rss_bytes": 13 << 20, "files_per_s": 7143.0},
+             "plan_median": {"wall_s": 0.1, "max_rss_bytes": 7 << 20},
+             "plan_stats": {"whole_file_groups": 210, "planned_bytes": 1 << 20}},
+}
+
+DEDUPE_FACTS = {
+    "dataset": {"description": "/usr/include/linux: 2 copies x 763 files"},
+    "config": {"disk": "loop", "fs": "btrfs", "cap_bytes": 512 << 20, "rounds": 3},
+    "candidates": [{"label": "oans", "version": "abc", "path": "/b"},
+                   {"label": "duperemove", "version": "0.11", "path": "/usr/bin/duperemove"}],
+}
+
+DEDUPE_RUNS = {
+    "runs": [
+        {"candidate": c, "scenario": s, "rc": rc, "timed_out": False, "wall": w, "user": u, "sys": 0.5,
+         "maxrss_kib": 12000, "inputs_bytes": 30 << 20, "index_bytes": ib, "cgroup_peak_bytes": None,
+         "disk_busy_s": None}
+        for c, s, rc, w, u, ib in [
+            ("oans", "cold", 0, 1.0, 0.25, 65000), ("oans", "cold", 0, 3.0, None, 65000),
+            ("oans", "cold", 0, 3.5, 0.5, 66000), ("duperemove", "cold", 0, 8.0, 4.0, None),
+            ("oans", "hash", 0, 0.5, 0.1, 64000), ("duperemove", "hash", 1, 9.0, 1.0, None),
+            ("duperemove", "warm", 0, 4.0, 1.0, 1 << 20), ("oans", "warm", 0, 0.25, 0.05, 60000)]],
+    "bounds": [{"bound": k, "parallel": n, "rc": 0, "wall": w}
+               for k, n, w in [("read", 1, 0.5), ("read", 4, 0.375), ("stat", 1, 0.25), ("stat", 4, 0.2)]],
+    "order_read": [{"order": o, "rc": 0, "wall": w} for o, w in [("physical", 0.28), ("shuffled", 0.31)]],
+    "order_hdd": [{"tool": t, "order": o, "rc": 0, "wall": w, "disk_busy_s": b}
+                  for t, o, w, b in [("scan", "physical", 0.3, 0.25), ("scan", "none", 0.33, None),
+                                     ("apply", "physical", 0.14, 0.1), ("apply", "none", 0.26, 0.2)]],
+}
+
+SCALE_REPORT = """\
+bench-scale: oans v1.0-3-gabc (abc123), 2 CPUs, 8.0 GiB RAM, Linux 6.1.0-test
+
+oans-plan on synthetic indexes (oans-gen-index --dup-ratio 0.1, --memory 512M; median of 3 run(s), cold caches)
+      files      index   gen s   plan s   user s   sys s   peak RSS  us/file  RSS/file  x files  x time   x RSS
+    100,000    9.0 MiB     1.2     0.50     0.75    0.12   64.0 MiB     5.00     671 B        -       -       -
+  1,000,000   90.0 MiB       -     6.00        -    1.50  700.0 MiB     6.00     734 B     10.0   12.00   10.94   FAILED
+  100,000 -> 1,000,000: time grows as files^1.08, peak RSS as files^1.04
+
+oans-scan of 3,000 small files on btrfs (13.0 MiB, 283 copies; tree reused, written 2026-01-01T00:00:00+0000 in 0.7 s; median of 1 run(s), cold caches)
+  scan: 0.4 s wall, 0.1 s user, 0.2 s sys, peak RSS 13.0 MiB, 7,143 files/s, index 138.5 KiB
+  plan of that index: 0.1 s wall, peak RSS 7.0 MiB, 210 whole-file groups, 1.0 MiB to reclaim
+"""
+
+DEDUPE_REPORT = """\
+
+dataset: /usr/include/linux: 2 copies x 763 files
+disk: loop / btrfs, cap: 512.0 MiB, rounds: 3
+candidates: oans = abc (/b), duperemove = 0.11 (/usr/bin/duperemove)
+
+candidate   scenario        n  median s      min      max    user     sys   peak RSS       read      index  vs base
+-------------------------------------------------------------------------------------------------------------------
+duperemove  hash            1  all runs failed
+oans        hash            1      0.50     0.50     0.50    0.10    0.50   11.7 MiB   30.0 MiB   62.5 KiB        -
+duperemove  cold            1      8.00     8.00     8.00    4.00    0.50   11.7 MiB   30.0 MiB          -    1.00x
+oans        cold            3      3.00     1.00     3.50    0.38    0.50   11.7 MiB   30.0 MiB   63.5 KiB    2.67x
+duperemove  warm            1      4.00     4.00     4.00    1.00    0.50   11.7 MiB   30.0 MiB    1.0 MiB    1.00x
+oans        warm            1      0.25     0.25     0.25    0.05    0.50   11.7 MiB   30.0 MiB   58.6 KiB   16.00x
+(vs base = baseline median wall / candidate median wall; >1 means faster than baseline)
+
+bound, read every file once: best 0.38 s with 4 parallel (x1: 0.50 s, x4: 0.38 s)
+bound, parallel stat walk: best 0.20 s with 4 parallel (x1: 0.25 s, x4: 0.20 s)
+
+order-read physical : median 0.28 s (min 0.28, max 0.28)
+order-read shuffled : median 0.31 s (min 0.31, max 0.31)
+shuffled / physical: 1.11x
+
+order-hdd oans-scan  --order=physical: median 0.30 s (min 0.30, max 0.30), disk busy 0.25 s
+order-hdd oans-scan  --order=none    : median 0.33 s (min 0.33, max 0.33)
+order-hdd oans-scan  none / physical: 1.10x
+order-hdd oans-apply --order=physical: median 0.14 s (min 0.14, max 0.14), disk busy 0.10 s
+order-hdd oans-apply --order=none    : median 0.26 s (min 0.26, max 0.26), disk busy 0.20 s
+order-hdd oans-apply none / physical: 1.86x
+
+"""
+
+DEDUPE_SUMMARY = '{"table": [{"candidate": "oans", "scenario": "cold", "runs": 3, "failed": 0, "wall_median": 3.0, "wall_min": 1.0, "wall_max": 3.5, "user_median": 0.375, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 65000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 2.667}, {"candidate": "duperemove", "scenario": "cold", "runs": 1, "failed": 0, "wall_median": 8.0, "wall_min": 8.0, "wall_max": 8.0, "user_median": 4.0, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": null, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 1.0}, {"candidate": "oans", "scenario": "hash", "runs": 1, "failed": 0, "wall_median": 0.5, "wall_min": 0.5, "wall_max": 0.5, "user_median": 0.1, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 64000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null}, {"candidate": "duperemove", "scenario": "hash", "runs": 1, "failed": 1}, {"candidate": "duperemove", "scenario": "warm", "runs": 1, "failed": 0, "wall_median": 4.0, "wall_min": 4.0, "wall_max": 4.0, "user_median": 1.0, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 1048576, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 1.0}, {"candidate": "oans", "scenario": "warm", "runs": 1, "failed": 0, "wall_median": 0.25, "wall_min": 0.25, "wall_max": 0.25, "user_median": 0.05, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 60000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 16.0}], "bounds": {"read": {"median_by_parallelism": {"1": 0.5, "4": 0.375}, "best_parallelism": 4, "best_wall_median": 0.375}, "stat": {"median_by_parallelism": {"1": 0.25, "4": 0.2}, "best_parallelism": 4, "best_wall_median": 0.2}}, "order_read": {"physical": {"wall_median": 0.28, "wall_min": 0.28, "wall_max": 0.28, "runs": 1}, "shuffled": {"wall_median": 0.31, "wall_min": 0.31, "wall_max": 0.31, "runs": 1}, "shuffled_over_physical": 1.107}, "order_hdd": {"scan": {"physical": {"wall_median": 0.3, "wall_min": 0.3, "wall_max": 0.3, "disk_busy_s_median": 0.25, "runs": 1}, "none": {"wall_median": 0.33, "wall_min": 0.33, "wall_max": 0.33, "disk_busy_s_median": null, "runs": 1}, "none_over_physical": 1.1}, "apply": {"physical": {"wall_median": 0.14, "wall_min": 0.14, "wall_max": 0.14, "disk_busy_s_median": 0.1, "runs": 1}, "none": {"wall_median": 0.26, "wall_min": 0.26, "wall_max": 0.26, "disk_busy_s_median": 0.2, "runs": 1}, "none_over_physical": 1.857}}}'
+
+
+class Reports(unittest.TestCase):
+    def printed(self, fn, *args):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            fn(*args)
+        return out.getvalue()
+
+    def test_bench_scale_growth(self):
+        prev = {"files": 100000, "median": {"wall_s": 0.5, "max_rss_bytes": 64 << 20}}
+        e = {"files": 1000000, "median": {"wall_s": 6.0, "max_rss_bytes": 700 << 20}}
+        self.assertEqual(load_script("bench-scale").growth(prev, e),
+                         {"from_files": 100000, "files_ratio": 10.0, "time_ratio": 12.0,
+                          "rss_ratio": 10.9375, "time_exponent": 1.0791812460476247,
+                          "rss_exponent": 1.0389180660303696})
+
+    def test_bench_scale_table(self):
+        self.maxDiff = None
+        self.assertEqual(self.printed(load_script("bench-scale").print_report, SCALE_RESULTS), SCALE_REPORT)
+
+    def test_bench_dedupe_summary_and_table(self):
+        self.maxDiff = None
+        dedupe = load_script("bench-dedupe")
+        summary = dedupe.summarize(DEDUPE_RUNS, "duperemove")
+        self.assertEqual(json.dumps(summary), DEDUPE_SUMMARY)
+        self.assertEqual(self.printed(dedupe.print_report, summary, DEDUPE_FACTS), DEDUPE_REPORT)
+
+
+    def test_bench_dedupe_zero_medians(self):
+        # /usr/bin/time reports 0.00 s for very short runs: no ratio over zero, no crash.
+        dedupe = load_script("bench-dedupe")
+        runs = dict(DEDUPE_RUNS, runs=[], bounds=[], order_hdd=[],
+                    order_read=[{"order": "physical", "rc": 0, "wall": 0.0},
+                                {"order": "shuffled", "rc": 0, "wall": 0.31}])
+        summary = dedupe.summarize(runs, "duperemove")
+        self.assertIsNone(summary["order_read"]["shuffled_over_physical"])
+        text = self.printed(dedupe.print_report, summary, DEDUPE_FACTS)
+        self.assertIn("order-read physical : median 0.00 s", text)
+        self.assertNotIn("shuffled / physical", text)
+        runs["order_read"][1]["wall"] = 0.0
+        runs["order_read"][0]["wall"] = 0.28
+        summary = dedupe.summarize(runs, "duperemove")
+        self.assertIn("shuffled / physical: 0.00x", self.printed(dedupe.print_report, summary, DEDUPE_FACTS))
+
+
+if __name__ == "__main__":
+    unittest.main()
