@@ -24,17 +24,7 @@ inline constexpr uint64_t kBtrfsFirstInode = 256;             // BTRFS_FIRST_FRE
 inline constexpr uint64_t kBtrfsLastInode = ~uint64_t(0) - 255;  // BTRFS_LAST_FREE_OBJECTID
 Status BtrfsChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes);
 
-enum class StorageKind { kSsd, kHdd };
-
-struct StorageInfo {
-  StorageKind kind = StorageKind::kSsd;
-  bool flagged_rotational = false;  // what sysfs says
-  bool measured = false;            // a seek measurement decided
-  double seek_ms = 0;               // median random read latency measured
-  std::string reason;               // one line for the user
-};
-
-// Reads /sys/block/<dev>/queue/rotational for every device. Where sysfs says rotational,
+// The real Sys::DetectStorage. Reads /sys/block/<dev>/queue/rotational for every device. Where sysfs says rotational,
 // times a few scattered O_DIRECT reads on the first device: virtual disks claim to be
 // rotational but answer in well under a millisecond; a real spinning disk needs several.
 StorageInfo DetectStorage(const std::vector<std::string>& devices);

@@ -162,6 +162,34 @@ class PosixSys final : public Sys {
     return Status::Ok();
   }
 
+  Result<bool> ReadDir(int fd, std::vector<DirEntry>* batch) override {
+    batch->clear();
+    alignas(8) char buf[32768];
+    long n;
+    do n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) return Status::Io("reading directory", errno);
+    if (n == 0) return false;
+    for (long off = 0; off < n;) {
+      struct Linux64 {
+        uint64_t d_ino;
+        int64_t d_off;
+        unsigned short d_reclen;
+        unsigned char d_type;
+        char d_name[1];
+      };
+      const auto* d = reinterpret_cast<const Linux64*>(buf + off);
+      if (d->d_reclen == 0 || off + d->d_reclen > n) return Status::Io("reading directory", EIO);
+      batch->push_back({std::string(d->d_name), d->d_ino, d->d_type});
+      off += d->d_reclen;
+    }
+    return true;
+  }
+
+  StorageInfo DetectStorage(const std::vector<std::string>& devices) override {
+    return oans::DetectStorage(devices);
+  }
+
   uint32_t InodeFlags(int fd) override {
     int flags = 0;
     if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) return 0;

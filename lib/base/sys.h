@@ -68,6 +68,23 @@ struct FsIdentity {
   std::vector<std::string> devices;  // /sys block device names backing it ("loop0")
 };
 
+// One directory entry as getdents64 returns it.
+struct DirEntry {
+  std::string name;
+  uint64_t ino = 0;
+  unsigned char type = 0;  // DT_REG, DT_DIR, ... (DT_UNKNOWN when the filesystem does not say)
+};
+
+enum class StorageKind { kSsd, kHdd };
+
+struct StorageInfo {
+  StorageKind kind = StorageKind::kSsd;
+  bool flagged_rotational = false;  // what sysfs says
+  bool measured = false;            // a seek measurement decided
+  double seek_ms = 0;               // median random read latency measured
+  std::string reason;               // one line for the user
+};
+
 class Sys {
  public:
   virtual ~Sys() = default;
@@ -88,6 +105,16 @@ class Sys {
   // per-destination outcomes are in dests[i].status / bytes_deduped.
   virtual Status DedupeRange(int src_fd, uint64_t src_offset, uint64_t length,
                              std::vector<DedupeDest>* dests) = 0;
+  // The next entries of the directory open as fd (getdents64; "." and ".." included as
+  // the kernel returns them) into *batch, replacing what it held; false at the end.
+  virtual Result<bool> ReadDir(int fd, std::vector<DirEntry>* batch) = 0;
+  // Whether the devices behind a filesystem spin (lib/base/fsinfo.h, DetectStorage).
+  virtual StorageInfo DetectStorage(const std::vector<std::string>& devices) {
+    (void)devices;
+    StorageInfo info;
+    info.reason = "storage not detected here; assuming ssd";
+    return info;
+  }
   // FS_IOC_GETFLAGS; 0 when unsupported.
   virtual uint32_t InodeFlags(int fd) = 0;
   virtual Result<FsIdentity> Identify(int fd) = 0;

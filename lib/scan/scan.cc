@@ -480,7 +480,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     if (st.ok()) filesystems.Of(st->dev, -1, header.roots[i], i);
   }
   if (o.storage == StorageChoice::kAuto) {
-    stats->storage = DetectStorage(filesystems.devices());
+    stats->storage = sys.DetectStorage(filesystems.devices());
   } else {
     stats->storage.kind = o.storage == StorageChoice::kHdd ? StorageKind::kHdd : StorageKind::kSsd;
     stats->storage.reason = "set by --storage";

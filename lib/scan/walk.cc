@@ -21,11 +21,11 @@ namespace {
 
 // An open directory shared by the tasks of its subdirectories until they have opened.
 struct DirHandle {
-  DIR* dir = nullptr;
-  ~DirHandle() {
-    if (dir) closedir(dir);
-  }
-  int fd() const { return dirfd(dir); }
+  Sys& sys;
+  int dir = -1;
+  explicit DirHandle(Sys& s, int fd) : sys(s), dir(fd) {}
+  ~DirHandle() { sys.Close(dir); }
+  int fd() const { return dir; }
 };
 
 struct Local {
@@ -48,23 +48,21 @@ class Walker {
       L.problems.push_back({path, fd.status()});
       return;
     }
-    auto handle = std::make_shared<DirHandle>();
-    handle->dir = fdopendir(*fd);
-    if (!handle->dir) {
-      L.problems.push_back({path, Status::Io("opendir " + path, errno)});
-      sys_.Close(*fd);
-      return;
-    }
+    auto handle = std::make_shared<DirHandle>(sys_, *fd);
     L.dirs++;
     const std::string prefix = path == "/" ? "/" : path + "/";
+    std::vector<DirEntry> batch;
+    size_t next = 0;
     for (;;) {
-      errno = 0;
-      struct dirent* de = readdir(handle->dir);
-      if (!de) {
-        if (errno) L.problems.push_back({path, Status::Io("reading directory " + path, errno)});
-        break;
+      if (next == batch.size()) {
+        auto more = sys_.ReadDir(handle->fd(), &batch);
+        next = 0;
+        if (!more.ok()) L.problems.push_back({path, Status::Io("reading directory " + path, more.status().errnum())});
+        if (!more.ok() || !*more) break;
+        continue;
       }
-      std::string child = de->d_name;
+      const DirEntry* de = &batch[next++];
+      std::string child = de->name;
       if (child == "." || child == "..") continue;
       std::string child_path = prefix + child;
       if (!o_.excludes.empty() && PathExcluded(o_.excludes, child_path, child)) {
@@ -72,17 +70,17 @@ class Walker {
         continue;
       }
       // A visitor may finish a regular file without opening it (one stat by name).
-      if (o_.without_open && de->d_type == DT_REG) {
+      if (o_.without_open && de->type == DT_REG) {
         WalkEntry e{child_path, {}, root};
         e.st.dev = dev;
-        if (o_.without_open(handle->fd(), child, uint64_t(de->d_ino), &e)) {
+        if (o_.without_open(handle->fd(), child, de->ino, &e)) {
           if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
           continue;
         }
       }
       // Regular files (by d_type) are opened at once when a visitor wants them: one
       // lookup, and the stat comes from the open descriptor.
-      if (o_.on_file && de->d_type == DT_REG) {
+      if (o_.on_file && de->type == DT_REG) {
         if (VisitFile(handle->fd(), child, child_path, root, L)) continue;
       }
       auto st = sys_.StatAt(handle->fd(), child);

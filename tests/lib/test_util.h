@@ -83,6 +83,10 @@ class ForwardingSys : public Sys {
     return real().DedupeRange(src_fd, src_offset, length, dests);
   }
   uint32_t InodeFlags(int fd) override { return real().InodeFlags(fd); }
+  Result<bool> ReadDir(int fd, std::vector<DirEntry>* batch) override { return real().ReadDir(fd, batch); }
+  StorageInfo DetectStorage(const std::vector<std::string>& devices) override {
+    return real().DetectStorage(devices);
+  }
   Result<FsIdentity> Identify(int fd) override { return real().Identify(fd); }
   uint64_t Seek(int fd, uint64_t offset, bool hole) override { return real().Seek(fd, offset, hole); }
   Status ChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) override {
