@@ -111,8 +111,10 @@ Status Journal::Load(int fd, const std::string& want, uint64_t rounds, bool* mat
   *matches = data->compare(0, head.size(), head) == 0;
   if (!*matches) return Status::Ok();
   done_ = ParseJournalRounds(data->substr(head.size()), rounds);
-  // A cut last line would glue onto the next record; start on a fresh line.
-  if (data->back() != '\n' && ::write(fd, "\n", 1) != 1) return Status::Io("writing journal " + path_, errno);
+  // A cut last line is dropped, so that it can neither glue onto the next record nor
+  // be completed by it.
+  if (data->back() != '\n' && ::ftruncate(fd, off_t(data->rfind('\n') + 1)) != 0)
+    return Status::Io("writing journal " + path_, errno);
   return Status::Ok();
 }
 
