@@ -8,6 +8,7 @@
 
 #include "lib/format/dupe_list.h"
 #include "lib/base/json.h"
+#include "lib/base/spill.h"
 #include "lib/base/sys.h"
 #include "lib/plan/planner.h"
 #include "lib/base/units.h"
@@ -118,7 +119,7 @@ int main(int argc, char** argv) {
   cli::AddSize(app, "--memory", &o.memory,
                "Memory for the planner's records (default 512M, at least 16M); past it, sorted runs and file "
                "details go to temporary files, removed on exit");
-  app.add_option("--temp-dir", o.temp_dir, "Directory for those temporary files (default $TMPDIR, else /var/tmp)")
+  app.add_option("--temp-dir", o.temp_dir, "Directory for those temporary files and the index made from --from-list (default $TMPDIR, else /var/tmp)")
       ->type_name("DIR");
   app.add_flag("--whole-files-only", no_blocks, "Plan whole-file duplicates only, not partial (block) duplicates");
   app.add_option("--format", format,
@@ -136,8 +137,10 @@ int main(int argc, char** argv) {
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   if (!fdupes.empty()) {
     if (!o.indexes.empty()) return cli::Fail("oans-plan", "give indexes or --from-list, not both");
-    // The list becomes a temporary index, read like any other.
-    char tmpl[] = "/tmp/oans-list-XXXXXX";
+    // The list becomes a temporary index, read like any other (in --temp-dir).
+    std::string tmpl_path = TempDirectory(o.temp_dir) + "/oans-list-XXXXXX";
+    std::vector<char> tmpl_buf(tmpl_path.begin(), tmpl_path.end() + 1);
+    char* tmpl = tmpl_buf.data();
     int dirfd = mkstemp(tmpl);
     if (dirfd < 0) return cli::Fail("oans-plan", Status::Io("creating a temporary file", errno));
     close(dirfd);
