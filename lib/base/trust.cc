@@ -102,7 +102,7 @@ std::string UntrustedReason(uid_t owner, mode_t mode, bool directory, uid_t euid
 Status CheckTrustedFile(int fd, const std::string& what, const std::string& name) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return Status::Io("checking " + name, errno);
-  if (!S_ISREG(st.st_mode)) return Status::Invalid("refusing the " + what + " " + name + ": not a regular file");
+  if (!S_ISREG(st.st_mode)) return Status::Invalid("refusing the " + what + " " + name + ": not a regular file; give the file itself");
   std::string why = UntrustedReason(st.st_uid, st.st_mode, false, ::geteuid());
   if (!why.empty())
     return Status::Invalid("refusing the " + what + " " + name + ": it is " + why +

@@ -119,7 +119,9 @@ int main(int argc, char** argv) {
   cli::AddSize(app, "--memory", &o.memory,
                "Memory for the planner's records (default 512M, at least 16M); past it, sorted runs and file "
                "details go to temporary files, removed on exit");
-  app.add_option("--temp-dir", o.temp_dir, "Directory for those temporary files and the index made from --from-list (default $TMPDIR, else /var/tmp)")
+  app.add_option("--temp-dir", o.temp_dir,
+                 "Directory for those temporary files and the index made from --from-list (default $TMPDIR, else "
+                 "/var/tmp)")
       ->type_name("DIR");
   app.add_flag("--whole-files-only", no_blocks, "Plan whole-file duplicates only, not partial (block) duplicates");
   app.add_option("--format", format,
