@@ -1,12 +1,13 @@
 #include "lib/apply/journal.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <fstream>
 #include <sstream>
+
+#include "lib/base/trust.h"
 
 namespace oans {
 namespace {
@@ -40,61 +41,155 @@ std::string HeaderLine(const PlanHeader& h) {
   return "oans-journal 1 plan-created " + std::to_string(h.created_ns) + " rounds " + std::to_string(h.rounds);
 }
 
+// "done N" exactly: canonical decimal digits, no sign, no spaces, no overflow.
+bool ParseDoneLine(const std::string& line, uint64_t* round) {
+  const std::string prefix = "done ";
+  if (line.compare(0, prefix.size(), prefix) != 0 || line.size() == prefix.size()) return false;
+  std::string digits = line.substr(prefix.size());
+  if (digits.size() > 19 || (digits.size() > 1 && digits[0] == '0')) return false;
+  uint64_t r = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+    r = r * 10 + uint64_t(c - '0');
+  }
+  *round = r;
+  return true;
+}
+
+Result<std::string> ReadAll(int fd, const std::string& path) {
+  std::string data;
+  char buf[1 << 16];
+  for (uint64_t off = 0;;) {
+    ssize_t n = ::pread(fd, buf, sizeof buf, off_t(off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::Io("reading journal " + path, errno);
+    if (n == 0) return data;
+    data.append(buf, size_t(n));
+    off += uint64_t(n);
+  }
+}
+
+// The journal must be the user's own regular file, writable by no one else.
+Status CheckOwnJournal(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return Status::Io("checking journal " + path, errno);
+  std::string why;
+  if (!S_ISREG(st.st_mode)) why = "not a regular file";
+  else if (st.st_uid != ::geteuid()) why = "owned by uid " + std::to_string(st.st_uid) + ", not by you";
+  else if (st.st_mode & (S_IWGRP | S_IWOTH)) why = "writable by other users";
+  if (why.empty()) return Status::Ok();
+  return Status::Invalid("refusing the journal " + path + ": it is " + why +
+                         "; remove it (the next run starts a new one) or give --journal FILE in a directory of your own");
+}
+
+void SplitPath(const std::string& path, std::string* dir, std::string* base) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) {
+    *dir = ".";
+    *base = path;
+  } else {
+    *dir = slash == 0 ? "/" : path.substr(0, slash);
+    *base = path.substr(slash + 1);
+  }
+}
+
+struct DirFd {
+  int fd = -1;
+  ~DirFd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
 }  // namespace
+
+std::set<uint64_t> ParseJournalRounds(const std::string& body, uint64_t rounds) {
+  std::set<uint64_t> done;
+  size_t pos = 0;
+  for (;;) {
+    size_t nl = body.find('\n', pos);
+    if (nl == std::string::npos) break;  // a line without its newline was cut: ignored
+    uint64_t r;
+    if (ParseDoneLine(body.substr(pos, nl - pos), &r) && r < rounds) done.insert(r);
+    pos = nl + 1;
+  }
+  return done;
+}
 
 Journal::~Journal() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+bool Journal::Done(uint64_t round) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_.count(round) != 0;
+}
+
+size_t Journal::done_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_.size();
+}
+
+// Reads an existing journal; `matches` tells whether it is this plan's.
+Status Journal::Load(int fd, const std::string& want, uint64_t rounds, bool* matches) {
+  auto data = ReadAll(fd, path_);
+  if (!data.ok()) return data.status();
+  // Hidden hardlink names a killed run left, whichever plan the journal was for.
+  for (size_t pos = 0, nl; (nl = data->find('\n', pos)) != std::string::npos; pos = nl + 1)
+    ParseLinkLine(data->substr(pos, nl - pos));
+  const std::string head = want + "\n";
+  *matches = data->compare(0, head.size(), head) == 0;
+  if (!*matches) return Status::Ok();
+  done_ = ParseJournalRounds(data->substr(head.size()), rounds);
+  // A cut last line is dropped, so that it can neither glue onto the next record nor
+  // be completed by it.
+  if (data->back() != '\n' && ::ftruncate(fd, off_t(data->rfind('\n') + 1)) != 0)
+    return Status::Io("writing journal " + path_, errno);
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path, const PlanHeader& header,
                                                std::string* notice) {
   std::unique_ptr<Journal> j(new Journal());
-  {
-    // Hidden hardlink names a killed run left, whichever plan the journal was for.
-    std::ifstream in(path);
-    std::string line;
-    while (in && std::getline(in, line))
-      if (!in.eof()) j->ParseLinkLine(line);
-  }
   j->path_ = path;
+  std::string dir, base;
+  SplitPath(path, &dir, &base);
+  if (base.empty() || base == "." || base == "..") return Status::Invalid("journal " + path + ": give a file name");
+  DirFd d;
+  d.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d.fd < 0) return Status::Io("opening the journal's directory " + dir, errno);
+  OANS_RETURN_IF_ERROR(CheckTrustedDirectory(d.fd, "journal", path));
   const std::string want = HeaderLine(header);
-  bool fresh = true;
-  {
-    std::ifstream in(path);
-    if (in) {
-      std::string first;
-      std::getline(in, first);
-      if (first == want) {
-        fresh = false;
-        std::string line;
-        while (std::getline(in, line)) {
-          uint64_t r;
-          char tail;
-          // Only complete lines count: a line cut by a crash is ignored.
-          if (std::sscanf(line.c_str(), "done %lu%c", &r, &tail) == 1 && r < header.rounds) j->done_.insert(r);
-        }
-      } else {
-        std::string stale = path + ".stale";
-        if (::rename(path.c_str(), stale.c_str()) != 0) return Status::Io("setting aside " + path, errno);
-        *notice = path + " belongs to another plan; moved it to " + stale + " and started a new journal";
-      }
-    }
+  j->fd_ = ::openat(d.fd, base.c_str(), O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (j->fd_ < 0 && errno == ELOOP)
+    return Status::Invalid("refusing the journal " + path + ": it is a symbolic link (never followed); remove it");
+  if (j->fd_ < 0 && errno != ENOENT) return Status::Io("opening journal " + path, errno);
+  if (j->fd_ >= 0) {
+    OANS_RETURN_IF_ERROR(CheckOwnJournal(j->fd_, path));
+    bool matches = false;
+    OANS_RETURN_IF_ERROR(j->Load(j->fd_, want, header.rounds, &matches));
+    if (matches) return j;
+    // Set aside exactly the file that was read: rename never follows a symlink, and the
+    // name must still hold the same inode afterwards.
+    const std::string stale = base + ".stale";
+    struct stat was, now;
+    if (::fstat(j->fd_, &was) != 0 || ::renameat(d.fd, base.c_str(), d.fd, stale.c_str()) != 0)
+      return Status::Io("setting aside " + path, errno);
+    if (::fstatat(d.fd, stale.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 || now.st_ino != was.st_ino ||
+        now.st_dev != was.st_dev)
+      return Status::Invalid("journal " + path + " was replaced while being set aside; run again");
+    *notice = path + " belongs to another plan; moved it to " + path + ".stale and started a new journal";
+    ::close(j->fd_);
   }
-  j->fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (j->fd_ < 0) return Status::Io("opening journal " + path, errno);
-  if (fresh) {
-    std::string line = want + "\n";
-    if (::ftruncate(j->fd_, 0) != 0 || ::write(j->fd_, line.data(), line.size()) != ssize_t(line.size()) ||
-        ::fdatasync(j->fd_) != 0)
-      return Status::Io("writing journal " + path, errno);
-  } else if (!j->done_.empty()) {
-    // A cut last line would glue onto the next record; start on a fresh line.
-    if (::write(j->fd_, "\n", 1) != 1) return Status::Io("writing journal " + path, errno);
-  }
+  j->fd_ = ::openat(d.fd, base.c_str(), O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (j->fd_ < 0) return Status::Io("creating journal " + path, errno);
+  std::string line = want + "\n";
+  if (::write(j->fd_, line.data(), line.size()) != ssize_t(line.size()) || ::fdatasync(j->fd_) != 0)
+    return Status::Io("writing journal " + path, errno);
   return j;
 }
 
 Status Journal::MarkDone(uint64_t round) {
+  std::lock_guard<std::mutex> lock(mu_);
   std::string line = "done " + std::to_string(round) + "\n";
   if (::write(fd_, line.data(), line.size()) != ssize_t(line.size())) return Status::Io("writing journal " + path_, errno);
   if (::fdatasync(fd_) != 0) return Status::Io("writing journal " + path_, errno);

@@ -2,7 +2,14 @@
 // deadline, a signal or a crash resumes where it stopped. A text file beside the plan
 // (PLAN.journal): a first line naming the plan (creation time and round count), then one
 // line per finished round, each made durable (fdatasync) before the next round starts.
-// A journal that names another plan is set aside, never trusted.
+// A journal that names another plan is set aside, never trusted. Only complete lines
+// count: a line must end with its newline and read exactly "done N", so a line cut by a
+// crash ("done 12" of "done 123") is ignored.
+//
+// The journal tells apply what to skip, so it must be the user's own: it is opened
+// without following symlinks, must be a regular file owned by the user and writable by
+// no one else, in a directory that only root or the user can change (lib/base/trust.h).
+// MarkDone may be called from several threads.
 #pragma once
 
 #include <cstdint>
@@ -26,8 +33,8 @@ class Journal : public LinkIntentLog {
   // another plan is renamed to PATH.stale and a new one started (`notice` says so).
   static Result<std::unique_ptr<Journal>> Open(const std::string& path, const PlanHeader& header,
                                                std::string* notice);
-  bool Done(uint64_t round) const { return done_.count(round) != 0; }
-  size_t done_count() const { return done_.size(); }
+  bool Done(uint64_t round) const;
+  size_t done_count() const;
   // Records a finished round durably.
   Status MarkDone(uint64_t round);
   const std::string& path() const { return path_; }
@@ -40,6 +47,7 @@ class Journal : public LinkIntentLog {
 
  private:
   Journal() = default;
+  Status Load(int fd, const std::string& want, uint64_t rounds, bool* matches);
   std::string path_;
   int fd_ = -1;
   Status Append(const std::string& line);
@@ -49,5 +57,9 @@ class Journal : public LinkIntentLog {
   mutable std::mutex mu_;
   std::map<std::string, LinkIntent> pending_;  // by dir + "/" + tmp
 };
+
+// The rounds recorded in a journal's text after its header line: complete lines
+// ("done N\n" exactly, N < rounds) only. Exposed for tests.
+std::set<uint64_t> ParseJournalRounds(const std::string& body, uint64_t rounds);
 
 }  // namespace oans

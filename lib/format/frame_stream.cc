@@ -1,6 +1,8 @@
 #include "lib/format/frame_stream.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,15 +10,41 @@
 #include <capnp/serialize.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <random>
 #include <vector>
 
 namespace oans {
 
+namespace {
+
+const char kTempInfix[] = ".oans-tmp-";
+
+void SplitPath(const std::string& path, std::string* dir, std::string* base) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) {
+    *dir = ".";
+    *base = path;
+  } else {
+    *dir = slash == 0 ? "/" : path.substr(0, slash);
+    *base = path.substr(slash + 1);
+  }
+}
+
+std::string RandomSuffix() {
+  std::random_device rd;
+  return std::to_string(::getpid()) + "-" + std::to_string(rd() & 0xffffff);
+}
+
+}  // namespace
+
 OutputFile::~OutputFile() {
-  if (!tmp_.empty() && !committed_) ::unlink(tmp_.c_str());
+  if (!tmp_.empty() && !committed_) ::unlinkat(dirfd_, tmp_.c_str(), 0);
   if (fd_ >= 0 && fd_ != STDOUT_FILENO) ::close(fd_);
+  if (dirfd_ >= 0) ::close(dirfd_);
 }
 
 Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path) {
@@ -31,29 +59,111 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path) {
   }
   out->path_ = path;
   out->name_ = path;
+  std::string dir;
+  SplitPath(path, &dir, &out->base_);
+  if (out->base_.empty() || out->base_ == "." || out->base_ == "..")
+    return Status::Invalid(path + " is a directory; give a file name");
+  out->dirfd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (out->dirfd_ < 0) return Status::Io("creating " + path + " (opening its directory)", errno);
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    // A device or a FIFO (/dev/null, a named pipe): written in place, nothing to rename.
-    if (S_ISDIR(st.st_mode)) return Status::Invalid(path + " is a directory; give a file name");
-    out->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (out->fd_ < 0) return Status::Io("opening " + path, errno);
-    if (::isatty(out->fd_)) {
-      ::close(out->fd_);
-      out->fd_ = -1;
-      return Status::Invalid("refusing to write binary data to a terminal (" + path + ")");
-    }
-    out->direct_ = true;
+  if (::fstatat(out->dirfd_, out->base_.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno != ENOENT) return Status::Io("checking " + path, errno);
+  } else if (S_ISLNK(st.st_mode)) {
+    return Status::Invalid(path + " is a symbolic link; outputs are never written through one (it could point "
+                                  "at a device or another file): remove it or give the real path");
+  } else if (S_ISDIR(st.st_mode)) {
+    return Status::Invalid(path + " is a directory; give a file name");
+  } else if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+    OANS_RETURN_IF_ERROR(out->OpenInPlace());
     return out;
+  } else if (!S_ISREG(st.st_mode)) {
+    return Status::Invalid(path + " is " + (S_ISBLK(st.st_mode) ? "a block device" : "not a regular file") +
+                           "; outputs go to regular files (replaced whole), character devices such as /dev/null "
+                           "or FIFOs: give another name");
   }
-  std::random_device rd;
-  out->tmp_ = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd() & 0xffffff);
-  out->fd_ = ::open(out->tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (out->fd_ < 0) {
-    int e = errno;
-    out->tmp_.clear();
-    return Status::Io("creating " + path, e);
-  }
+  RemoveStaleTemporaries(out->dirfd_, out->base_);
+  OANS_RETURN_IF_ERROR(out->OpenTemporary());
   return out;
+}
+
+// A character device or FIFO (/dev/null, a named pipe): written in place, nothing to
+// rename. The open descriptor must still be one, whatever the name holds by now.
+Status OutputFile::OpenInPlace() {
+  fd_ = ::openat(dirfd_, base_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd_ < 0) return Status::Io("opening " + path_, errno);
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return Status::Io("checking " + path_, errno);
+  if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
+    return Status::Invalid(path_ + " was replaced while being opened; give the output name again");
+  if (::isatty(fd_)) return Status::Invalid("refusing to write binary data to a terminal (" + path_ + ")");
+  direct_ = true;
+  return Status::Ok();
+}
+
+Status OutputFile::OpenTemporary() {
+  fd_ = ::openat(dirfd_, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd_ >= 0) {
+    unnamed_ = true;
+    return Status::Ok();
+  }
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return Status::Io("creating " + path_, errno);
+  // No O_TMPFILE here: a named temporary file that the next run removes if we are killed.
+  tmp_ = "." + base_ + kTempInfix + RandomSuffix();
+  fd_ = ::openat(dirfd_, tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    int e = errno;
+    tmp_.clear();
+    return Status::Io("creating " + path_, e);
+  }
+  return Status::Ok();
+}
+
+void OutputFile::RemoveStaleTemporaries(int dirfd, const std::string& target) {
+  const std::string prefix = "." + target + kTempInfix;
+  int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return;
+  }
+  std::vector<std::string> stale;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    struct stat st;
+    if (pid <= 0 || ::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;  // its writer may be running
+    if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        st.st_uid == ::geteuid())
+      stale.push_back(name);
+  }
+  ::closedir(d);
+  for (const auto& name : stale) ::unlinkat(dirfd, name.c_str(), 0);
+}
+
+// Gives the unnamed file the target's name: linked straight there when the name is free,
+// else under a temporary name renamed over the target (atomic).
+Status OutputFile::LinkIntoPlace() {
+  const std::string proc = "/proc/self/fd/" + std::to_string(fd_);
+  auto link = [&](const std::string& name) {
+    if (::linkat(AT_FDCWD, proc.c_str(), dirfd_, name.c_str(), AT_SYMLINK_FOLLOW) == 0) return 0;
+    if (errno == EEXIST) return EEXIST;
+    // Without /proc mounted, root can link the descriptor itself.
+    if (::linkat(fd_, "", dirfd_, name.c_str(), AT_EMPTY_PATH) == 0) return 0;
+    return errno;
+  };
+  int e = link(base_);
+  if (e == 0) return Status::Ok();
+  if (e != EEXIST) return Status::Io("linking " + path_ + " into place", e);
+  tmp_ = "." + base_ + kTempInfix + RandomSuffix();
+  if ((e = link(tmp_)) != 0) {
+    tmp_.clear();
+    return Status::Io("linking " + path_ + " into place", e);
+  }
+  if (::renameat(dirfd_, tmp_.c_str(), dirfd_, base_.c_str()) != 0) return Status::Io("renaming into " + path_, errno);
+  tmp_.clear();
+  return Status::Ok();
 }
 
 Status OutputFile::Commit() {
@@ -66,14 +176,41 @@ Status OutputFile::Commit() {
     return Status::Ok();
   }
   if (::fsync(fd_) != 0) return Status::Io("writing " + path_, errno);
-  if (::close(fd_) != 0) {
-    fd_ = -1;
-    return Status::Io("writing " + path_, errno);
+  if (unnamed_) {
+    OANS_RETURN_IF_ERROR(LinkIntoPlace());
+  } else if (::renameat(dirfd_, tmp_.c_str(), dirfd_, base_.c_str()) != 0) {
+    return Status::Io("renaming into " + path_, errno);
   }
-  fd_ = -1;
-  if (::rename(tmp_.c_str(), path_.c_str()) != 0) return Status::Io("renaming into " + path_, errno);
   committed_ = true;
+  int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) return Status::Io("writing " + path_, errno);
+  ::fsync(dirfd_);  // the new name is durable too (best effort)
   return Status::Ok();
+}
+
+namespace {
+
+std::mutex pinned_mu;
+std::map<std::string, std::string>& Pinned() {
+  static std::map<std::string, std::string> pinned;
+  return pinned;
+}
+
+// The name a pinned path is known by, or the path itself.
+std::string PinnedName(const std::string& path) {
+  std::lock_guard<std::mutex> lock(pinned_mu);
+  auto it = Pinned().find(path);
+  return it == Pinned().end() ? path : it->second;
+}
+
+}  // namespace
+
+std::string PinInput(int fd, const std::string& name) {
+  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  std::lock_guard<std::mutex> lock(pinned_mu);
+  Pinned()[path] = name;
+  return path;
 }
 
 InputFile::~InputFile() {
@@ -89,16 +226,17 @@ Result<std::unique_ptr<InputFile>> InputFile::Open(const std::string& path) {
     in->name_ = "standard input";
     return in;
   }
+  const std::string name = PinnedName(path);
   in->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in->fd_ < 0) return Status::Io("opening " + path, errno);
+  if (in->fd_ < 0) return Status::Io("opening " + name, errno);
   struct stat st;
   if (::fstat(in->fd_, &st) == 0 && S_ISDIR(st.st_mode)) {
     ::close(in->fd_);
     in->fd_ = -1;
-    return Status::Invalid(path + " is a directory, not an oans file");
+    return Status::Invalid(name + " is a directory, not an oans file");
   }
   in->owned_ = true;
-  in->name_ = path;
+  in->name_ = name;
   return in;
 }
 
@@ -117,7 +255,7 @@ Result<std::string> SpoolStdin() {
       off += w;
     }
   }
-  return "/proc/self/fd/" + std::to_string(fd);
+  return PinInput(fd, "standard input");
 }
 
 Status FrameWriter::Write(capnp::MessageBuilder& msg) {

@@ -3,13 +3,17 @@
 // every allocation by the data actually present, so a damaged or hostile length field
 // cannot make it allocate more than the file holds.
 //
-// OutputFile writes a result atomically: to a temporary name beside the target, renamed
-// over it only when complete, so a crash, a full disk or a closed pipe never leaves a file
-// that looks complete.
+// OutputFile writes a result atomically: to an unnamed file in the target's directory
+// (O_TMPFILE), linked under the target's name only when complete, so a crash, a kill, a
+// full disk or a closed pipe never leaves a file that looks complete, nor any temporary
+// file. It never follows a symlink at the target's name (another user could have planted
+// one pointing at a device or a file of yours) and writes in place only into a character
+// device or FIFO that the name itself is (/dev/null, a named pipe).
 #pragma once
 
 #include <capnp/message.h>
 #include <kj/array.h>
+#include <sys/types.h>
 
 #include <memory>
 #include <string>
@@ -26,15 +30,25 @@ class OutputFile {
   static Result<std::unique_ptr<OutputFile>> Open(const std::string& path);
   int fd() const { return fd_; }
   const std::string& name() const { return name_; }
-  // fsyncs and renames the temporary file into place (no-op for stdout).
+  // fsyncs and puts the file in place (no-op for stdout).
   Status Commit();
+
+  // Where O_TMPFILE is not supported, the temporary file has a name,
+  // ".TARGET.oans-tmp-PID-N"; this removes those in `dirfd` whose writer process is gone
+  // (a killed run), if they are regular files of this user. Every Open calls it.
+  static void RemoveStaleTemporaries(int dirfd, const std::string& target);
 
  private:
   OutputFile() = default;
+  Status OpenInPlace();
+  Status OpenTemporary();
+  Status LinkIntoPlace();
   int fd_ = -1;
-  std::string name_, path_, tmp_;
+  int dirfd_ = -1;
+  std::string name_, path_, base_, tmp_;
   bool committed_ = false;
-  bool direct_ = false;  // a device or FIFO, written in place
+  bool direct_ = false;   // a device or FIFO, written in place
+  bool unnamed_ = false;  // O_TMPFILE, linked on commit
 };
 
 class InputFile {
@@ -55,6 +69,11 @@ class InputFile {
 // Copies standard input into an anonymous memory file and returns a path that opens it,
 // so input from a pipe can be read more than once (validated, then used).
 Result<std::string> SpoolStdin();
+
+// Keeps `fd` open for the life of the process and returns a path that opens that very
+// file again ("/proc/self/fd/N"), whatever happens to its name meanwhile; InputFile
+// names it `name` in messages. For a file checked once and then read more than once.
+std::string PinInput(int fd, const std::string& name);
 
 class FrameWriter {
  public:

@@ -1,15 +1,36 @@
 // oans-apply PLAN: execute a dedupe plan with FIDEDUPERANGE.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 
 #include "lib/apply/apply.h"
 #include "lib/apply/journal.h"
 #include "lib/base/json.h"
+#include "lib/base/trust.h"
 #include "lib/base/units.h"
 #include "lib/base/version.h"
 #include "tools/common/cli.h"
 #include "tools/common/progress.h"
 
 using namespace oans;
+
+namespace {
+
+// Opens a plan file and refuses it when another user could have written it.
+Result<std::string> OpenTrustedPlan(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::Io("opening " + path, errno);
+  Status trusted = CheckTrustedFile(fd, "plan", path);
+  if (!trusted.ok()) {
+    ::close(fd);
+    return trusted;
+  }
+  return PinInput(fd, path);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -18,6 +39,8 @@ int main(int argc, char** argv) {
       "are skipped and reported. Each round is read into the page cache first, then handed to\n"
       "FIDEDUPERANGE, which makes the kernel compare the bytes under lock: data that differs is\n"
       "never shared.\n"
+      "The plan and the journal must be writable by no other user, in directories only root or you\n"
+      "can change (or sticky, as /tmp); keep plans in a root-only directory such as /var/lib/oans.\n"
       "Example: oans-apply plan.capnp",
       "oans-apply"};
   app.set_version_flag("--version", ToolVersionString("oans-apply"));
@@ -42,8 +65,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
   cli::AddDuration(app, "--deadline", &deadline_s,
                    "Stop cleanly after the round during which DURATION (e.g. 45m, 2h) has passed");
-  app.add_option("--until", until, "Stop cleanly after the round during which local time HH:MM is reached")
-      ->type_name("HH:MM");
+  app.add_option("--until", until,
+                 "Stop cleanly after the round during which local time HH:MM (the next one) or 'YYYY-MM-DD HH:MM' "
+                 "is reached. A bare HH:MM more than " + std::to_string(cli::kMaxUntilAheadHours) +
+                     "h ahead is refused (a late start would run for a day); give the date to mean it")
+      ->type_name("TIME");
   cli::AddSize(app, "--max-rate", &o.max_rate, "Limit reads (prefetch, hardlink compare) to RATE bytes per second (e.g. 50M)")
       ->type_name("RATE");
   app.add_option("--io-class", io_class, "I/O scheduling class: best-effort (default) or idle")
@@ -98,18 +124,18 @@ int main(int argc, char** argv) {
   if (o.dry_run) o.on_dry_run = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
 
   // The whole plan is checked before any file is touched; a pipe is buffered for that.
-  if (plan_path == "-") {
-    auto spooled = SpoolStdin();
-    if (!spooled.ok()) return cli::Fail("oans-apply", spooled.status());
-    plan_path = *spooled;
-  }
-  if (Status v = ValidatePlan(plan_path); !v.ok()) return cli::Fail("oans-apply", v);
-  const bool from_stdin = plan_path.rfind("/proc/self/fd/", 0) == 0;
-  auto plan = PlanReader::Open(plan_path);
+  // A plan file must be one that no other user can have written (lib/base/trust.h); it
+  // is opened once and read through that descriptor from then on.
+  const bool from_stdin = plan_path == "-";
+  const std::string plan_name = plan_path;
+  auto pinned = from_stdin ? SpoolStdin() : OpenTrustedPlan(plan_path);
+  if (!pinned.ok()) return cli::Fail("oans-apply", pinned.status());
+  if (Status v = ValidatePlan(*pinned); !v.ok()) return cli::Fail("oans-apply", v);
+  auto plan = PlanReader::Open(*pinned);
   if (!plan.ok()) return cli::Fail("oans-apply", plan.status());
   std::unique_ptr<Journal> journal;
   if (!no_journal && !o.dry_run && (!from_stdin || !journal_path.empty())) {
-    if (journal_path.empty()) journal_path = plan_path + ".journal";
+    if (journal_path.empty()) journal_path = plan_name + ".journal";
     std::string notice;
     auto j = Journal::Open(journal_path, (*plan)->header(), &notice);
     if (!j.ok()) return cli::Fail("oans-apply", j.status());

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -60,23 +61,82 @@ CLI::Option* AddDuration(CLI::App& app, const std::string& name, uint64_t* secon
   return opt;
 }
 
-Result<uint64_t> SecondsUntil(const std::string& hhmm) {
-  int h, m;
+namespace {
+
+// "HH:MM" into h, m; false when it is not one.
+bool ParseClock(const char* s, int* h, int* m) {
   char tail;
-  if (std::sscanf(hhmm.c_str(), "%d:%d%c", &h, &m, &tail) != 2 || h < 0 || h > 23 || m < 0 || m > 59)
-    return Status::Invalid("'" + hhmm + "': expected a local time HH:MM such as 06:00");
-  time_t now = time(nullptr);
+  return std::sscanf(s, "%2d:%2d%c", h, m, &tail) == 2 && std::isdigit((unsigned char)s[0]) && *h >= 0 &&
+         *h <= 23 && *m >= 0 && *m <= 59;
+}
+
+std::string LocalTime(time_t t) {
+  struct tm tm;
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm);
+  return buf;
+}
+
+}  // namespace
+
+Result<uint64_t> SecondsUntil(const std::string& when, time_t now) {
+  const std::string forms = "'" + when + "': expected a local time HH:MM such as 06:00, or a date and time "
+                            "YYYY-MM-DD HH:MM such as '2026-12-02 06:00'";
   struct tm t;
   localtime_r(&now, &t);
+  int h, m;
+  bool dated = false;
+  if (when.size() == 16 && (when[10] == ' ' || when[10] == 'T')) {
+    int y, mo, d;
+    char tail;
+    if (std::sscanf(when.c_str(), "%4d-%2d-%2d%c", &y, &mo, &d, &tail) != 4 || mo < 1 || mo > 12 || d < 1 ||
+        d > 31 || !ParseClock(when.c_str() + 11, &h, &m))
+      return Status::Invalid(forms);
+    t.tm_year = y - 1900;
+    t.tm_mon = mo - 1;
+    t.tm_mday = d;
+    dated = true;
+  } else if (!ParseClock(when.c_str(), &h, &m) || when.size() != 5) {
+    return Status::Invalid(forms);
+  }
   t.tm_hour = h;
   t.tm_min = m;
   t.tm_sec = 0;
+  t.tm_isdst = -1;
   time_t at = mktime(&t);
+  if (dated) {
+    if (at <= now) return Status::Invalid("'" + when + "' is in the past (it is " + LocalTime(now) + " now)");
+    return uint64_t(at - now);
+  }
   if (at <= now) {
     t.tm_mday += 1;
+    t.tm_isdst = -1;
     at = mktime(&t);
   }
+  if (at - now > time_t(kMaxUntilAheadHours) * 3600) {
+    char ahead[32];
+    std::snprintf(ahead, sizeof ahead, "%lldh%02lldm", (long long)(at - now) / 3600, (long long)(at - now) % 3600 / 60);
+    return Status::Invalid("'" + when + "' is " + ahead + " away (next at " + LocalTime(at) +
+                           "): more than " + std::to_string(kMaxUntilAheadHours) +
+                           "h ahead, as when a run starts after its window has passed, which would run for most "
+                           "of a day; to mean it, give the date: '" + LocalTime(at) + "'");
+  }
   return uint64_t(at - now);
+}
+
+Result<uint64_t> SecondsUntil(const std::string& when) { return SecondsUntil(when, time(nullptr)); }
+
+std::string EscapeLine(const std::string& path) {
+  if (path.find_first_of("\n\\") == std::string::npos) return path;
+  std::string out;
+  out.reserve(path.size() + 8);
+  for (char c : path) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\\') out += "\\\\";
+    else out += c;
+  }
+  return out;
 }
 
 Status SetIdleIoClass() {

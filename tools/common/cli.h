@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,19 @@ int Parse(CLI::App& app, int argc, char** argv);
 // Adds an option whose value is a duration ("90s", "30m", "2h").
 CLI::Option* AddDuration(CLI::App& app, const std::string& name, uint64_t* seconds, const std::string& desc);
 
-// Seconds from now until the next local time HH:MM (today or tomorrow).
-Result<uint64_t> SecondsUntil(const std::string& hhmm);
+// Seconds from `now` until local time `when`: "HH:MM" (the next one, today or tomorrow)
+// or "YYYY-MM-DD HH:MM" (also with a 'T' between). A bare HH:MM more than
+// kMaxUntilAheadHours ahead is refused: it is almost always a window already missed by a
+// late start (06:00 asked at 06:01), which would otherwise run for a day; give the date
+// to mean it. A date and time in the past is refused.
+inline constexpr int kMaxUntilAheadHours = 18;
+Result<uint64_t> SecondsUntil(const std::string& when, time_t now);
+Result<uint64_t> SecondsUntil(const std::string& when);
+
+// A path made safe for reports that print one path per line: a newline becomes the two
+// characters \n and a backslash becomes \\ (C-style), so no name can add a line and the
+// exact name can be recovered. Names without either are printed as they are.
+std::string EscapeLine(const std::string& path);
 
 // Puts this process's I/O in the idle class (only served when the disk is otherwise idle).
 Status SetIdleIoClass();

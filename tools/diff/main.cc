@@ -10,7 +10,8 @@ using namespace oans;
 
 int main(int argc, char** argv) {
   CLI::App app{"List the files added, removed, changed (same inode, new size, mtime or ctime) and renamed\n"
-               "(same inode, new path) between two indexes of the same trees, one per line.\n"
+               "(same inode, new path) between two indexes of the same trees, one per line (a newline in a\n"
+               "name is written \\n and a backslash \\\\; --json gives the exact bytes).\n"
                "Example: oans-diff monday.idx tuesday.idx --json",
                "oans-diff"};
   app.set_version_flag("--version", ToolVersionString("oans-diff"));
@@ -31,9 +32,9 @@ int main(int argc, char** argv) {
           line += ",\"size\":" + std::to_string(e.size) + ",\"old_size\":" + std::to_string(e.old_size) + "}";
           std::printf("%s\n", line.c_str());
         } else if (e.kind == DiffKind::kRenamed) {
-          std::printf("renamed %s -> %s\n", e.old_path.c_str(), e.path.c_str());
+          std::printf("renamed %s -> %s\n", cli::EscapeLine(e.old_path).c_str(), cli::EscapeLine(e.path).c_str());
         } else {
-          std::printf("%s %s\n", DiffKindName(e.kind), e.path.c_str());
+          std::printf("%s %s\n", DiffKindName(e.kind), cli::EscapeLine(e.path).c_str());
         }
       },
       &s);

@@ -1,5 +1,6 @@
 // oans-plan [INDEX...]: find duplicate data that is not yet shared and write a dedupe plan.
 #include <cerrno>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -7,6 +8,7 @@
 
 #include "lib/format/dupe_list.h"
 #include "lib/base/json.h"
+#include "lib/base/spill.h"
 #include "lib/base/sys.h"
 #include "lib/plan/planner.h"
 #include "lib/base/units.h"
@@ -18,19 +20,34 @@ using namespace oans;
 
 namespace {
 
-std::string list_path_to_remove;
-struct RemoveListIndex {
-  ~RemoveListIndex() {
-    if (!list_path_to_remove.empty()) unlink(list_path_to_remove.c_str());
+// fdupes lists are read by other tools that know no escapes: a name with a newline
+// cannot be written there, so it is left out (and named on stderr).
+size_t PrintFdupes(FILE* f, const GroupReport& g) {
+  std::vector<const std::string*> names{&g.source};
+  size_t left_out = 0;
+  for (const auto& d : g.dests) names.push_back(&d);
+  std::vector<const std::string*> kept;
+  for (const std::string* p : names) {
+    if (p->find('\n') == std::string::npos) {
+      kept.push_back(p);
+      continue;
+    }
+    ++left_out;
+    std::fprintf(stderr, "oans-plan: left out of the fdupes list (its name has a newline, which would start a new "
+                         "line there; --format json or text show it): %s\n", cli::EscapeLine(*p).c_str());
   }
-} remove_list_index;
+  if (kept.size() < 2) return left_out;
+  for (const std::string* p : kept) std::fprintf(f, "%s\n", p->c_str());
+  std::fprintf(f, "\n");
+  return left_out;
+}
 
-void PrintReport(FILE* f, const std::string& format, const std::vector<GroupReport>& groups) {
+// Returns how many files were left out of an fdupes list.
+size_t PrintReport(FILE* f, const std::string& format, const std::vector<GroupReport>& groups) {
+  size_t left_out = 0;
   for (const auto& g : groups) {
     if (format == "fdupes") {
-      std::fprintf(f, "%s\n", g.source.c_str());
-      for (const auto& d : g.dests) std::fprintf(f, "%s\n", d.c_str());
-      std::fprintf(f, "\n");
+      left_out += PrintFdupes(f, g);
     } else if (format == "json") {
       std::string line = "{\"size\":" + std::to_string(g.size) + ",\"files\":[{" + JsonPath("path", g.source) +
                          ",\"source\":true}";
@@ -42,12 +59,35 @@ void PrintReport(FILE* f, const std::string& format, const std::vector<GroupRepo
       for (bool b : g.dest_shared) shared += b;
       std::fprintf(f, "%zu files of %s each; %zu already share the source's data\n", g.dests.size() + 1,
                    FormatSize(g.size).c_str(), shared);
-      std::fprintf(f, "  %s (source)\n", g.source.c_str());
+      std::fprintf(f, "  %s (source)\n", cli::EscapeLine(g.source).c_str());
       for (size_t i = 0; i < g.dests.size(); ++i)
-        std::fprintf(f, "  %s%s\n", g.dests[i].c_str(), g.dest_shared[i] ? " (shared)" : "");
+        std::fprintf(f, "  %s%s\n", cli::EscapeLine(g.dests[i]).c_str(), g.dest_shared[i] ? " (shared)" : "");
       std::fprintf(f, "\n");
     }
   }
+  return left_out;
+}
+
+// Writes the report to standard output, or to FILE through OutputFile (never through a
+// symlink, replaced whole).
+Status WriteReport(const std::string& output, const std::string& format, const std::vector<GroupReport>& groups,
+                   size_t* left_out) {
+  if (output == "-") {
+    *left_out = PrintReport(stdout, format, groups);
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) return Status::Io("writing the report", errno);
+    return Status::Ok();
+  }
+  auto out = OutputFile::Open(output);
+  if (!out.ok()) return out.status();
+  int fd = ::dup((*out)->fd());
+  FILE* f = fd < 0 ? nullptr : ::fdopen(fd, "w");
+  if (!f) return Status::Io("writing " + output, errno);
+  *left_out = PrintReport(f, format, groups);
+  bool bad = std::fflush(f) != 0 || std::ferror(f);
+  int e = errno;
+  if (std::fclose(f) != 0 && !bad) bad = true, e = errno;
+  if (bad) return Status::Io("writing " + output, e);
+  return (*out)->Commit();
 }
 
 }  // namespace
@@ -79,12 +119,16 @@ int main(int argc, char** argv) {
   cli::AddSize(app, "--memory", &o.memory,
                "Memory for the planner's records (default 512M, at least 16M); past it, sorted runs and file "
                "details go to temporary files, removed on exit");
-  app.add_option("--temp-dir", o.temp_dir, "Directory for those temporary files (default $TMPDIR, else /var/tmp)")
+  app.add_option("--temp-dir", o.temp_dir,
+                 "Directory for those temporary files and the index made from --from-list (default $TMPDIR, else "
+                 "/var/tmp)")
       ->type_name("DIR");
   app.add_flag("--whole-files-only", no_blocks, "Plan whole-file duplicates only, not partial (block) duplicates");
   app.add_option("--format", format,
                  "What to write: plan (default), or a report of the whole-file duplicate groups instead: text, "
-                 "json (one group per line) or fdupes (paths, a blank line between groups)")
+                 "json (one group per line) or fdupes (paths, a blank line between groups). In text, a newline in a "
+                 "name is written \\n and a backslash \\\\; fdupes lists have no escapes, so a name with a newline "
+                 "is left out of them, named on stderr, with exit code 1")
       ->check(CLI::IsMember({"plan", "text", "json", "fdupes"}));
   app.add_flag("--stats", stats_flag, "Print groups, duplicate, shared and reclaimable bytes on stderr");
   app.add_flag("--json", json, "Print the statistics as JSON on stderr (implies --stats)");
@@ -93,11 +137,12 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "Print only errors");
   app.footer(cli::ExitCodesHelp());
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
-  std::unique_ptr<OutputFile> list_index;
   if (!fdupes.empty()) {
     if (!o.indexes.empty()) return cli::Fail("oans-plan", "give indexes or --from-list, not both");
-    // The list becomes a temporary index, read like any other.
-    char tmpl[] = "/tmp/oans-list-XXXXXX";
+    // The list becomes a temporary index, read like any other (in --temp-dir).
+    std::string tmpl_path = TempDirectory(o.temp_dir) + "/oans-list-XXXXXX";
+    std::vector<char> tmpl_buf(tmpl_path.begin(), tmpl_path.end() + 1);
+    char* tmpl = tmpl_buf.data();
     int dirfd = mkstemp(tmpl);
     if (dirfd < 0) return cli::Fail("oans-plan", Status::Io("creating a temporary file", errno));
     close(dirfd);
@@ -110,9 +155,12 @@ int main(int argc, char** argv) {
                                        &list_notices, &ls);
     if (st.ok()) st = (*idx)->Commit();
     if (!st.ok()) return cli::Fail("oans-plan", st);
-    list_index = std::move(*idx);
-    o.indexes.push_back(tmpl);
-    list_path_to_remove = tmpl;
+    // Named only for the moment it takes to open it again: a kill leaves nothing behind.
+    int fd = ::open(tmpl, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    unlink(tmpl);
+    if (fd < 0) return cli::Fail("oans-plan", Status::Io("reading back the index of " + fdupes, e));
+    o.indexes.push_back(PinInput(fd, "the index made from " + fdupes));
   }
   if (o.memory < (16u << 20)) return cli::Fail("oans-plan", "--memory must be at least 16M");
   if (o.indexes.empty()) o.indexes.push_back("-");
@@ -125,17 +173,15 @@ int main(int argc, char** argv) {
   cli::ParseProgressMode(progress, &mode);
   cli::ProgressRenderer renderer("oans-plan", mode, quiet);
   PlanStats s;
+  int report_rc = cli::kOk;
   if (format != "plan") {
     std::vector<GroupReport> groups;
     Status st = RunPlan(o, nullptr, &renderer, &s, &groups);
     renderer.Finish();
     if (!st.ok()) return cli::Fail("oans-plan", st);
-    FILE* f = stdout;
-    if (output != "-" && !(f = std::fopen(output.c_str(), "w")))
-      return cli::Fail("oans-plan", Status::Io("creating " + output, errno));
-    PrintReport(f, format, groups);
-    if (std::fflush(f) != 0 || std::ferror(f)) return cli::Fail("oans-plan", Status::Io("writing the report", errno));
-    if (f != stdout) std::fclose(f);
+    size_t left_out = 0;
+    if (Status w = WriteReport(output, format, groups, &left_out); !w.ok()) return cli::Fail("oans-plan", w);
+    if (left_out) report_rc = cli::kPartial;
   } else {
     auto out = OutputFile::Open(output);
     if (!out.ok()) return cli::Fail("oans-plan", out.status());
@@ -173,5 +219,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "oans-plan: %s to reclaim in %llu rounds (%s already shared)\n",
                  FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.rounds, FormatSize(s.shared_bytes).c_str());
   }
-  return cli::kOk;
+  return report_rc;
 }
