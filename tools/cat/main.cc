@@ -1,5 +1,4 @@
 // oans-cat FILE: print an extent index or a dedupe plan as JSON lines.
-#include <unistd.h>
 
 #include <cinttypes>
 #include <cstdio>
