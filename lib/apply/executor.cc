@@ -29,13 +29,13 @@ void DryRunExecutor::Run(const PreparedRound& r, RoundResult* out, const std::fu
     auto dests = UsableDests(r, op, *this, out);
     if (dests.empty()) continue;
     if (print_) {
-      std::string line = "{\"round\":" + std::to_string(r.round.index) + ",\"source\":" +
-                         JsonString(files[op.source].path) + ",\"offset\":" + std::to_string(op.offset) +
-                         ",\"length\":" + std::to_string(op.length) + ",\"dests\":[";
-      for (size_t k = 0; k < dests.size(); ++k)
-        line += std::string(k ? "," : "") + "{\"path\":" + JsonString(files[dests[k].file].path) +
-                ",\"offset\":" + std::to_string(dests[k].offset) + "}";
-      print_(line + "]}");
+      Json dest_list = Json::array();
+      for (const auto& d : dests) dest_list.push_back(Json{{"path", JsonText(files[d.file].path)}, {"offset", d.offset}});
+      print_(JsonLine(Json{{"round", r.round.index},
+                           {"source", JsonText(files[op.source].path)},
+                           {"offset", op.offset},
+                           {"length", op.length},
+                           {"dests", std::move(dest_list)}}));
     }
     out->bytes_done += op.length * dests.size();
     tick(op.length * dests.size());

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace oans {
 namespace {
@@ -28,6 +30,32 @@ size_t Utf8Len(const std::string& s, size_t i) {
   return n;
 }
 
+// nlohmann writes backspace and form feed as \b and \f and DEL as itself; oans has always
+// written all three as \u00XX, so a line shows no raw DEL and keeps its bytes. `dumped` is
+// nlohmann's output: a backslash there always begins an escape, and DEL occurs only
+// inside strings (it is never part of a multibyte sequence).
+std::string EscapeLikeOans(const std::string& dumped) {
+  std::string out;
+  out.reserve(dumped.size());
+  for (size_t i = 0; i < dumped.size(); ++i) {
+    const char c = dumped[i];
+    if (c == '\x7f') {
+      out += "\\u007f";
+    } else if (c == '\\' && i + 1 < dumped.size()) {
+      const char e = dumped[++i];
+      if (e == 'b') out += "\\u0008";
+      else if (e == 'f') out += "\\u000c";
+      else {
+        out += c;
+        out += e;
+      }
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 bool IsValidUtf8(const std::string& s) {
@@ -39,39 +67,21 @@ bool IsValidUtf8(const std::string& s) {
   return true;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
+std::string ToValidUtf8(const std::string& s) {
+  if (IsValidUtf8(s)) return s;
+  std::string out;
+  out.reserve(s.size() + 8);
   for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
     size_t n = Utf8Len(s, i);
     if (n == 0) {
       out += "\xEF\xBF\xBD";
       ++i;
-      continue;
-    }
-    if (n > 1) {
+    } else {
       out.append(s, i, n);
       i += n;
-      continue;
     }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += char(c);
-        }
-    }
-    ++i;
   }
-  return out + "\"";
+  return out;
 }
 
 std::string Hex(const std::string& bytes) {
@@ -84,10 +94,29 @@ std::string Hex(const std::string& bytes) {
   return out;
 }
 
-std::string JsonPath(const std::string& key, const std::string& path) {
-  std::string out = JsonString(key) + ":" + JsonString(path);
-  if (!IsValidUtf8(path)) out += "," + JsonString(key + "_hex") + ":" + JsonString(Hex(path));
-  return out;
+Json JsonText(const std::string& bytes) { return Json(ToValidUtf8(bytes)); }
+
+Json JsonTextArray(const std::vector<std::string>& items) {
+  Json a = Json::array();
+  for (const auto& s : items) a.push_back(JsonText(s));
+  return a;
 }
+
+void AddPath(Json& obj, const std::string& key, const std::string& path) {
+  obj[key] = JsonText(path);
+  if (!IsValidUtf8(path)) obj[key + "_hex"] = Hex(path);
+}
+
+std::string JsonLine(const Json& value) {
+  return EscapeLikeOans(value.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+void PrintJsonLine(std::FILE* f, const Json& value) {
+  std::string line = JsonLine(value);
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), f);
+}
+
+std::string JsonString(const std::string& s) { return JsonLine(JsonText(s)); }
 
 }  // namespace oans

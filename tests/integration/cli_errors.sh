@@ -49,6 +49,8 @@ expect_error "empty is empty" "$BIN/oans-apply" "$WORK/empty"
 head -c 4096 /dev/urandom > "$WORK/garbage"
 expect_error "garbage is not an oans index" "$BIN/oans-plan" "$WORK/garbage" -o "$WORK/p"
 expect_error "garbage is not an oans plan" "$BIN/oans-apply" "$WORK/garbage"
+expect_error "empty is not an oans index or plan" "$BIN/oans-cat" "$WORK/empty"
+expect_error "garbage is not an oans index or plan" "$BIN/oans-cat" "$WORK/garbage"
 cp "$WORK/good.idx" "$WORK/flipped.idx"
 printf '\xff\xff\xff\xff' | dd of="$WORK/flipped.idx" bs=1 seek=$((size / 2)) conv=notrunc status=none
 expect_error "flipped.idx" "$BIN/oans-plan" "$WORK/flipped.idx" -o "$WORK/p"

@@ -166,19 +166,28 @@ int main(int argc, char** argv) {
     return cli::Fail("oans-apply", st);
   }
   if (json) {
-    std::string reasons;
-    for (auto& [k, v] : s.skipped) reasons += (reasons.empty() ? "" : ",") + JsonString(k) + ":" + std::to_string(v);
-    std::printf(
-        "{\"rounds\":%llu,\"rounds_done\":%llu,\"rounds_from_journal\":%llu,\"rounds_to_retry\":%llu,\"operations\":%llu,\"bytes_planned\":%llu,\"bytes_deduped\":%llu,\"files_linked\":%llu,\"bytes_linked\":%llu,"
-        "\"bytes_prefetched\":%llu,\"bytes_skipped\":%llu,\"skipped\":{%s},\"files_checked\":%llu,"
-        "\"files_changed\":%llu,\"errors\":%llu,\"interrupted\":%s,\"dry_run\":%s}\n",
-        (unsigned long long)s.rounds, (unsigned long long)s.rounds_done, (unsigned long long)s.rounds_from_journal,
-        (unsigned long long)s.rounds_to_retry, (unsigned long long)s.ops,
-        (unsigned long long)s.bytes_planned, (unsigned long long)s.bytes_deduped, (unsigned long long)s.files_linked,
-        (unsigned long long)s.bytes_linked,
-        (unsigned long long)s.bytes_prefetched, (unsigned long long)s.bytes_skipped(), reasons.c_str(),
-        (unsigned long long)s.files_checked, (unsigned long long)s.files_mismatch, (unsigned long long)s.errors,
-        s.interrupted ? "true" : "false", o.dry_run ? "true" : "false");
+    Json reasons = Json::object();
+    for (auto& [k, v] : s.skipped) {
+      Json& slot = reasons[ToValidUtf8(k)];
+      slot = (slot.is_null() ? 0 : slot.get<uint64_t>()) + v;
+    }
+    PrintJsonLine(stdout, Json{{"rounds", s.rounds},
+                               {"rounds_done", s.rounds_done},
+                               {"rounds_from_journal", s.rounds_from_journal},
+                               {"rounds_to_retry", s.rounds_to_retry},
+                               {"operations", s.ops},
+                               {"bytes_planned", s.bytes_planned},
+                               {"bytes_deduped", s.bytes_deduped},
+                               {"files_linked", s.files_linked},
+                               {"bytes_linked", s.bytes_linked},
+                               {"bytes_prefetched", s.bytes_prefetched},
+                               {"bytes_skipped", s.bytes_skipped()},
+                               {"skipped", std::move(reasons)},
+                               {"files_checked", s.files_checked},
+                               {"files_changed", s.files_mismatch},
+                               {"errors", s.errors},
+                               {"interrupted", s.interrupted},
+                               {"dry_run", o.dry_run}});
   } else if (!quiet || s.bytes_skipped() || s.interrupted) {
     if (o.hardlink)
       std::fprintf(stderr, "oans-apply: hardlinked %llu files (%s)\n", (unsigned long long)s.files_linked,

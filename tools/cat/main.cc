@@ -1,11 +1,11 @@
 // oans-cat FILE: print an extent index or a dedupe plan as JSON lines.
-#include <unistd.h>
 
 #include <cinttypes>
 #include <cstdio>
 
-#include "lib/format/index_file.h"
 #include "lib/base/json.h"
+#include "lib/format/index_file.h"
+#include "lib/format/kind.h"
 #include "lib/format/plan_file.h"
 #include "lib/base/version.h"
 #include "tools/common/cli.h"
@@ -20,20 +20,73 @@ std::string HashHex(const Hash128& h) {
   return buf;
 }
 
-std::string FsJson(const FsRecord& f) {
-  return "{\"uuid\":" + JsonString(f.uuid) + ",\"subvolume\":" + std::to_string(f.subvolume) +
-         ",\"dev\":" + std::to_string(f.dev) + ",\"type\":" + JsonString(f.type) +
-         ",\"block_size\":" + std::to_string(f.block_size) + ",\"mount_point\":" + JsonString(f.mount_point) +
-         ",\"subvolume_uuid\":" + JsonString(f.subvolume_uuid) + ",\"generation\":" + std::to_string(f.generation) + "}";
+Json FsJson(const FsRecord& f) {
+  Json j = Json::object();
+  j["uuid"] = JsonText(f.uuid);
+  j["subvolume"] = f.subvolume;
+  j["dev"] = f.dev;
+  j["type"] = JsonText(f.type);
+  j["block_size"] = f.block_size;
+  j["mount_point"] = JsonText(f.mount_point);
+  j["subvolume_uuid"] = JsonText(f.subvolume_uuid);
+  j["generation"] = f.generation;
+  return j;
 }
 
-template <typename T>
-std::string List(const std::vector<T>& v, std::string (*f)(const T&)) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + f(v[i]);
-  return s + "]";
+Json FsList(const std::vector<FsRecord>& v) {
+  Json a = Json::array();
+  for (const auto& f : v) a.push_back(FsJson(f));
+  return a;
 }
-std::string Str(const std::string& s) { return JsonString(s); }
+
+Json IndexHeaderJson(const IndexHeader& h) {
+  Json j = Json::object();
+  j["type"] = "index-header";
+  j["format_version"] = h.format_version;
+  j["tool_version"] = JsonText(h.tool_version);
+  j["created_ns"] = h.created_ns;
+  j["hostname"] = JsonText(h.hostname);
+  j["roots"] = JsonTextArray(h.roots);
+  j["filesystems"] = FsList(h.filesystems);
+  j["block_size"] = h.block_size;
+  j["min_size"] = h.min_size;
+  j["excludes"] = JsonTextArray(h.excludes);
+  j["command_line"] = JsonTextArray(h.command_line);
+  return j;
+}
+
+Json FileJson(const FileEntry& e, bool blocks) {
+  Json j = Json::object();
+  j["type"] = "file";
+  AddPath(j, "path", e.path);
+  j["fs"] = e.fs;
+  j["dev"] = e.dev;
+  j["ino"] = e.ino;
+  j["size"] = e.size;
+  j["mtime_ns"] = e.mtime_ns;
+  j["ctime_ns"] = e.ctime_ns;
+  j["nlink"] = e.nlink;
+  j["inode_flags"] = e.inode_flags;
+  Json ext = Json::array();
+  for (const auto& x : e.extents) ext.push_back(Json::array({x.logical, x.physical, x.length, x.flags}));
+  j["extents"] = std::move(ext);
+  if (e.hashed) {
+    j["hash"] = HashHex(e.hash);
+    j["block_count"] = e.block_hashes.size();
+    if (e.reused) j["reused"] = true;
+    if (blocks) {
+      Json b = Json::array();
+      for (const auto& h : e.block_hashes) b.push_back(HashHex(h));
+      j["blocks"] = std::move(b);
+    }
+  }
+  if (!e.error.empty()) {
+    j["error"] = JsonText(e.error);
+    j["errno"] = e.errnum;
+  }
+  if (!e.other_paths.empty()) j["other_paths"] = JsonTextArray(e.other_paths);
+  return j;
+}
 
 int CatIndex(const std::string& path, bool blocks) {
   IndexReadOptions ro;
@@ -41,51 +94,23 @@ int CatIndex(const std::string& path, bool blocks) {
   auto r = ReadIndex(
       path, ro,
       [](const IndexHeader& h) {
-        std::printf("{\"type\":\"index-header\",\"format_version\":%u,\"tool_version\":%s,\"created_ns\":%lld,"
-                    "\"hostname\":%s,\"roots\":%s,\"filesystems\":%s,\"block_size\":%u,\"min_size\":%llu,"
-                    "\"excludes\":%s,\"command_line\":%s}\n",
-                    h.format_version, JsonString(h.tool_version).c_str(), (long long)h.created_ns,
-                    JsonString(h.hostname).c_str(), List(h.roots, Str).c_str(), List(h.filesystems, FsJson).c_str(),
-                    h.block_size, (unsigned long long)h.min_size, List(h.excludes, Str).c_str(),
-                    List(h.command_line, Str).c_str());
+        PrintJsonLine(stdout, IndexHeaderJson(h));
         return Status::Ok();
       },
       [blocks](const IndexHeader&, std::vector<FileEntry>& batch) {
-        for (const auto& e : batch) {
-          std::string ext = "[";
-          for (size_t i = 0; i < e.extents.size(); ++i) {
-            const auto& x = e.extents[i];
-            ext += std::string(i ? "," : "") + "[" + std::to_string(x.logical) + "," + std::to_string(x.physical) + "," +
-                   std::to_string(x.length) + "," + std::to_string(x.flags) + "]";
-          }
-          ext += "]";
-          std::string line = "{\"type\":\"file\"," + JsonPath("path", e.path) + ",\"fs\":" + std::to_string(e.fs) +
-                             ",\"dev\":" + std::to_string(e.dev) + ",\"ino\":" + std::to_string(e.ino) +
-                             ",\"size\":" + std::to_string(e.size) + ",\"mtime_ns\":" + std::to_string(e.mtime_ns) +
-                             ",\"ctime_ns\":" + std::to_string(e.ctime_ns) + ",\"nlink\":" + std::to_string(e.nlink) +
-                             ",\"inode_flags\":" + std::to_string(e.inode_flags) + ",\"extents\":" + ext;
-          if (e.hashed) {
-            line += ",\"hash\":\"" + HashHex(e.hash) + "\",\"block_count\":" + std::to_string(e.block_hashes.size());
-            if (e.reused) line += ",\"reused\":true";
-            if (blocks) {
-              line += ",\"blocks\":[";
-              for (size_t i = 0; i < e.block_hashes.size(); ++i)
-                line += std::string(i ? "," : "") + "\"" + HashHex(e.block_hashes[i]) + "\"";
-              line += "]";
-            }
-          }
-          if (!e.error.empty()) line += ",\"error\":" + JsonString(e.error) + ",\"errno\":" + std::to_string(e.errnum);
-          if (!e.other_paths.empty()) line += ",\"other_paths\":" + List(e.other_paths, Str);
-          std::printf("%s}\n", line.c_str());
-        }
+        for (const auto& e : batch) PrintJsonLine(stdout, FileJson(e, blocks));
         return Status::Ok();
       });
   if (!r.ok()) return cli::Fail("oans-cat", r.status());
-  std::printf("{\"type\":\"index-end\",\"records\":%llu,\"batches\":%llu,\"errors\":%llu,\"bytes\":%llu,"
-              "\"sections\":%d,\"complete\":%s}\n",
-              (unsigned long long)r->totals.records, (unsigned long long)r->totals.batches,
-              (unsigned long long)r->totals.errors, (unsigned long long)r->totals.bytes, r->sections,
-              r->truncated ? "false" : "true");
+  Json end = Json::object();
+  end["type"] = "index-end";
+  end["records"] = r->totals.records;
+  end["batches"] = r->totals.batches;
+  end["errors"] = r->totals.errors;
+  end["bytes"] = r->totals.bytes;
+  end["sections"] = r->sections;
+  end["complete"] = !r->truncated;
+  PrintJsonLine(stdout, end);
   if (r->truncated) {
     std::fprintf(stderr, "oans-cat: warning: %s is incomplete (no trailer): the scan was interrupted\n", path.c_str());
     return cli::kPartial;
@@ -93,18 +118,58 @@ int CatIndex(const std::string& path, bool blocks) {
   return cli::kOk;
 }
 
+Json PlanHeaderJson(const PlanHeader& h) {
+  Json j = Json::object();
+  j["type"] = "plan-header";
+  j["format_version"] = h.format_version;
+  j["tool_version"] = JsonText(h.tool_version);
+  j["created_ns"] = h.created_ns;
+  j["roots"] = JsonTextArray(h.roots);
+  j["filesystems"] = FsList(h.filesystems);
+  j["round_size"] = h.round_size;
+  j["block_size"] = h.block_size;
+  j["indexes"] = JsonTextArray(h.indexes);
+  j["command_line"] = JsonTextArray(h.command_line);
+  j["rounds"] = h.rounds;
+  j["groups"] = h.groups;
+  j["duplicate_bytes"] = h.duplicate_bytes;
+  j["shared_bytes"] = h.shared_bytes;
+  j["planned_bytes"] = h.planned_bytes;
+  return j;
+}
+
+Json RoundJson(const PlanRound& r) {
+  Json files = Json::array();
+  for (const auto& f : r.files) {
+    Json j = Json::object();
+    AddPath(j, "path", f.path);
+    j["fs"] = f.fs;
+    j["dev"] = f.dev;
+    j["ino"] = f.ino;
+    j["size"] = f.size;
+    j["mtime_ns"] = f.mtime_ns;
+    files.push_back(std::move(j));
+  }
+  Json ops = Json::array();
+  for (const auto& o : r.ops) {
+    Json dests = Json::array();
+    for (const auto& d : o.dests) dests.push_back(Json{{"file", d.file}, {"offset", d.offset}, {"physical", d.physical}});
+    ops.push_back(Json{{"source", o.source}, {"offset", o.offset}, {"length", o.length}, {"physical", o.physical},
+                       {"dests", std::move(dests)}});
+  }
+  Json j = Json::object();
+  j["type"] = "round";
+  j["index"] = r.index;
+  j["bytes"] = r.bytes;
+  j["files"] = std::move(files);
+  j["ops"] = std::move(ops);
+  return j;
+}
+
 int CatPlan(const std::string& path) {
   auto p = PlanReader::Open(path);
   if (!p.ok()) return cli::Fail("oans-cat", p.status());
-  const PlanHeader& h = (*p)->header();
-  std::printf("{\"type\":\"plan-header\",\"format_version\":%u,\"tool_version\":%s,\"created_ns\":%lld,\"roots\":%s,"
-              "\"filesystems\":%s,\"round_size\":%llu,\"block_size\":%u,\"indexes\":%s,\"command_line\":%s,"
-              "\"rounds\":%llu,\"groups\":%llu,\"duplicate_bytes\":%llu,\"shared_bytes\":%llu,\"planned_bytes\":%llu}\n",
-              h.format_version, JsonString(h.tool_version).c_str(), (long long)h.created_ns, List(h.roots, Str).c_str(),
-              List(h.filesystems, FsJson).c_str(), (unsigned long long)h.round_size, h.block_size,
-              List(h.indexes, Str).c_str(), List(h.command_line, Str).c_str(), (unsigned long long)h.rounds,
-              (unsigned long long)h.groups, (unsigned long long)h.duplicate_bytes, (unsigned long long)h.shared_bytes,
-              (unsigned long long)h.planned_bytes);
+  PrintJsonLine(stdout, PlanHeaderJson((*p)->header()));
   PlanRound r;
   uint64_t rounds = 0;
   for (;;) {
@@ -112,29 +177,9 @@ int CatPlan(const std::string& path) {
     if (!more.ok()) return cli::Fail("oans-cat", more.status());
     if (!*more) break;
     rounds++;
-    std::string files = "[";
-    for (size_t i = 0; i < r.files.size(); ++i) {
-      const auto& f = r.files[i];
-      files += std::string(i ? "," : "") + "{" + JsonPath("path", f.path) + ",\"fs\":" + std::to_string(f.fs) +
-               ",\"dev\":" + std::to_string(f.dev) + ",\"ino\":" + std::to_string(f.ino) +
-               ",\"size\":" + std::to_string(f.size) + ",\"mtime_ns\":" + std::to_string(f.mtime_ns) + "}";
-    }
-    std::string ops = "[";
-    for (size_t i = 0; i < r.ops.size(); ++i) {
-      const auto& o = r.ops[i];
-      ops += std::string(i ? "," : "") + "{\"source\":" + std::to_string(o.source) + ",\"offset\":" +
-             std::to_string(o.offset) + ",\"length\":" + std::to_string(o.length) +
-             ",\"physical\":" + std::to_string(o.physical) + ",\"dests\":[";
-      for (size_t j = 0; j < o.dests.size(); ++j)
-        ops += std::string(j ? "," : "") + "{\"file\":" + std::to_string(o.dests[j].file) +
-               ",\"offset\":" + std::to_string(o.dests[j].offset) +
-               ",\"physical\":" + std::to_string(o.dests[j].physical) + "}";
-      ops += "]}";
-    }
-    std::printf("{\"type\":\"round\",\"index\":%llu,\"bytes\":%llu,\"files\":%s],\"ops\":%s]}\n",
-                (unsigned long long)r.index, (unsigned long long)r.bytes, files.c_str(), ops.c_str());
+    PrintJsonLine(stdout, RoundJson(r));
   }
-  std::printf("{\"type\":\"plan-end\",\"rounds\":%llu,\"complete\":true}\n", (unsigned long long)rounds);
+  PrintJsonLine(stdout, Json{{"type", "plan-end"}, {"rounds", rounds}, {"complete", true}});
   return cli::kOk;
 }
 
@@ -157,16 +202,9 @@ int main(int argc, char** argv) {
     if (!spooled.ok()) return cli::Fail("oans-cat", spooled.status());
     path = *spooled;
   }
-  // Both formats start with a header frame; the index reader names a plan when it meets one.
-  {
-    IndexReadOptions ro;
-    ro.allow_truncated = true;
-    bool is_plan = false;
-    auto probe = ReadIndex(
-        path, ro, [](const IndexHeader&) { return Status::Interrupted("probe"); },
-        [](const IndexHeader&, std::vector<FileEntry>&) { return Status::Ok(); });
-    if (!probe.ok() && probe.status().message().find("is a dedupe plan") != std::string::npos) is_plan = true;
-    if (is_plan) return CatPlan(path);
-  }
+  // Both formats start with a header frame whose magic says which one this is.
+  auto kind = DetectFileKind(path);
+  if (!kind.ok()) return cli::Fail("oans-cat", kind.status());
+  if (*kind == FileKind::kPlan) return CatPlan(path);
   return CatIndex(path, blocks);
 }

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdint>
+
 #include "lib/base/json.h"
 #include "lib/base/units.h"
 
@@ -9,7 +12,10 @@ namespace oans::cli {
 
 namespace {
 constexpr int kMaxNotices = 200;
-}
+
+// Seconds to one decimal, as the JSON lines give them.
+double Tenths(double seconds) { return std::round(seconds * 10) / 10; }
+}  // namespace
 
 bool ParseProgressMode(const std::string& s, ProgressMode* out) {
   if (s == "auto") *out = ProgressMode::kAuto;
@@ -52,11 +58,15 @@ void ProgressRenderer::Progress(const ProgressSnapshot& s) {
   const double rate = elapsed > 0.2 ? double(s.done_bytes) / elapsed : 0;
   const double eta = rate > 0 && s.total_bytes >= s.done_bytes ? double(s.total_bytes - s.done_bytes) / rate : -1;
   if (mode_ == ProgressMode::kJson) {
-    std::fprintf(stderr,
-                 "{\"tool\":\"%s\",\"phase\":\"%s\",\"done_bytes\":%llu,\"total_bytes\":%llu,\"done_items\":%llu,"
-                 "\"total_items\":%llu,\"rate_bytes_per_s\":%.0f,\"eta_s\":%.1f,\"elapsed_s\":%.1f}\n",
-                 tool_.c_str(), s.phase, (unsigned long long)s.done_bytes, (unsigned long long)s.total_bytes,
-                 (unsigned long long)s.done_items, (unsigned long long)s.total_items, rate, eta, elapsed);
+    PrintJsonLine(stderr, Json{{"tool", JsonText(tool_)},
+                               {"phase", JsonText(s.phase)},
+                               {"done_bytes", s.done_bytes},
+                               {"total_bytes", s.total_bytes},
+                               {"done_items", s.done_items},
+                               {"total_items", s.total_items},
+                               {"rate_bytes_per_s", uint64_t(std::llround(rate))},
+                               {"eta_s", Tenths(eta)},
+                               {"elapsed_s", Tenths(elapsed)}});
     std::fflush(stderr);
     return;
   }
@@ -87,7 +97,7 @@ void ProgressRenderer::Notice(const std::string& message) {
 
 void ProgressRenderer::Notice2(const std::string& message) {
   if (mode_ == ProgressMode::kJson) {
-    std::fprintf(stderr, "{\"tool\":\"%s\",\"notice\":%s}\n", tool_.c_str(), JsonString(message).c_str());
+    PrintJsonLine(stderr, Json{{"tool", JsonText(tool_)}, {"notice", JsonText(message)}});
     return;
   }
   ClearLine();

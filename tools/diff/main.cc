@@ -27,10 +27,13 @@ int main(int argc, char** argv) {
       old_path, new_path,
       [json](const DiffEntry& e) {
         if (json) {
-          std::string line = "{\"change\":\"" + std::string(DiffKindName(e.kind)) + "\"," + JsonPath("path", e.path);
-          if (e.kind == DiffKind::kRenamed) line += "," + JsonPath("old_path", e.old_path);
-          line += ",\"size\":" + std::to_string(e.size) + ",\"old_size\":" + std::to_string(e.old_size) + "}";
-          std::printf("%s\n", line.c_str());
+          Json line = Json::object();
+          line["change"] = DiffKindName(e.kind);
+          AddPath(line, "path", e.path);
+          if (e.kind == DiffKind::kRenamed) AddPath(line, "old_path", e.old_path);
+          line["size"] = e.size;
+          line["old_size"] = e.old_size;
+          PrintJsonLine(stdout, line);
         } else if (e.kind == DiffKind::kRenamed) {
           std::printf("renamed %s -> %s\n", cli::EscapeLine(e.old_path).c_str(), cli::EscapeLine(e.path).c_str());
         } else {
@@ -40,9 +43,8 @@ int main(int argc, char** argv) {
       &s);
   if (!st.ok()) return cli::Fail("oans-diff", st);
   if (json)
-    std::printf("{\"summary\":{\"added\":%llu,\"removed\":%llu,\"changed\":%llu,\"renamed\":%llu,\"unchanged\":%llu}}\n",
-                (unsigned long long)s.added, (unsigned long long)s.removed, (unsigned long long)s.changed,
-                (unsigned long long)s.renamed, (unsigned long long)s.unchanged);
+    PrintJsonLine(stdout, Json{{"summary", Json{{"added", s.added}, {"removed", s.removed}, {"changed", s.changed},
+                                                {"renamed", s.renamed}, {"unchanged", s.unchanged}}}});
   else
     std::fprintf(stderr, "oans-diff: %llu added, %llu removed, %llu changed, %llu renamed, %llu unchanged\n",
                  (unsigned long long)s.added, (unsigned long long)s.removed, (unsigned long long)s.changed,

@@ -49,11 +49,18 @@ size_t PrintReport(FILE* f, const std::string& format, const std::vector<GroupRe
     if (format == "fdupes") {
       left_out += PrintFdupes(f, g);
     } else if (format == "json") {
-      std::string line = "{\"size\":" + std::to_string(g.size) + ",\"files\":[{" + JsonPath("path", g.source) +
-                         ",\"source\":true}";
-      for (size_t i = 0; i < g.dests.size(); ++i)
-        line += ",{" + JsonPath("path", g.dests[i]) + ",\"already_shared\":" + (g.dest_shared[i] ? "true" : "false") + "}";
-      std::fprintf(f, "%s]}\n", line.c_str());
+      Json files = Json::array();
+      Json source = Json::object();
+      AddPath(source, "path", g.source);
+      source["source"] = true;
+      files.push_back(std::move(source));
+      for (size_t i = 0; i < g.dests.size(); ++i) {
+        Json dest = Json::object();
+        AddPath(dest, "path", g.dests[i]);
+        dest["already_shared"] = bool(g.dest_shared[i]);
+        files.push_back(std::move(dest));
+      }
+      PrintJsonLine(f, Json{{"size", g.size}, {"files", std::move(files)}});
     } else {
       size_t shared = 0;
       for (bool b : g.dest_shared) shared += b;
@@ -191,16 +198,18 @@ int main(int argc, char** argv) {
     if (Status c = (*out)->Commit(); !c.ok()) return cli::Fail("oans-plan", c);
   }
   if (json) {
-    std::fprintf(stderr,
-                 "{\"files\":%llu,\"filesystems\":%llu,\"groups\":%llu,\"whole_file_groups\":%llu,"
-                 "\"block_groups\":%llu,\"duplicate_bytes\":%llu,\"shared_bytes\":%llu,\"planned_bytes\":%llu,"
-                 "\"operations\":%llu,\"rounds\":%llu,\"skipped_errors\":%llu,\"skipped_inline\":%llu}\n",
-                 (unsigned long long)s.files, (unsigned long long)s.filesystems,
-                 (unsigned long long)(s.whole_groups + s.block_groups), (unsigned long long)s.whole_groups,
-                 (unsigned long long)s.block_groups, (unsigned long long)s.duplicate_bytes,
-                 (unsigned long long)s.shared_bytes, (unsigned long long)s.planned_bytes, (unsigned long long)s.ops,
-                 (unsigned long long)s.rounds, (unsigned long long)s.skipped_errors,
-                 (unsigned long long)s.skipped_inline);
+    PrintJsonLine(stderr, Json{{"files", s.files},
+                               {"filesystems", s.filesystems},
+                               {"groups", s.whole_groups + s.block_groups},
+                               {"whole_file_groups", s.whole_groups},
+                               {"block_groups", s.block_groups},
+                               {"duplicate_bytes", s.duplicate_bytes},
+                               {"shared_bytes", s.shared_bytes},
+                               {"planned_bytes", s.planned_bytes},
+                               {"operations", s.ops},
+                               {"rounds", s.rounds},
+                               {"skipped_errors", s.skipped_errors},
+                               {"skipped_inline", s.skipped_inline}});
   } else if (stats_flag) {
     std::fprintf(stderr,
                  "oans-plan: %llu files on %llu filesystem(s)\n"

@@ -94,20 +94,23 @@ int main(int argc, char** argv) {
   }
   if (Status c = (*out)->Commit(); !c.ok()) return cli::Fail("oans-scan", c);
   if (json) {
-    std::fprintf(stderr,
-                 "{\"files\":%llu,\"bytes\":%llu,\"bytes_read\":%llu,\"hashed\":%llu,\"reused\":%llu,\"unopened\":%llu,"
-                 "\"errors\":%llu,"
-                 "\"hardlinks\":%llu,\"dirs\":%llu,\"skipped_small\":%llu,\"skipped_special\":%llu,"
-                 "\"skipped_symlinks\":%llu,\"skipped_mounts\":%llu,\"excluded\":%llu,\"storage\":\"%s\","
-                 "\"threads\":%d,\"order\":\"%s\"}\n",
-                 (unsigned long long)stats.files, (unsigned long long)stats.bytes, (unsigned long long)stats.bytes_read,
-                 (unsigned long long)stats.hashed, (unsigned long long)stats.reused,
-                 (unsigned long long)stats.unopened, (unsigned long long)stats.errors,
-                 (unsigned long long)stats.hardlinks, (unsigned long long)stats.dirs,
-                 (unsigned long long)stats.skipped_small, (unsigned long long)stats.skipped_special,
-                 (unsigned long long)stats.skipped_symlinks, (unsigned long long)stats.skipped_mounts,
-                 (unsigned long long)stats.excluded, StorageKindName(stats.storage.kind), stats.threads,
-                 ReadOrderName(stats.order));
+    PrintJsonLine(stderr, Json{{"files", stats.files},
+                               {"bytes", stats.bytes},
+                               {"bytes_read", stats.bytes_read},
+                               {"hashed", stats.hashed},
+                               {"reused", stats.reused},
+                               {"unopened", stats.unopened},
+                               {"errors", stats.errors},
+                               {"hardlinks", stats.hardlinks},
+                               {"dirs", stats.dirs},
+                               {"skipped_small", stats.skipped_small},
+                               {"skipped_special", stats.skipped_special},
+                               {"skipped_symlinks", stats.skipped_symlinks},
+                               {"skipped_mounts", stats.skipped_mounts},
+                               {"excluded", stats.excluded},
+                               {"storage", StorageKindName(stats.storage.kind)},
+                               {"threads", stats.threads},
+                               {"order", ReadOrderName(stats.order)}});
   } else if (!quiet) {
     std::fprintf(stderr,
                  "oans-scan: %llu files (%s) in %llu directories; read %s, reused %llu from the previous index "

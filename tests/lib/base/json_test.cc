@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace oans {
 namespace {
@@ -40,11 +44,18 @@ TEST(Json, StringReplacesInvalidUtf8) {
   EXPECT_EQ(JsonString("\xFE\""), "\"" + kReplacement + "\\\"\"");
 }
 
+// One object with AddPath(key, path), as a line.
+std::string PathLine(const std::string& key, const std::string& path) {
+  Json j = Json::object();
+  AddPath(j, key, path);
+  return JsonLine(j);
+}
+
 TEST(Json, PathAddsHexOnlyForInvalidUtf8) {
-  EXPECT_EQ(JsonPath("path", "/a/b"), "\"path\":\"/a/b\"");
-  EXPECT_EQ(JsonPath("path", "/a/\xC3\xA9"), "\"path\":\"/a/\xC3\xA9\"");
-  EXPECT_EQ(JsonPath("path", "/a\xFF"), "\"path\":\"/a" + kReplacement + "\",\"path_hex\":\"2f61ff\"");
-  EXPECT_EQ(JsonPath("p", "\n\xFE"), "\"p\":\"\\n" + kReplacement + "\",\"p_hex\":\"0afe\"");
+  EXPECT_EQ(PathLine("path", "/a/b"), "{\"path\":\"/a/b\"}");
+  EXPECT_EQ(PathLine("path", "/a/\xC3\xA9"), "{\"path\":\"/a/\xC3\xA9\"}");
+  EXPECT_EQ(PathLine("path", "/a\xFF"), "{\"path\":\"/a" + kReplacement + "\",\"path_hex\":\"2f61ff\"}");
+  EXPECT_EQ(PathLine("p", "\n\xFE"), "{\"p\":\"\\n" + kReplacement + "\",\"p_hex\":\"0afe\"}");
 }
 
 TEST(Json, Hex) {
@@ -82,6 +93,104 @@ TEST(Json, IsValidUtf8EdgeCases) {
   EXPECT_FALSE(IsValidUtf8("\xF8\x88\x80\x80\x80"));  // 5-byte form
   EXPECT_FALSE(IsValidUtf8("\xFF"));
   EXPECT_FALSE(IsValidUtf8("ok\xC3"));            // valid prefix, truncated tail
+}
+
+TEST(Json, StringEscapesBackspaceFormFeedAndDelAsBefore) {
+  // nlohmann's own forms would be \b, \f and a raw DEL.
+  EXPECT_EQ(JsonString("\b\f\x7f"), "\"\\u0008\\u000c\\u007f\"");
+  // An escaped backslash followed by b or f is left alone.
+  EXPECT_EQ(JsonString("\\b\\f"), "\"\\\\b\\\\f\"");
+  EXPECT_EQ(JsonString("\\\b"), "\"\\\\\\u0008\"");
+}
+
+TEST(Json, ToValidUtf8) {
+  EXPECT_EQ(ToValidUtf8(""), "");
+  EXPECT_EQ(ToValidUtf8("h\xC3\xA9"), "h\xC3\xA9");
+  EXPECT_EQ(ToValidUtf8("a\xFF" "b"), "a" + kReplacement + "b");
+  EXPECT_EQ(ToValidUtf8("\xC0\xAF"), kReplacement + kReplacement);
+  EXPECT_TRUE(IsValidUtf8(ToValidUtf8("\xED\xA0\x80\xF4\x90\x80\x80")));
+}
+
+TEST(Json, ObjectsKeepKeyOrderAndTypes) {
+  Json j = Json::object();
+  j["type"] = "file";
+  j["zero"] = 0;
+  j["big"] = UINT64_MAX;
+  j["negative"] = int64_t(-5);
+  j["yes"] = true;
+  j["no"] = false;
+  j["list"] = Json::array({1, 2});
+  j["nested"] = Json::array({Json::array({1, 2, 3, 4})});
+  j["empty"] = Json::array();
+  j["obj"] = Json::object();
+  EXPECT_EQ(JsonLine(j),
+            "{\"type\":\"file\",\"zero\":0,\"big\":18446744073709551615,\"negative\":-5,\"yes\":true,\"no\":false,"
+            "\"list\":[1,2],\"nested\":[[1,2,3,4]],\"empty\":[],\"obj\":{}}");
+}
+
+TEST(Json, TextArrayReplacesInvalidUtf8) {
+  EXPECT_EQ(JsonLine(JsonTextArray({})), "[]");
+  EXPECT_EQ(JsonLine(JsonTextArray({"/a", "/b\xFF", "x\"y"})), "[\"/a\",\"/b" + kReplacement + "\",\"x\\\"y\"]");
+}
+
+TEST(Json, LineNeverThrowsOnInvalidUtf8) {
+  // A string that reached a value without JsonText: nlohmann's default would throw.
+  Json j = Json::object();
+  j["raw"] = std::string("a\xFF" "b");
+  j[std::string("key\xFE")] = 1;
+  std::string line;
+  EXPECT_NO_THROW(line = JsonLine(j));
+  EXPECT_TRUE(IsValidUtf8(line));
+  EXPECT_EQ(line, "{\"raw\":\"a" + kReplacement + "b\",\"key" + kReplacement + "\":1}");
+}
+
+// Parses a line written by JsonLine and gives back the exact bytes of `key`.
+std::string ExactPath(const std::string& line, const std::string& key) {
+  Json j = Json::parse(line);
+  if (!j.contains(key + "_hex")) return j[key].get<std::string>();
+  std::string hex = j[key + "_hex"].get<std::string>(), bytes;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) bytes += char(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return bytes;
+}
+
+TEST(Json, HostileNamesStayOnOneLineAndRoundTripExactly) {
+  const std::vector<std::string> names = {
+      "/plain",
+      "/new\nline",
+      "/cr\r\"quote\"\\back",
+      "/esc\x1b[31mred\x1b[0m",
+      std::string("/nul\0byte", 9),
+      "/bell\x07\b\f\x7f",
+      "/bad\xFF\xFE",
+      "/trunc\xE2\x82",
+      "/overlong\xC0\xAF..",
+      "/h\xC3\xA9\xE2\x9C\x93",
+      "/mixed\n\xFF\t",
+  };
+  for (const auto& name : names) {
+    Json j = Json::object();
+    j["type"] = "file";
+    AddPath(j, "path", name);
+    const std::string line = JsonLine(j);
+    EXPECT_TRUE(IsValidUtf8(line)) << line;
+    for (unsigned char c : line) EXPECT_FALSE(c < 0x20 || c == 0x7f) << "raw control byte in " << line;
+    EXPECT_EQ(ExactPath(line, "path"), name) << line;
+    EXPECT_EQ(j.contains("path_hex"), !IsValidUtf8(name)) << line;
+  }
+}
+
+TEST(Json, PrintJsonLineWritesOneLine) {
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* f = open_memstream(&buf, &len);
+  ASSERT_NE(f, nullptr);
+  Json j = Json::object();
+  AddPath(j, "path", "a\nb");
+  PrintJsonLine(f, j);
+  PrintJsonLine(f, Json::array({1}));
+  std::fclose(f);
+  EXPECT_EQ(std::string(buf, len), "{\"path\":\"a\\nb\"}\n[1]\n");
+  std::free(buf);
 }
 
 }  // namespace
