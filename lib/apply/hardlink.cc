@@ -167,23 +167,20 @@ Status HardlinkExecutor::Replace(int src_fd, int dst_fd, const PlanFileRef& dst,
   LinkIntent in;
   in.dir = slash == 0 ? "/" : dst.path.substr(0, slash);
   const std::string name = dst.path.substr(slash + 1);
-  auto dir = sys_.OpenDirNoFollow(in.dir);
-  if (!dir.ok()) return dir.status();
+  OANS_ASSIGN_OR_RETURN(auto dir, sys_.OpenDirNoFollow(in.dir));
   struct Closer {
     Sys& sys;
     int fd;
     ~Closer() { sys.Close(fd); }
-  } closer{sys_, *dir};
+  } closer{sys_, dir};
   auto still = [&]() -> Status {
-    auto now = sys_.StatAt(*dir, name);
-    if (!now.ok()) return now.status();
-    return SameFile(*now, d0) ? Status::Ok() : Status::Mismatch("changed while being compared");
+    OANS_ASSIGN_OR_RETURN(auto now, sys_.StatAt(dir, name));
+    return SameFile(now, d0) ? Status::Ok() : Status::Mismatch("changed while being compared");
   };
   OANS_RETURN_IF_ERROR(still());
-  auto src = sys_.Fstat(src_fd);
-  if (!src.ok()) return src.status();
+  OANS_ASSIGN_OR_RETURN(auto src, sys_.Fstat(src_fd));
   in.tmp = HiddenName(name);
-  in.src_ino = src->ino;
+  in.src_ino = src.ino;
   in.dst_ino = d0.ino;
   in.dst_size = d0.size;
   in.dst_mtime_ns = d0.mtime_ns;
@@ -196,29 +193,29 @@ Status HardlinkExecutor::Replace(int src_fd, int dst_fd, const PlanFileRef& dst,
     }
     return s;
   };
-  if (Status l = sys_.LinkAt(src_fd, *dir, in.tmp); !l.ok()) return end(l);
+  if (Status l = sys_.LinkAt(src_fd, dir, in.tmp); !l.ok()) return end(l);
   if (Status s = still(); !s.ok()) {
-    (void)sys_.UnlinkAt(*dir, in.tmp);
+    (void)sys_.UnlinkAt(dir, in.tmp);
     return end(s);
   }
-  if (Status x = sys_.ExchangeAt(*dir, in.tmp, name); !x.ok()) {
-    (void)sys_.UnlinkAt(*dir, in.tmp);
+  if (Status x = sys_.ExchangeAt(dir, in.tmp, name); !x.ok()) {
+    (void)sys_.UnlinkAt(dir, in.tmp);
     return end(x);
   }
   // The name is the source's inode now and the hidden name the old destination. A
   // process that looked the name up before the exchange and is opening it for writing
   // holds the old inode: the leases say so, and the exchange is undone for it.
-  auto old = sys_.StatAt(*dir, in.tmp);
+  auto old = sys_.StatAt(dir, in.tmp);
   bool intact = old.ok() && old->ino == d0.ino && sys_.LeaseHeld(src_fd) && sys_.LeaseHeld(dst_fd) &&
                 sys_.SetLease(dst_fd, true).ok();
   if (!intact) {
-    Status back = sys_.ExchangeAt(*dir, in.tmp, name);
+    Status back = sys_.ExchangeAt(dir, in.tmp, name);
     if (!back.ok()) return end(back);  // the intent stays open: the next run sorts it out
-    (void)sys_.UnlinkAt(*dir, in.tmp);
+    (void)sys_.UnlinkAt(dir, in.tmp);
     *transient = true;
     return end(Status::Mismatch("opened for writing by another process while being linked"));
   }
-  return end(sys_.UnlinkAt(*dir, in.tmp));
+  return end(sys_.UnlinkAt(dir, in.tmp));
 }
 
 Status RecoverLink(Sys& sys, const LinkIntent& in, std::string* notice) {

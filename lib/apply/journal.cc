@@ -131,18 +131,17 @@ size_t Journal::done_count() const {
 
 // Reads an existing journal; `matches` tells whether it is this plan's.
 Status Journal::Load(int fd, const std::string& want, uint64_t rounds, bool* matches) {
-  auto data = ReadAll(fd, path_);
-  if (!data.ok()) return data.status();
+  OANS_ASSIGN_OR_RETURN(auto data, ReadAll(fd, path_));
   // Hidden hardlink names a killed run left, whichever plan the journal was for.
-  for (size_t pos = 0, nl; (nl = data->find('\n', pos)) != std::string::npos; pos = nl + 1)
-    ParseLinkLine(data->substr(pos, nl - pos));
+  for (size_t pos = 0, nl; (nl = data.find('\n', pos)) != std::string::npos; pos = nl + 1)
+    ParseLinkLine(data.substr(pos, nl - pos));
   const std::string head = want + "\n";
-  *matches = data->compare(0, head.size(), head) == 0;
+  *matches = data.compare(0, head.size(), head) == 0;
   if (!*matches) return Status::Ok();
-  done_ = ParseJournalRounds(data->substr(head.size()), rounds);
+  done_ = ParseJournalRounds(data.substr(head.size()), rounds);
   // A cut last line is dropped, so that it can neither glue onto the next record nor
   // be completed by it.
-  if (data->back() != '\n' && ::ftruncate(fd, off_t(data->rfind('\n') + 1)) != 0)
+  if (data.back() != '\n' && ::ftruncate(fd, off_t(data.rfind('\n') + 1)) != 0)
     return Status::Io("writing journal " + path_, errno);
   return Status::Ok();
 }

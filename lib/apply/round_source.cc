@@ -27,9 +27,8 @@ Status RoundSource::Start() {
   if (!shuffled_) return Status::Ok();
   for (;;) {
     PlanRound r;
-    auto more = plan_.Next(&r);
-    if (!more.ok()) return more.status();
-    if (!*more) break;
+    OANS_ASSIGN_OR_RETURN(auto more, plan_.Next(&r));
+    if (!more) break;
     if (journal_ && journal_->Done(r.index)) {
       // Skipped in any case: keep its index only.
       r.files = {};

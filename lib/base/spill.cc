@@ -93,14 +93,11 @@ void RecordStore::Append(const char* p, size_t n) {
 // Moves every full chunk to the file; the chunk being filled stays.
 Status RecordStore::Spill() {
   if (!file_) {
-    auto f = TempFile::Create(dir_);
-    if (!f.ok()) return f.status();
-    file_ = std::move(*f);
+    OANS_ASSIGN_OR_RETURN(file_, TempFile::Create(dir_));
   }
   const size_t full = size_t((end_ - mem_base_) / kChunk);
   for (size_t i = 0; i < full; ++i) {
-    auto r = file_->Append(chunks_[i].get(), kChunk);
-    if (!r.ok()) return r.status();
+    OANS_RETURN_IF_ERROR(file_->Append(chunks_[i].get(), kChunk).status());
   }
   chunks_.erase(chunks_.begin(), chunks_.begin() + long(full));
   mem_base_ += uint64_t(full) * kChunk;

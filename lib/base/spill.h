@@ -252,15 +252,12 @@ class ExternalSorter {
     if (buffer_.empty()) return Status::Ok();
     std::sort(buffer_.begin(), buffer_.end(), less_);
     if (!file_) {
-      auto f = TempFile::Create(dir_);
-      if (!f.ok()) return f.status();
-      file_ = std::move(*f);
+      OANS_ASSIGN_OR_RETURN(file_, TempFile::Create(dir_));
     }
     const uint64_t at = file_->size();
     for (size_t c = 0; c < buffer_.chunks(); ++c) {
       const size_t n = std::min(buffer_.kPerChunk, buffer_.size() - c * buffer_.kPerChunk);
-      auto off = file_->Append(buffer_.chunk(c), n * sizeof(T));
-      if (!off.ok()) return off.status();
+      OANS_RETURN_IF_ERROR(file_->Append(buffer_.chunk(c), n * sizeof(T)).status());
     }
     runs_.push_back({at, buffer_.size()});
     buffer_.clear();

@@ -72,4 +72,15 @@ class Result {
     if (!_st.ok()) return _st;            \
   } while (0)
 
+// OANS_ASSIGN_OR_RETURN(auto x, Expr()): evaluates a Result<T>; on error returns its
+// Status from the enclosing function, else moves the value into the declaration (or an
+// existing variable) on the left.
+#define OANS_ASSIGN_OR_RETURN(lhs, expr) OANS_ASSIGN_OR_RETURN_IMPL_(OANS_STATUS_CONCAT_(_oans_result_, __LINE__), lhs, expr)
+#define OANS_STATUS_CONCAT_(a, b) OANS_STATUS_CONCAT2_(a, b)
+#define OANS_STATUS_CONCAT2_(a, b) a##b
+#define OANS_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                               \
+  if (!tmp.ok()) return tmp.status();              \
+  lhs = std::move(*tmp)
+
 }  // namespace oans

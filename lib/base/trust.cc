@@ -107,9 +107,8 @@ Status CheckTrustedFile(int fd, const std::string& what, const std::string& name
   if (!why.empty())
     return Status::Invalid("refusing the " + what + " " + name + ": it is " + why +
                            ", so another user could have written it" + kFix);
-  auto real = RealPath(fd, name);
-  if (!real.ok()) return real.status();
-  std::vector<std::string> parts = Components(*real);
+  OANS_ASSIGN_OR_RETURN(auto real, RealPath(fd, name));
+  std::vector<std::string> parts = Components(real);
   if (parts.empty()) return Status::Invalid(name + " is not a file");
   Fd dir(-1);
   OANS_RETURN_IF_ERROR(WalkDirectories(parts, parts.size() - 1, what, name, &dir));
@@ -122,9 +121,8 @@ Status CheckTrustedFile(int fd, const std::string& what, const std::string& name
 Status CheckTrustedDirectory(int dirfd, const std::string& what, const std::string& name) {
   struct stat st;
   if (::fstat(dirfd, &st) != 0) return Status::Io("checking " + name, errno);
-  auto real = RealPath(dirfd, name);
-  if (!real.ok()) return real.status();
-  std::vector<std::string> parts = Components(*real);
+  OANS_ASSIGN_OR_RETURN(auto real, RealPath(dirfd, name));
+  std::vector<std::string> parts = Components(real);
   Fd dir(-1);
   OANS_RETURN_IF_ERROR(WalkDirectories(parts, parts.size(), what, name, &dir));
   struct stat there;
