@@ -310,7 +310,7 @@ Result<IndexReadResult> ReadIndex(
     })) {
       return frames.Damaged("holds a message that does not parse (" + std::string(exc->getDescription().cStr()) + ")");
     }
-    if (st.code() == Status::Code::kCorrupt)
+    if (st.code() == Status::Code::kCorrupt && state != kWantHeader)  // not "not an index"
       return Status::Corrupt(st.message() + "; the bad frame starts at byte " + std::to_string(frames.offset()));
     if (!st.ok()) return st;
   }

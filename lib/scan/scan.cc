@@ -44,9 +44,11 @@ class PreviousIndex {
     IndexReadOptions ro;
     ro.allow_truncated = true;
     std::vector<uint32_t> fs_of;  // the header's filesystems -> FsId
+    bool header_seen = false;
     auto r = ReadIndex(
         path, ro,
         [&](const IndexHeader& h) {
+          header_seen = true;
           fs_of.clear();
           for (const auto& f : h.filesystems) {
             fs_of.push_back(FsId(f.Key()));
@@ -86,7 +88,10 @@ class PreviousIndex {
           return Status::Ok();
         });
     if (!r.ok()) {
-      if (r.status().code() != Status::Code::kCorrupt) return r.status().Prepend("--previous");
+      // Damage in an index (after its header); not an index at all is another error.
+      if (r.status().code() != Status::Code::kCorrupt || !header_seen)
+        return r.status().Prepend("--previous");
+      damaged_ = true;
       return Status::Corrupt("--previous: " + r.status().message() +
                              ". Its hashes cannot be trusted; remove it, or run with --previous-damaged=rescan to "
                              "scan every file again without it");
@@ -109,6 +114,9 @@ class PreviousIndex {
                        " files of its complete batches");
     return Status::Ok();
   }
+
+  // After Load failed: whether the file is an index damaged after its header.
+  bool damaged() const { return damaged_; }
 
   // Whether the record of (fs_key, ino), if any, could be finished unopened (see Reuse).
   bool MayFinishUnopened(const std::string& fs_key, uint64_t ino, bool extents_unchanged) const {
@@ -184,6 +192,7 @@ class PreviousIndex {
     return &recs_[k->at];
   }
   uint32_t FsId(const std::string& key) { return fs_ids_.emplace(key, uint32_t(fs_ids_.size())).first->second; }
+  bool damaged_ = false;
   std::map<std::string, uint32_t> fs_ids_;
   std::map<std::string, Subvolume> subvolumes_;  // by filesystem key
   // Sorted by (fs, ino) for lookups; `at` numbers records in the order read.
@@ -483,7 +492,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   auto loaded = std::make_unique<PreviousIndex>();
   if (!o.previous.empty()) {
     Status s = loaded->Load(o.previous, o.block_size, stats, observer);
-    if (!s.ok() && !(s.code() == Status::Code::kCorrupt && o.previous_damaged_rescan)) return s;
+    if (!s.ok() && !(loaded->damaged() && o.previous_damaged_rescan)) return s;
     if (!s.ok()) {
       observer->Notice("warning: " + o.previous + " is damaged; reusing nothing from it, every file is read (" +
                        s.message() + ")");

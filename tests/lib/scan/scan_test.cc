@@ -833,3 +833,23 @@ TEST_F(ScanTest, StopsInsideOneHugeFile) {
 
 }  // namespace
 }  // namespace oans
+
+namespace oans {
+namespace {
+
+// A file that is not an index at all is refused as such, even with
+// previous_damaged_rescan: only damage inside an index can be ignored.
+TEST_F(ScanTest, PreviousThatIsNoIndexIsNotDamage) {
+  test::WritePlan(out_dir_.Join("p.plan"), PlanHeader(), {});
+  ScanOptions o = Options();
+  o.previous = out_dir_.Join("p.plan");
+  o.previous_damaged_rescan = true;
+  ScanStats stats;
+  Status s = Scan(DefaultSys(), o, out_dir_.Join("2.idx"), &stats);
+  EXPECT_TRUE(StatusIs(s, Status::Code::kCorrupt, "is a dedupe plan, not an index"));
+  EXPECT_EQ(s.message().find("--previous-damaged"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("bad frame"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace oans
