@@ -91,8 +91,8 @@ class PreviousIndex {
       // Damage in an index (after its header); not an index at all is another error.
       if (r.status().code() != Status::Code::kCorrupt || !header_seen)
         return r.status().Prepend("--previous");
-      damaged_ = true;
-      return Status::Corrupt("--previous: " + r.status().message() +
+      damage_ = r.status().message();
+      return Status::Corrupt("--previous: " + damage_ +
                              ". Its hashes cannot be trusted; remove it, or run with --previous-damaged=rescan to "
                              "scan every file again without it");
     }
@@ -115,8 +115,8 @@ class PreviousIndex {
     return Status::Ok();
   }
 
-  // After Load failed: whether the file is an index damaged after its header.
-  bool damaged() const { return damaged_; }
+  // After Load failed: the damage found in an index after its header ("" if none).
+  const std::string& damage() const { return damage_; }
 
   // Whether the record of (fs_key, ino), if any, could be finished unopened (see Reuse).
   bool MayFinishUnopened(const std::string& fs_key, uint64_t ino, bool extents_unchanged) const {
@@ -192,7 +192,7 @@ class PreviousIndex {
     return &recs_[k->at];
   }
   uint32_t FsId(const std::string& key) { return fs_ids_.emplace(key, uint32_t(fs_ids_.size())).first->second; }
-  bool damaged_ = false;
+  std::string damage_;
   std::map<std::string, uint32_t> fs_ids_;
   std::map<std::string, Subvolume> subvolumes_;  // by filesystem key
   // Sorted by (fs, ino) for lookups; `at` numbers records in the order read.
@@ -492,10 +492,9 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   auto loaded = std::make_unique<PreviousIndex>();
   if (!o.previous.empty()) {
     Status s = loaded->Load(o.previous, o.block_size, stats, observer);
-    if (!s.ok() && !(loaded->damaged() && o.previous_damaged_rescan)) return s;
+    if (!s.ok() && !(!loaded->damage().empty() && o.previous_damaged_rescan)) return s;
     if (!s.ok()) {
-      observer->Notice("warning: " + o.previous + " is damaged; reusing nothing from it, every file is read (" +
-                       s.message() + ")");
+      observer->Notice("warning: --previous: " + loaded->damage() + "; reusing nothing from it, every file is read");
       loaded = std::make_unique<PreviousIndex>();
       stats->previous_files = 0;
       stats->previous_damaged = true;
