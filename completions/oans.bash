@@ -4,7 +4,7 @@ _oans_tool() {
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD-1]}
   case ${COMP_WORDS[0]##*/} in
-    oans-scan) opts="--output --previous --refresh-extents --block-size --min-size --exclude --io-threads --storage --order --temp-dir --progress --quiet --json --help --version" ;;
+    oans-scan) opts="--output --previous --previous-damaged --refresh-extents --block-size --min-size --exclude --io-threads --storage --order --temp-dir --progress --quiet --json --help --version" ;;
     oans-plan) opts="--output --round-size --memory --temp-dir --since --from-list --whole-files-only --format --stats --json --progress --quiet --help --version" ;;
     oans-apply) opts="--dry-run --prefetch --order --deadline --until --max-rate --io-class --journal --no-journal --link --progress --quiet --json --help --version" ;;
     oans-cat) opts="--blocks --help --version" ;;
@@ -12,6 +12,7 @@ _oans_tool() {
   esac
   case $prev in
     --storage) COMPREPLY=($(compgen -W "auto ssd hdd" -- "$cur")); return ;;
+    --previous-damaged) COMPREPLY=($(compgen -W "refuse rescan" -- "$cur")); return ;;
     --order)
       if [[ ${COMP_WORDS[0]##*/} == oans-apply ]]; then
         COMPREPLY=($(compgen -W "physical none" -- "$cur"))

@@ -273,28 +273,33 @@ capnp::ReaderOptions FrameReader::Options(size_t words) {
   return o;
 }
 
+Status FrameReader::Damaged(const std::string& what) const {
+  return Status::Corrupt(name_ + " is damaged: the frame at byte " + std::to_string(z_.frame_offset()) + " " + what);
+}
+
 Result<bool> FrameReader::Next(kj::Array<capnp::word>* words) {
+  using Frames = ZstdReader::Frames;
   uint32_t first[2];
-  auto r = z_.ReadExact(first, sizeof first);
+  auto r = z_.ReadExact(first, sizeof first, Frames::kOne);
   if (!r.ok()) return r.status();
   if (!*r) return false;
+  offset_ = z_.frame_offset();
   const uint32_t segments = first[0] + 1;
-  if (segments > 512) return Status::Corrupt(name_ + " is damaged (bad message segment table)");
+  if (segments > 512) return Damaged("holds a bad message segment table");
   // Segment table: count, sizes, padding to a whole word.
   const size_t table_words = (segments / 2) + 1;
   std::vector<uint32_t> table(table_words * 2);
   table[0] = first[0];
   table[1] = first[1];
   if (table.size() > 2) {
-    auto t = z_.ReadExact(table.data() + 2, (table.size() - 2) * 4);
+    auto t = z_.ReadExact(table.data() + 2, (table.size() - 2) * 4, Frames::kSame);
     if (!t.ok()) return t.status();
-    if (!*t) return Status::Corrupt(name_ + " is truncated (ends inside a message header)");
   }
   uint64_t body_words = 0;
   for (uint32_t i = 0; i < segments; ++i) body_words += table[1 + i];
   if (body_words * 8 > kMaxMessageBytes)
-    return Status::Corrupt(name_ + " is damaged (a message claims " + std::to_string(body_words * 8) +
-                           " bytes, more than the 1 GiB limit)");
+    return Damaged("holds a message that claims " + std::to_string(body_words * 8) +
+                   " bytes, more than the 1 GiB limit");
   // Messages up to 64 MiB (every batch and round oans writes) are read straight into
   // their array. Larger ones are read in chunks, so the allocation grows only with data
   // actually present.
@@ -303,26 +308,26 @@ Result<bool> FrameReader::Next(kj::Array<capnp::word>* words) {
     *words = kj::heapArray<capnp::word>(table_words + body_words);
     std::memcpy(static_cast<void*>(words->begin()), table.data(), table_words * sizeof(capnp::word));
     if (body_words) {
-      auto b = z_.ReadExact(words->begin() + table_words, body_words * sizeof(capnp::word));
+      auto b = z_.ReadExact(words->begin() + table_words, body_words * sizeof(capnp::word), Frames::kSame);
       if (!b.ok()) return b.status();
-      if (!*b) return Status::Corrupt(name_ + " is truncated (ends inside a message)");
     }
-    return true;
+  } else {
+    std::vector<uint64_t> body;  // words, as plain integers
+    const size_t chunk = (16u << 20) / sizeof(uint64_t);
+    size_t have = 0;
+    while (have < body_words) {
+      size_t n = std::min<size_t>(chunk, body_words - have);
+      body.resize(have + n);
+      auto b = z_.ReadExact(body.data() + have, n * sizeof(uint64_t), Frames::kSame);
+      if (!b.ok()) return b.status();
+      have += n;
+    }
+    *words = kj::heapArray<capnp::word>(table_words + body_words);
+    std::memcpy(static_cast<void*>(words->begin()), table.data(), table_words * sizeof(capnp::word));
+    std::memcpy(static_cast<void*>(words->begin() + table_words), body.data(), body_words * sizeof(capnp::word));
   }
-  std::vector<uint64_t> body;  // words, as plain integers
-  const size_t chunk = (16u << 20) / sizeof(uint64_t);
-  size_t have = 0;
-  while (have < body_words) {
-    size_t n = std::min<size_t>(chunk, body_words - have);
-    body.resize(have + n);
-    auto b = z_.ReadExact(body.data() + have, n * sizeof(uint64_t));
-    if (!b.ok()) return b.status();
-    if (!*b) return Status::Corrupt(name_ + " is truncated (ends inside a message)");
-    have += n;
-  }
-  *words = kj::heapArray<capnp::word>(table_words + body_words);
-  std::memcpy(static_cast<void*>(words->begin()), table.data(), table_words * sizeof(capnp::word));
-  std::memcpy(static_cast<void*>(words->begin() + table_words), body.data(), body_words * sizeof(capnp::word));
+  // The message counts only once its frame's content checksum has been checked.
+  OANS_RETURN_IF_ERROR(z_.FinishFrame());
   return true;
 }
 

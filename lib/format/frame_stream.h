@@ -91,15 +91,28 @@ class FrameReader {
   static constexpr size_t kMaxMessageBytes = size_t(1) << 30;
 
   FrameReader(int fd, std::string name) : z_(fd, name), name_(std::move(name)) {}
-  // Reads the next message's words. Returns false at a clean end of stream.
+  // Reads the next message's words. Returns false at a clean end of stream. A message is
+  // handed out only after its frame's content checksum has been checked; a message must
+  // fill its frame exactly.
   Result<bool> Next(kj::Array<capnp::word>* words);
   const std::string& name() const { return name_; }
+  // Byte offset in the file of the frame of the last message read (or being read).
+  uint64_t offset() const { return offset_; }
+  // After an error from Next: true when the file was cut (it ends inside a frame, as an
+  // interrupted writer leaves it), false when it is damaged.
+  bool cut() const { return z_.cut(); }
+  // Where the complete frames end: the offset of the frame that was cut, or at a clean
+  // end, the file's length.
+  uint64_t offset_of_cut() const { return z_.frame_offset(); }
+  // A damage message naming the file and the offset of the current frame.
+  Status Damaged(const std::string& what) const;
   // Reader options for a message of `words` words.
   static capnp::ReaderOptions Options(size_t words);
 
  private:
   ZstdReader z_;
   std::string name_;
+  uint64_t offset_ = 0;
 };
 
 }  // namespace oans

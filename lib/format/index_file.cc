@@ -173,8 +173,11 @@ Result<IndexReadResult> ReadIndex(
       Status s = next.status();
       if (frame_no == 0 && s.code() == Status::Code::kCorrupt)
         return Status::Corrupt(name + " is not an oans index (" + s.message() + ")");
-      if (state == kInBody && options.allow_truncated && s.code() == Status::Code::kCorrupt) {
+      // Only a cut (the file ends inside a frame, as an interrupted scan leaves it) is
+      // accepted as truncation; a frame that fails its checksum or to decode is damage.
+      if (state == kInBody && options.allow_truncated && s.code() == Status::Code::kCorrupt && frames.cut()) {
         result.truncated = true;
+        result.cut_at = frames.offset_of_cut();
         return result;
       }
       return s;
@@ -264,7 +267,10 @@ Result<IndexReadResult> ReadIndex(
               std::memcpy(&e.block_hashes[j].hi, bh.begin() + j * 16, 8);
               std::memcpy(&e.block_hashes[j].lo, bh.begin() + j * 16 + 8, 8);
             }
-            if (e.hashed && e.block_hashes.size() != (e.size + header.block_size - 1) / header.block_size) {
+            // No block hashes at all is allowed: a huge sparse file takes part in
+            // whole-file matching only (docs/format.md).
+            if (e.hashed && !e.block_hashes.empty() &&
+                e.block_hashes.size() != (e.size + header.block_size - 1) / header.block_size) {
               st = Status::Corrupt(name + " is damaged (block hashes do not match the file size)");
               return;
             }
@@ -302,14 +308,17 @@ Result<IndexReadResult> ReadIndex(
           st = Status::Corrupt(name + " is damaged or from a newer oans (unknown message kind)");
       }
     })) {
-      return Status::Corrupt(name + " is damaged (" + std::string(exc->getDescription().cStr()) + ")");
+      return frames.Damaged("holds a message that does not parse (" + std::string(exc->getDescription().cStr()) + ")");
     }
+    if (st.code() == Status::Code::kCorrupt && state != kWantHeader)  // not "not an index"
+      return Status::Corrupt(st.message() + "; the bad frame starts at byte " + std::to_string(frames.offset()));
     if (!st.ok()) return st;
   }
   if (state == kWantHeader) return Status::Corrupt(name + " is empty: not an oans index");
   if (state == kInBody) {
     if (options.allow_truncated) {
       result.truncated = true;
+      result.cut_at = frames.offset_of_cut();
       return result;
     }
     return Status::Corrupt(name + " is truncated (no trailer): the scan that wrote it did not finish; "

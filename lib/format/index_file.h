@@ -63,7 +63,8 @@ struct FileEntry {
   std::vector<std::string> other_paths;
 };
 
-// What decides whether a file seen again is unchanged (--previous, --since, oans-diff):
+// What decides whether a file seen again is unchanged (--since, oans-diff; --previous
+// reuses hashes only under the stricter HashesStillValid):
 // same size and mtime, and the same ctime unless a rename or a link count change explains
 // the new one (both update ctime without touching data). Files are matched by
 // (filesystem, inode) before this is asked.
@@ -76,6 +77,13 @@ struct FileIdentity {
   bool UnchangedFrom(const FileIdentity& before) const {
     return size == before.size && mtime_ns == before.mtime_ns &&
            (ctime_ns == before.ctime_ns || path_hash != before.path_hash || nlink != before.nlink);
+  }
+  // Whether hashes recorded for `before` may be reused: size, mtime and ctime all equal.
+  // A rename or a new link explains a new ctime, but so does a rename over a file
+  // rewritten with its old mtime restored (touch -r, rsync -t): only a ctime nobody
+  // can set proves the data was not written since.
+  bool HashesStillValid(const FileIdentity& before) const {
+    return size == before.size && mtime_ns == before.mtime_ns && ctime_ns == before.ctime_ns;
   }
 };
 
@@ -112,14 +120,17 @@ class IndexWriter {
 };
 
 struct IndexReadOptions {
-  // Accept a file that ends cleanly after a batch but has no trailer (an interrupted
-  // scan); `truncated` is then set in the result instead of failing.
+  // Accept a file cut short after its header (an interrupted scan: it ends after a batch
+  // without a trailer, or inside a frame); `truncated` is then set in the result instead
+  // of failing, and only the complete frames before the cut are handed out. Damage (a
+  // frame whose checksum fails, a message that does not parse) is an error all the same.
   bool allow_truncated = false;
 };
 
 struct IndexReadResult {
   IndexTotals totals;
   bool truncated = false;
+  uint64_t cut_at = 0;  // when truncated: the byte offset where the complete frames end
   int sections = 0;  // concatenated indexes count as several sections
 };
 

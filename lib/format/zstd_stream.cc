@@ -75,7 +75,39 @@ Status ZstdReader::Refill() {
   }
 }
 
-Result<bool> ZstdReader::ReadExact(void* buf, size_t len) {
+Status ZstdReader::Cut() {
+  cut_ = true;
+  return Status::Corrupt(name_ + " is truncated: it ends inside the frame that starts at byte " +
+                         std::to_string(frame_start_) + " (the program that wrote it was probably interrupted)");
+}
+
+Status ZstdReader::Step() {
+  cut_ = false;
+  ZSTD_inBuffer in{in_.data(), in_len_, in_pos_};
+  ZSTD_outBuffer out{out_.data(), out_.size(), 0};
+  size_t rc = ZSTD_decompressStream(dctx_, &out, &in);
+  if (ZSTD_isError(rc)) return Damaged(std::string("fails to decode (") + ZSTD_getErrorName(rc) + ")");
+  // Only a call that made progress moves the frame state: a call that merely checked for
+  // held-back output after a frame's end returns the next frame's header hint, not 0.
+  const bool progress = in.pos > in_pos_ || out.pos > 0;
+  in_pos_ = in.pos;
+  out_pos_ = 0;
+  out_len_ = out.pos;
+  // 0: the frame is decoded, its checksum checked and everything flushed; zstd stops there.
+  output_pending_ = out.pos == out.size && rc != 0;
+  if (progress) {
+    frame_done_ = (rc == 0);
+    if (frame_done_) next_frame_ = consumed();
+  }
+  return Status::Ok();
+}
+
+Status ZstdReader::Damaged(const std::string& what) {
+  cut_ = false;
+  return Status::Corrupt(name_ + " is damaged: the frame at byte " + std::to_string(frame_start_) + " " + what);
+}
+
+Result<bool> ZstdReader::ReadExact(void* buf, size_t len, Frames frames) {
   char* dst = static_cast<char*>(buf);
   size_t got = 0;
   while (got < len) {
@@ -86,32 +118,31 @@ Result<bool> ZstdReader::ReadExact(void* buf, size_t len) {
       got += n;
       continue;
     }
+    if (frame_done_) {
+      if (frames != Frames::kAny && (got > 0 || frames == Frames::kSame))
+        return Damaged("ends inside the message it holds");
+      frame_start_ = next_frame_;
+    }
     // Decompress more. Call again even without new input while the last call filled
     // its output buffer: zstd may hold decoded data back.
     if (in_pos_ == in_len_ && !eof_ && !output_pending_) OANS_RETURN_IF_ERROR(Refill());
     if (in_pos_ == in_len_ && eof_ && !output_pending_) {
       if (got == 0 && frame_done_) return false;
-      return Status::Corrupt(name_ + " is truncated (it ends in the middle of a record); "
-                             "the program that wrote it was probably interrupted");
+      return Cut();
     }
-    ZSTD_inBuffer in{in_.data(), in_len_, in_pos_};
-    ZSTD_outBuffer out{out_.data(), out_.size(), 0};
-    size_t rc = ZSTD_decompressStream(dctx_, &out, &in);
-    if (ZSTD_isError(rc)) {
-      return Status::Corrupt(name_ + " is damaged (" + ZSTD_getErrorName(rc) +
-                             "); it is not a complete oans file");
-    }
-    // Only a call that made progress moves the frame state: a call that merely checked for
-    // held-back output after a frame's end returns the next frame's header hint, not 0.
-    const bool progress = in.pos > in_pos_ || out.pos > 0;
-    in_pos_ = in.pos;
-    out_pos_ = 0;
-    out_len_ = out.pos;
-    output_pending_ = out.pos == out.size;
-    if (progress) frame_done_ = (rc == 0);
+    OANS_RETURN_IF_ERROR(Step());
   }
   return true;
 }
 
-}  // namespace oans
+Status ZstdReader::FinishFrame() {
+  while (!(frame_done_ && out_pos_ == out_len_)) {
+    if (out_pos_ < out_len_) return Damaged("holds more data than its message");
+    if (in_pos_ == in_len_ && !eof_ && !output_pending_) OANS_RETURN_IF_ERROR(Refill());
+    if (in_pos_ == in_len_ && eof_ && !output_pending_) return Cut();
+    OANS_RETURN_IF_ERROR(Step());
+  }
+  return Status::Ok();
+}
 
+}  // namespace oans

@@ -3,6 +3,7 @@
 // the kernel's byte compare in FIDEDUPERANGE is what makes dedupe safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -20,16 +21,31 @@ struct Hash128 {
 
 struct FileHashes {
   Hash128 whole;
-  std::vector<Hash128> blocks;  // one per block; the last may cover a partial block
+  // One per block (the last may cover a partial block), or none for a sparse file of more
+  // than kMaxSparseBlockHashes blocks: it then takes part in whole-file matching only.
+  std::vector<Hash128> blocks;
   uint64_t bytes_read = 0;
+  bool sparse = false;  // holes were skipped: `whole` is the sparse key (see HashFile)
 };
+
+// Most block hashes kept for a file with holes (16 MiB of them): past it, hashes of
+// blocks of holes would cost memory by the file's size rather than its data.
+inline constexpr uint64_t kMaxSparseBlockHashes = uint64_t(1) << 20;
 
 // Hashes `size` bytes of fd from offset 0 in blocks of block_size (a multiple of 4096).
 // A file that ends early or grows is reported as kMismatch: it changed while being read.
 // `on_bytes` (may be null) is called with the count of each chunk read, for progress.
+// `stop` (may be null) is checked before every read: once set, kInterrupted.
+//
+// Whole blocks of holes (found with SEEK_DATA) are skipped, neither read nor hashed, so
+// time goes by the data, not the size. A file with no such hole gets XXH3-128 of its
+// bytes as `whole`; one with holes gets the sparse key instead, a differently seeded
+// XXH3-128 over its size, the hash of the bytes read and the list of holes skipped: two
+// files can share it only if they have the same data at the same offsets and holes in
+// the same places, so it never stands for a dense file's content.
 Result<FileHashes> HashFile(Sys& sys, int fd, uint64_t size, uint32_t block_size,
                             std::vector<char>* buffer, void (*on_bytes)(void*, uint64_t) = nullptr,
-                            void* ctx = nullptr);
+                            void* ctx = nullptr, const std::atomic<bool>* stop = nullptr);
 
 // XXH3-128 of a memory range.
 Hash128 HashBytes(const void* data, size_t len);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -43,9 +44,11 @@ class PreviousIndex {
     IndexReadOptions ro;
     ro.allow_truncated = true;
     std::vector<uint32_t> fs_of;  // the header's filesystems -> FsId
+    bool header_seen = false;
     auto r = ReadIndex(
         path, ro,
         [&](const IndexHeader& h) {
+          header_seen = true;
           fs_of.clear();
           for (const auto& f : h.filesystems) {
             fs_of.push_back(FsId(f.Key()));
@@ -84,7 +87,15 @@ class PreviousIndex {
           }
           return Status::Ok();
         });
-    if (!r.ok()) return r.status().Prepend("--previous");
+    if (!r.ok()) {
+      // Damage in an index (after its header); not an index at all is another error.
+      if (r.status().code() != Status::Code::kCorrupt || !header_seen)
+        return r.status().Prepend("--previous");
+      damage_ = r.status().message();
+      return Status::Corrupt("--previous: " + damage_ +
+                             ". Its hashes cannot be trusted; remove it, or run with --previous-damaged=rescan to "
+                             "scan every file again without it");
+    }
     // Records stay where they were read; small keys are sorted. Later records of the
     // same inode win, as they would in a map.
     std::sort(keys_.begin(), keys_.end());
@@ -98,10 +109,14 @@ class PreviousIndex {
     stats->previous_files = keys_.size();
     stats->previous_truncated = r->truncated;
     if (r->truncated)
-      observer->Notice("warning: " + path + " is incomplete (an interrupted scan); reusing the " +
-                       std::to_string(keys_.size()) + " files it holds");
+      observer->Notice("warning: " + path + " is incomplete (an interrupted scan, cut at byte " +
+                       std::to_string(r->cut_at) + "); reusing the " + std::to_string(keys_.size()) +
+                       " files of its complete batches");
     return Status::Ok();
   }
+
+  // After Load failed: the damage found in an index after its header ("" if none).
+  const std::string& damage() const { return damage_; }
 
   // Whether the record of (fs_key, ino), if any, could be finished unopened (see Reuse).
   bool MayFinishUnopened(const std::string& fs_key, uint64_t ino, bool extents_unchanged) const {
@@ -142,7 +157,7 @@ class PreviousIndex {
   // the previous scan) and a complete extent map in the record.
   bool Reuse(const std::string& fs_key, FileEntry* e, bool unopened = false, bool extents_unchanged = false) const {
     const Rec* it = Find(fs_key, e->ino);
-    if (!it || !FileIdentity::Of(*e).UnchangedFrom(it->id)) return false;
+    if (!it || !FileIdentity::Of(*e).HashesStillValid(it->id)) return false;
     if (unopened) {
       if (!it->inline_only && !(extents_unchanged && it->mapped)) return false;
       const FiemapExtent* x = extents_.Get(it->first_extent);
@@ -177,6 +192,7 @@ class PreviousIndex {
     return &recs_[k->at];
   }
   uint32_t FsId(const std::string& key) { return fs_ids_.emplace(key, uint32_t(fs_ids_.size())).first->second; }
+  std::string damage_;
   std::map<std::string, uint32_t> fs_ids_;
   std::map<std::string, Subvolume> subvolumes_;  // by filesystem key
   // Sorted by (fs, ino) for lookups; `at` numbers records in the order read.
@@ -356,12 +372,13 @@ void Fail(FileEntry* e, const Status& s) {
 
 // Fills e (identity from the walk) from the open file: extents unless `mapped`, then
 // hashes, reused from the previous index when unchanged. Problems become e's error.
-void ReadOpen(Sys& sys, int fd, bool mapped, const std::string& fs_key, const PreviousIndex& prev,
+// False when the scan was stopped while reading: e is then not to be recorded.
+bool ReadOpen(Sys& sys, int fd, bool mapped, const std::string& fs_key, const PreviousIndex& prev,
               const ScanOptions& o, std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read, FileEntry* e) {
   auto st = sys.Fstat(fd);
-  if (!st.ok()) return Fail(e, st.status());
+  if (!st.ok()) return Fail(e, st.status()), true;
   if (st->dev != e->dev || st->ino != e->ino || !S_ISREG(st->mode))
-    return Fail(e, Status::Mismatch("replaced by another file since the walk"));
+    return Fail(e, Status::Mismatch("replaced by another file since the walk")), true;
   e->size = st->size;
   e->mtime_ns = st->mtime_ns;
   e->ctime_ns = st->ctime_ns;
@@ -371,19 +388,21 @@ void ReadOpen(Sys& sys, int fd, bool mapped, const std::string& fs_key, const Pr
     std::vector<FiemapExtent> ext;
     if (sys.Fiemap(fd, &ext).ok()) e->extents = std::move(ext);  // no map is not fatal: nothing is shared then
   }
-  if (e->size == 0) return Fail(e, Status::Mismatch("became empty since the walk"));
-  if (prev.Reuse(fs_key, e)) return;
+  if (e->size == 0) return Fail(e, Status::Mismatch("became empty since the walk")), true;
+  if (prev.Reuse(fs_key, e)) return true;
   auto h = HashFile(sys, fd, e->size, o.block_size, buffer,
                     [](void* ctx, uint64_t n) { static_cast<std::atomic<uint64_t>*>(ctx)->fetch_add(n); },
-                    bytes_read);
-  if (!h.ok()) return Fail(e, h.status());
+                    bytes_read, o.stop);
+  if (h.status().code() == Status::Code::kInterrupted) return false;  // left for the next scan
+  if (!h.ok()) return Fail(e, h.status()), true;
   auto after = sys.Fstat(fd);
-  if (!after.ok()) return Fail(e, after.status());
+  if (!after.ok()) return Fail(e, after.status()), true;
   if (after->size != e->size || after->mtime_ns != e->mtime_ns || after->ctime_ns != e->ctime_ns)
-    return Fail(e, Status::Mismatch("changed while being read"));
+    return Fail(e, Status::Mismatch("changed while being read")), true;
   e->hash = h->whole;
   e->block_hashes = std::move(h->blocks);
   e->hashed = true;
+  return true;
 }
 
 // A file kept for reading after the walk (disk order, or a hardlink to merge).
@@ -470,8 +489,18 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     header.roots.push_back(*n);
   }
 
-  PreviousIndex prev;
-  if (!o.previous.empty()) OANS_RETURN_IF_ERROR(prev.Load(o.previous, o.block_size, stats, observer));
+  auto loaded = std::make_unique<PreviousIndex>();
+  if (!o.previous.empty()) {
+    Status s = loaded->Load(o.previous, o.block_size, stats, observer);
+    if (!s.ok() && !(!loaded->damage().empty() && o.previous_damaged_rescan)) return s;
+    if (!s.ok()) {
+      observer->Notice("warning: --previous: " + loaded->damage() + "; reusing nothing from it, every file is read");
+      loaded = std::make_unique<PreviousIndex>();
+      stats->previous_files = 0;
+      stats->previous_damaged = true;
+    }
+  }
+  const PreviousIndex& prev = *loaded;
 
   // Storage kind, threads and order, from the roots' filesystems.
   Filesystems filesystems(sys, header.roots, prev, !o.refresh_extents, observer);
@@ -530,8 +559,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     }
     if (!read_in_walk) return false;
     thread_local std::vector<char> buffer;
-    ReadOpen(sys, fd, mapped, key, prev, o, &buffer, &bytes_read, &e);
-    sink.Add(std::move(e), bytes_read.load());
+    if (ReadOpen(sys, fd, mapped, key, prev, o, &buffer, &bytes_read, &e)) sink.Add(std::move(e), bytes_read.load());
     return true;
   };
   // Unchanged files are finished from one stat by name, without opening them, when
@@ -623,6 +651,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   struct Item {
     size_t i;
     FileEntry e;
+    bool finished = true;  // false: stopped while reading it, not recorded
   };
   arena.execute([&] {
     tbb::parallel_pipeline(
@@ -647,14 +676,15 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
                                                 Fail(&it->e, fd.status());
                                                 return it;
                                               }
-                                              ReadOpen(sys, *fd, false, filesystems.Key(c.fs), prev, o, &buffer,
-                                                       &bytes_read, &it->e);
+                                              it->finished = ReadOpen(sys, *fd, false, filesystems.Key(c.fs), prev,
+                                                                      o, &buffer, &bytes_read, &it->e);
                                               sys.Close(*fd);
                                               return it;
                                             }) &
             tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order, [&](Item* it) {
               std::unique_ptr<Item> own(it);
               bytes_done += cands[it->i].entry.st.size;
+              if (!it->finished) return;
               if (it->e.reused) stats->reused++;
               else if (it->e.hashed) stats->hashed++;
               if (!it->e.error.empty()) {

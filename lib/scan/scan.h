@@ -39,6 +39,9 @@ struct ScanOptions {
   StorageChoice storage = StorageChoice::kAuto;
   ReadOrder order = ReadOrder::kAuto;
   std::string previous;  // previous index to reuse hashes from ("" = none)
+  // A damaged previous index (a frame failing its checksum, a message that does not
+  // parse) is refused; with this, it is ignored with a warning and every file is read.
+  bool previous_damaged_rescan = false;
   // Map every file again, even those btrfs says have had no metadata written since the
   // previous index's generation (which are otherwise not opened at all).
   bool refresh_extents = false;
@@ -60,6 +63,7 @@ struct ScanStats {
            excluded = 0;
   uint64_t previous_files = 0;
   bool previous_truncated = false;
+  bool previous_damaged = false;  // ignored as damaged (previous_damaged_rescan)
   bool interrupted = false;
   StorageInfo storage;
   int threads = 0;

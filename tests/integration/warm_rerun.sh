@@ -2,7 +2,9 @@
 # Generations: a scan with --previous re-reads only new and changed files, sees data
 # shared since, and an already-deduped tree costs no data reads and plans nothing.
 # Covers unchanged, modified, appended, truncated, renamed, replaced under the same name,
-# deleted and new files, an interrupted index used as --previous, oans-diff and --since.
+# deleted and new files, a file renamed and rewritten with its old mtime, an interrupted
+# index used as --previous (cut after a batch and inside one) and a damaged one refused,
+# oans-diff and --since.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
 mkfs_mount btrfs 512M
@@ -45,9 +47,9 @@ PY
 sync
 "$BIN/oans-scan" --json --previous "$WORK/gen2.idx" "$MNT" -o "$WORK/gen3.idx" 2> "$WORK/scan3.json"
 hashed=$(json_field "$WORK/scan3.json" hashed)
-# Re-read: modified, appended, truncated, replaced, new = 5 files.
-[ "$hashed" = 5 ] || fail "expected 5 files re-read, got $hashed: $(cat "$WORK/scan3.json")"
-pass "only the 5 new or changed files were read (renamed and unchanged reused)"
+# Re-read: modified, appended, truncated, renamed (a new ctime), replaced, new = 6 files.
+[ "$hashed" = 6 ] || fail "expected 6 files re-read, got $hashed: $(cat "$WORK/scan3.json")"
+pass "only the 6 new, changed or renamed files were read (unchanged reused)"
 
 "$BIN/oans-diff" --json "$WORK/gen2.idx" "$WORK/gen3.idx" > "$WORK/diff.json"
 python3 - "$WORK/diff.json" <<'PY' || fail "diff wrong: $(cat "$WORK/diff.json")"
@@ -115,3 +117,83 @@ set -e
 grep -q "incomplete" "$WORK/scan4.json" || fail "no warning about the incomplete previous index"
 [ "$(json_field "$WORK/scan4.json" bytes_read)" = 0 ] || fail "interrupted index not reused"
 pass "an interrupted index is accepted as --previous with a warning, and reused"
+
+# The same index cut inside its batch: accepted as interrupted, with a warning, nothing of
+# the cut batch reused.
+python3 - "$WORK/gen3.idx" "$WORK/cutin.idx" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+magic = b"\x28\xb5\x2f\xfd"
+starts = [i for i in range(len(data)) if data.startswith(magic, i)]
+batch, trailer = starts[1], starts[-1]
+open(sys.argv[2], "wb").write(data[:(batch + trailer) // 2])
+PY
+"$BIN/oans-scan" --json --previous "$WORK/cutin.idx" "$MNT" -o "$WORK/gen5.idx" 2> "$WORK/scan5.json"
+grep -q "incomplete" "$WORK/scan5.json" || fail "no warning about the cut previous index"
+pass "an index cut inside a batch is accepted as --previous with a warning"
+
+# A fresh scan, no --previous: what every hash must be.
+"$BIN/oans-scan" --quiet "$MNT" -o "$WORK/fresh.idx"
+same_hashes() {
+  "$BIN/oans-cat" "$1" > "$WORK/a.json"
+  "$BIN/oans-cat" "$2" > "$WORK/b.json"
+  python3 - "$WORK/a.json" "$WORK/b.json" <<'PY'
+import json, sys
+def hashes(p):
+    return {r["path"]: r.get("hash") for r in map(json.loads, open(p)) if r.get("type") == "file"}
+a, b = hashes(sys.argv[1]), hashes(sys.argv[2])
+assert a == b, sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+PY
+}
+
+# Damaged, not cut: a batch whose checksum fails is refused, with the file and the
+# batch's offset, and no hash of it is used; --previous-damaged=rescan reads every file.
+python3 - "$WORK/gen3.idx" "$WORK/bad.idx" <<'PY'
+import sys
+data = bytearray(open(sys.argv[1], "rb").read())
+magic = b"\x28\xb5\x2f\xfd"
+starts = [i for i in range(len(data)) if data.startswith(magic, i)]
+data[starts[-1] - 1] ^= 0x01   # last byte of the frame before the trailer: its checksum
+open(sys.argv[2], "wb").write(data)
+print(starts[-2], file=open(sys.argv[2] + ".offset", "w"))
+PY
+set +e
+"$BIN/oans-scan" --quiet --previous "$WORK/bad.idx" "$MNT" -o "$WORK/gen6.idx" 2> "$WORK/err"; rc=$?
+set -e
+cat "$WORK/err"
+[ $rc = 2 ] || fail "a damaged --previous was not refused (exit $rc)"
+grep -q "bad.idx is damaged" "$WORK/err" || fail "the damaged file is not named"
+grep -q "byte $(cat "$WORK/bad.idx.offset")" "$WORK/err" || fail "the damaged frame's offset is not named"
+grep -q -- "--previous-damaged=rescan" "$WORK/err" || fail "no way out offered"
+[ ! -e "$WORK/gen6.idx" ] || fail "an index was written although the scan was refused"
+"$BIN/oans-scan" --json --previous "$WORK/bad.idx" --previous-damaged=rescan "$MNT" -o "$WORK/gen6.idx" 2> "$WORK/scan6.json"
+grep -q "damaged" "$WORK/scan6.json" || fail "no warning about ignoring the damaged index"
+[ "$(json_field "$WORK/scan6.json" reused)" = 0 ] || fail "hashes reused from a damaged index"
+same_hashes "$WORK/gen6.idx" "$WORK/fresh.idx" || fail "hashes after a damaged --previous differ from a fresh scan"
+"$BIN/oans-plan" "$WORK/bad.idx" -o "$WORK/p" 2> "$WORK/err" && fail "oans-plan accepted a damaged index"
+grep -q "byte $(cat "$WORK/bad.idx.offset")" "$WORK/err" || fail "oans-plan does not name the offset: $(cat "$WORK/err")"
+pass "a damaged --previous is refused with its offset (exit 2); --previous-damaged=rescan reads every file"
+
+# Renamed and rewritten with the old mtime restored (same inode, same size): read again,
+# because its ctime changed; every hash equals a fresh scan's.
+before=$(checksums "$MNT")
+python3 - "$MNT" <<'PY'
+import os, random, sys
+m = sys.argv[1]
+p, q = f"{m}/copy/src/file30.bin", f"{m}/copy/src/file30.moved"
+st = os.stat(p)
+os.rename(p, q)
+with open(q, "r+b") as f:
+    f.write(random.Random(31).randbytes(st.st_size))
+os.utime(q, ns=(st.st_atime_ns, st.st_mtime_ns))
+assert os.stat(q).st_mtime_ns == st.st_mtime_ns and os.stat(q).st_ino == st.st_ino
+PY
+sync
+after_rewrite=$(checksums "$MNT")
+[ "$before" != "$after_rewrite" ] || fail "the test needs file30 rewritten"
+"$BIN/oans-scan" --quiet "$MNT" -o "$WORK/fresh2.idx"
+"$BIN/oans-scan" --json --previous "$WORK/gen3b.idx" "$MNT" -o "$WORK/gen7.idx" 2> "$WORK/scan7.json"
+[ "$(json_field "$WORK/scan7.json" hashed)" = 1 ] || fail "expected only the rewritten file read: $(cat "$WORK/scan7.json")"
+same_hashes "$WORK/gen7.idx" "$WORK/fresh2.idx" || fail "a renamed, rewritten file kept its old hashes"
+[ "$after_rewrite" = "$(checksums "$MNT")" ] || fail "contents changed during the scans"
+pass "a file renamed and rewritten with its old mtime is read again; hashes equal a fresh scan's"

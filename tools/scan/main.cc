@@ -31,9 +31,16 @@ int main(int argc, char** argv) {
       ->type_name("FILE");
   app.add_option("--previous", o.previous,
                  "Reuse hashes from an earlier index for files whose identity (inode, size, mtime, ctime) is "
-                 "unchanged; an interrupted index is accepted. On btrfs, run as root, files whose metadata btrfs "
+                 "unchanged; an interrupted index is accepted (its complete batches), a damaged one is not (see "
+                 "--previous-damaged). On btrfs, run as root, files whose metadata btrfs "
                  "has not written since that index are not even opened")
       ->type_name("FILE");
+  std::string previous_damaged = "refuse";
+  app.add_option("--previous-damaged", previous_damaged,
+                 "What to do when the --previous index is damaged (a batch failing its checksum or not parsing, as "
+                 "opposed to cut short by an interrupted scan): refuse (default: exit 2, naming the file and the "
+                 "byte offset) or rescan (warn, reuse nothing from it and read every file)")
+      ->check(CLI::IsMember({"refuse", "rescan"}));
   app.add_flag("--refresh-extents", o.refresh_extents,
                "With --previous: map every file's extents again (FIEMAP), even those btrfs says are unchanged");
   cli::AddSize(app, "--block-size", &block_size, "Bytes per block hash, a multiple of 4K (default 128K)");
@@ -60,6 +67,7 @@ int main(int argc, char** argv) {
   app.footer(cli::ExitCodesHelp());
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
 
+  o.previous_damaged_rescan = previous_damaged == "rescan";
   o.block_size = uint32_t(block_size);
   if (block_size != o.block_size) return cli::Fail("oans-scan", "--block-size is too large");
   o.storage = storage == "ssd" ? StorageChoice::kSsd : storage == "hdd" ? StorageChoice::kHdd : StorageChoice::kAuto;

@@ -482,3 +482,93 @@ TEST(IndexFile, CallbackErrorStopsRead) {
 
 }  // namespace
 }  // namespace oans
+
+namespace oans {
+namespace {
+
+// Writes an index of 30 records in batches of 10; returns the file and where each frame
+// (header, three batches, trailer) ends.
+std::string ThreeBatches(const std::string& path, std::vector<off_t>* ends) {
+  auto out = OutputFile::Open(path);
+  EXPECT_TRUE(out.ok());
+  IndexWriter w(out->get(), 10);
+  EXPECT_OK(w.WriteHeader(SampleHeader()));
+  ends->push_back(::lseek((*out)->fd(), 0, SEEK_CUR));
+  for (uint64_t i = 0; i < 30; ++i) {
+    EXPECT_OK(w.Add(SampleEntry(i, 64 * 1024)));
+    if (i % 10 == 9) ends->push_back(::lseek((*out)->fd(), 0, SEEK_CUR));
+  }
+  EXPECT_OK(w.Finish());
+  EXPECT_OK((*out)->Commit());
+  return test::ReadFile(path);
+}
+
+// A batch whose checksum fails is damage, even to a reader that accepts an interrupted
+// scan: it is refused with the file and the batch's offset, and no record of it (or
+// after it) is handed out. A cut is still accepted, up to the complete batches.
+TEST(IndexFile, DamagedBatchIsNotTruncation) {
+  TempDir dir;
+  std::vector<off_t> ends;
+  const std::string data = ThreeBatches(dir.Join("full.idx"), &ends);
+  ASSERT_EQ(ends.size(), 4u);
+  const std::string bad = dir.Join("bad.idx");
+  std::string d = data;
+  d[size_t(ends[2] - 1)] ^= 0x01;  // the second batch's checksum
+  test::WriteFile(bad, d);
+  IndexReadOptions o;
+  o.allow_truncated = true;
+  size_t handed_out = 0;
+  auto r = ReadIndex(
+      bad, o, [](const IndexHeader&) { return Status::Ok(); },
+      [&](const IndexHeader&, std::vector<FileEntry>& b) {
+        handed_out += b.size();
+        return Status::Ok();
+      });
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(StatusIs(r.status(), Status::Code::kCorrupt, bad));
+  EXPECT_TRUE(StatusIs(r.status(), Status::Code::kCorrupt, "damaged"));
+  EXPECT_TRUE(StatusIs(r.status(), Status::Code::kCorrupt, "byte " + std::to_string(ends[1])));
+  EXPECT_EQ(handed_out, 10u);
+
+  // The same file cut inside that batch instead: accepted as interrupted, 10 records.
+  const std::string cut = dir.Join("cut.idx");
+  test::WriteFile(cut, data.substr(0, size_t(ends[2] - 3)));
+  auto c = ReadIndexFile(cut, o);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_TRUE(c->result.truncated);
+  EXPECT_EQ(c->result.cut_at, uint64_t(ends[1]));
+  EXPECT_EQ(c->files.size(), 10u);
+}
+
+// A record that does not parse names the offset of its frame.
+TEST(IndexFile, UnparsableRecordNamesItsFrame) {
+  TempDir dir;
+  FileEntry e = SampleEntry(1, 64 * 1024);
+  e.fs = 7;  // no such filesystem
+  test::WriteIndex(dir.Join("x"), SampleHeader(), {SampleEntry(0, 64 * 1024), e}, 1);
+  IndexReadOptions o;
+  o.allow_truncated = true;
+  auto c = ReadIndexFile(dir.Join("x"), o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(StatusIs(c.status(), Status::Code::kCorrupt, "unknown filesystem"));
+  EXPECT_TRUE(StatusIs(c.status(), Status::Code::kCorrupt, "the bad frame starts at byte"));
+}
+
+// A hashed file may carry no block hashes (a huge sparse file): it reads back so.
+TEST(IndexFile, HashedFileWithoutBlockHashes) {
+  TempDir dir;
+  FileEntry e = SampleEntry(1, 64 * 1024);
+  ASSERT_TRUE(e.hashed);
+  e.size = uint64_t(1) << 62;
+  e.block_hashes.clear();
+  test::WriteIndex(dir.Join("x"), SampleHeader(), {e});
+  auto c = ReadIndexFile(dir.Join("x"));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->files.size(), 1u);
+  EXPECT_TRUE(c->files[0].hashed);
+  EXPECT_TRUE(c->files[0].block_hashes.empty());
+  EXPECT_EQ(c->files[0].hash, e.hash);
+}
+
+}  // namespace
+}  // namespace oans

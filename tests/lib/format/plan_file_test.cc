@@ -2,6 +2,7 @@
 
 #include <capnp/message.h>
 #include <gtest/gtest.h>
+#include <zstd.h>
 
 #include "format/plan.capnp.h"
 #include "lib/format/frame_stream.h"
@@ -316,6 +317,41 @@ TEST(PlanFile, WrongMagicVersionEmptyGarbage) {
   EXPECT_TRUE(StatusIs(PlanReader::Open(dir.Join("garbage")).status(), Status::Code::kCorrupt, "not an oans plan"));
 
   EXPECT_EQ(PlanReader::Open(dir.Join("missing")).status().code(), Status::Code::kIoError);
+}
+
+}  // namespace
+}  // namespace oans
+
+namespace oans {
+namespace {
+
+// A round whose frame fails its checksum is refused, naming the plan and the frame's
+// offset, before any of that round is handed out (apply reads the whole plan first).
+TEST(PlanFile, DamagedRoundRefusedWithItsOffset) {
+  TempDir dir;
+  const std::string path = dir.Join("p");
+  test::WritePlan(path, SampleHeader(), {SampleRound(0, 3, 4), SampleRound(1, 3, 4), SampleRound(2, 2, 1)});
+  std::string data = test::ReadFile(path);
+  std::vector<size_t> ends;  // header, three rounds, trailer
+  for (size_t at = 0; at < data.size();) {
+    size_t n = ZSTD_findFrameCompressedSize(data.data() + at, data.size() - at);
+    ASSERT_FALSE(ZSTD_isError(n));
+    at += n;
+    ends.push_back(at);
+  }
+  ASSERT_EQ(ends.size(), 5u);
+  data[ends[2] - 1] ^= 0x01;  // round 1's checksum
+  test::WriteFile(path, data);
+  auto reader = PlanReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  PlanRound r;
+  auto first = (*reader)->Next(&r);
+  ASSERT_TRUE(first.ok() && *first) << first.status().message();
+  auto second = (*reader)->Next(&r);
+  ASSERT_FALSE(second.ok());
+  EXPECT_TRUE(StatusIs(second.status(), Status::Code::kCorrupt, path));
+  EXPECT_TRUE(StatusIs(second.status(), Status::Code::kCorrupt, "damaged"));
+  EXPECT_TRUE(StatusIs(second.status(), Status::Code::kCorrupt, "byte " + std::to_string(ends[1])));
 }
 
 }  // namespace

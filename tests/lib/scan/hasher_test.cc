@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
+#include <map>
 
 #include "tests/lib/test_util.h"
 
@@ -197,6 +199,110 @@ TEST(Hasher, ReadErrorPropagated) {
   sys.eio_at = 0;
   h = HashFile(sys, f.fd(), f.content().size(), 131072, &buf);
   EXPECT_EQ(h.status().errnum(), EIO);
+}
+
+}  // namespace
+}  // namespace oans
+
+namespace oans {
+namespace {
+
+// A file of any size that exists only here: `data` holds the bytes of each data segment
+// (at its offset); everything else is hole, reading as zeros. Counts the bytes read.
+class SparseSys : public test::ForwardingSys {
+ public:
+  SparseSys(uint64_t size, std::map<uint64_t, std::string> data) : size_(size), data_(std::move(data)) {}
+  Result<size_t> Pread(int, void* buf, size_t len, uint64_t offset) override {
+    if (offset >= size_) return size_t(0);
+    len = size_t(std::min<uint64_t>(len, size_ - offset));
+    std::memset(buf, 0, len);
+    for (const auto& [at, bytes] : data_) {
+      const uint64_t lo = std::max(at, offset), hi = std::min(at + bytes.size(), offset + len);
+      if (lo < hi) std::memcpy(static_cast<char*>(buf) + (lo - offset), bytes.data() + (lo - at), hi - lo);
+    }
+    read_ += len;
+    if (stop_after_ && read_ >= stop_after_) stop_->store(true);
+    return len;
+  }
+  uint64_t Seek(int, uint64_t offset, bool hole) override {
+    if (!holes_) return hole ? UINT64_MAX : offset;
+    for (const auto& [at, bytes] : data_) {
+      if (offset >= at + bytes.size()) continue;
+      if (!hole) return std::max(at, offset);
+      return offset >= at ? at + bytes.size() : offset;
+    }
+    return hole ? size_ : UINT64_MAX;
+  }
+  uint64_t read_ = 0;
+  bool holes_ = true;  // false: like a filesystem that reports no holes
+  uint64_t stop_after_ = 0;
+  std::atomic<bool>* stop_ = nullptr;
+
+ private:
+  uint64_t size_;
+  std::map<uint64_t, std::string> data_;
+};
+
+// A 4 EiB file with two 64 KiB pieces of data: hashed in the time and memory of its
+// data, with no block hashes (there would be 2^45), and the same key every time.
+TEST(Hasher, HugeSparseFileCostsItsData) {
+  const uint64_t size = uint64_t(1) << 62;
+  const uint32_t bs = 128 * 1024;
+  SparseSys sys(size, {{0, test::RandomBytes(65536, 1)}, {size - 65536, test::RandomBytes(65536, 2)}});
+  std::vector<char> buf;
+  test::ResetLargestAllocation();
+  auto h = HashFile(sys, -1, size, bs, &buf);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_TRUE(h->sparse);
+  EXPECT_TRUE(h->blocks.empty());
+  EXPECT_LE(sys.read_, uint64_t(4) << 20);
+  EXPECT_LT(test::LargestAllocation(), size_t(8) << 20);
+  SparseSys again(size, {{0, test::RandomBytes(65536, 1)}, {size - 65536, test::RandomBytes(65536, 2)}});
+  auto h2 = HashFile(again, -1, size, bs, &buf);
+  ASSERT_TRUE(h2.ok());
+  EXPECT_EQ(h2->whole, h->whole);
+  // Other data, or the same data elsewhere: another key.
+  SparseSys other(size, {{0, test::RandomBytes(65536, 1)}, {size - 65536, test::RandomBytes(65536, 3)}});
+  SparseSys moved(size, {{bs, test::RandomBytes(65536, 1)}, {size - 65536, test::RandomBytes(65536, 2)}});
+  EXPECT_NE(HashFile(other, -1, size, bs, &buf)->whole, h->whole);
+  EXPECT_NE(HashFile(moved, -1, size, bs, &buf)->whole, h->whole);
+}
+
+// A small sparse file keeps its block hashes (holes as zero blocks, without reading);
+// its key is the sparse key, never the plain content hash a dense copy gets.
+TEST(Hasher, SparseKeyIsNotTheDenseKey) {
+  const uint32_t bs = 64 * 1024;
+  const uint64_t size = 64 * bs;
+  const std::string piece = test::RandomBytes(bs, 5);
+  SparseSys sparse(size, {{10 * bs, piece}});
+  SparseSys dense(size, {{10 * bs, piece}});
+  dense.holes_ = false;
+  std::vector<char> buf;
+  auto s = HashFile(sparse, -1, size, bs, &buf);
+  auto d = HashFile(dense, -1, size, bs, &buf);
+  ASSERT_TRUE(s.ok() && d.ok());
+  EXPECT_TRUE(s->sparse);
+  EXPECT_FALSE(d->sparse);
+  EXPECT_NE(s->whole, d->whole);
+  EXPECT_EQ(s->blocks, d->blocks);  // block hashes are content hashes either way
+  EXPECT_LT(sparse.read_, dense.read_);
+  std::string content(size, '\0');
+  content.replace(10 * bs, bs, piece);
+  EXPECT_EQ(d->whole, HashBytes(content.data(), content.size()));
+}
+
+// The stop flag is checked between reads: a 1 TiB file that reads as data stops at once.
+TEST(Hasher, StopFlagStopsInsideAFile) {
+  const uint64_t size = uint64_t(1) << 40;
+  SparseSys sys(size, {{0, "x"}});
+  sys.holes_ = false;
+  std::atomic<bool> stop{false};
+  sys.stop_ = &stop;
+  sys.stop_after_ = 8 << 20;
+  std::vector<char> buf;
+  auto h = HashFile(sys, -1, size, 128 * 1024, &buf, nullptr, nullptr, &stop);
+  EXPECT_TRUE(test::StatusIs(h.status(), Status::Code::kInterrupted));
+  EXPECT_LE(sys.read_, uint64_t(9) << 20);
 }
 
 }  // namespace

@@ -5,10 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
+
+#include <zstd.h>
 
 #include "lib/scan/hasher.h"
 #include "tests/lib/test_util.h"
@@ -705,6 +709,146 @@ TEST_F(ScanTest, InvalidOptions) {
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(s.errnum(), ENOENT);
   EXPECT_FALSE(test::Exists(out_dir_.Join("x")));
+}
+
+}  // namespace
+}  // namespace oans
+
+namespace oans {
+namespace {
+
+// Where each zstd frame of a file ends.
+std::vector<size_t> FrameEnds(const std::string& data) {
+  std::vector<size_t> ends;
+  for (size_t at = 0; at < data.size();) {
+    size_t n = ZSTD_findFrameCompressedSize(data.data() + at, data.size() - at);
+    if (ZSTD_isError(n)) break;
+    at += n;
+    ends.push_back(at);
+  }
+  return ends;
+}
+
+// A previous index with a batch that fails its checksum is refused, naming the file and
+// the batch's offset, instead of being taken for an interrupted scan; with
+// previous_damaged_rescan it is ignored and every file is read.
+TEST_F(ScanTest, DamagedPreviousRefusedWithItsOffset) {
+  ScanStats s1;
+  ASSERT_OK(Scan(DefaultSys(), Options(), out_dir_.Join("1.idx"), &s1));
+  auto c = ReadIndexFile(out_dir_.Join("1.idx"));
+  ASSERT_TRUE(c.ok());
+  const std::string two = out_dir_.Join("two.idx");
+  test::WriteIndex(two, c->header, c->files, 2);  // header, two batches, trailer
+  std::string data = test::ReadFile(two);
+  std::vector<size_t> ends = FrameEnds(data);
+  ASSERT_EQ(ends.size(), 4u);
+  data[ends[2] - 2] ^= 0x04;  // the second batch's checksum
+  const std::string bad = out_dir_.Join("bad.idx");
+  test::WriteFile(bad, data);
+
+  ScanOptions o = Options();
+  o.previous = bad;
+  ScanStats s2;
+  Status s = Scan(DefaultSys(), o, out_dir_.Join("2.idx"), &s2);
+  EXPECT_TRUE(StatusIs(s, Status::Code::kCorrupt, bad));
+  EXPECT_TRUE(StatusIs(s, Status::Code::kCorrupt, "byte " + std::to_string(ends[1])));
+  EXPECT_TRUE(StatusIs(s, Status::Code::kCorrupt, "--previous-damaged=rescan"));
+  EXPECT_FALSE(test::Exists(out_dir_.Join("2.idx")));
+
+  o.previous_damaged_rescan = true;
+  Notices notices;
+  ScanStats s3;
+  ASSERT_OK(Scan(DefaultSys(), o, out_dir_.Join("3.idx"), &s3, &notices));
+  EXPECT_TRUE(s3.previous_damaged);
+  EXPECT_EQ(s3.reused, 0u);
+  EXPECT_EQ(s3.hashed, 4u);
+  EXPECT_TRUE(notices.Has("damaged"));
+  auto files = ReadByPath(out_dir_.Join("3.idx"));
+  ExpectHashedLike(files[P("a")], contents_["a"]);
+  ExpectHashedLike(files[P("c")], contents_["c"]);
+}
+
+// A file renamed and rewritten with its old mtime restored is read again: its ctime
+// changed, and a rename no longer excuses that for hash reuse.
+TEST_F(ScanTest, RenamedAndRewrittenWithOldMtimeIsReadAgain) {
+  ScanStats s1;
+  ASSERT_OK(Scan(DefaultSys(), Options(), out_dir_.Join("1.idx"), &s1));
+  const FileStat before = test::StatPath(P("a"));
+  ASSERT_EQ(::rename(P("a").c_str(), P("a2").c_str()), 0);
+  contents_["a2"] = test::RandomBytes(contents_["a"].size(), 77);
+  int fd = ::open(P("a2").c_str(), O_WRONLY | O_CLOEXEC);  // same inode, new bytes
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::pwrite(fd, contents_["a2"].data(), contents_["a2"].size(), 0), ssize_t(contents_["a2"].size()));
+  ::close(fd);
+  struct timespec ts[2] = {{0, UTIME_OMIT}, {before.mtime_ns / 1000000000, before.mtime_ns % 1000000000}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, P("a2").c_str(), ts, 0), 0);
+  const FileStat after = test::StatPath(P("a2"));
+  ASSERT_EQ(after.ino, before.ino);
+  ASSERT_EQ(after.mtime_ns, before.mtime_ns);
+  ASSERT_EQ(after.size, before.size);
+
+  ScanOptions o = Options();
+  o.previous = out_dir_.Join("1.idx");
+  ScanStats s2;
+  ASSERT_OK(Scan(DefaultSys(), o, out_dir_.Join("2.idx"), &s2));
+  auto files = ReadByPath(out_dir_.Join("2.idx"));
+  EXPECT_FALSE(files[P("a2")].reused);
+  ExpectHashedLike(files[P("a2")], contents_["a2"]);
+  EXPECT_TRUE(files[P("b")].reused);
+}
+
+// Filesystems that report no holes make a sparse file read as data: the stop flag still
+// ends the scan within a second while one huge file is being read, and that file is
+// left out of the index (the next scan reads it).
+class NoHolesSys : public test::ForwardingSys {};
+
+TEST_F(ScanTest, StopsInsideOneHugeFile) {
+  const std::string big = P("huge");
+  int fd = ::open(big.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, off_t(64) << 30), 0);  // 64 GiB that read as zeros
+  ::close(fd);
+  for (ReadOrder order : {ReadOrder::kNone, ReadOrder::kInode}) {
+    SCOPED_TRACE(ReadOrderName(order));
+    std::atomic<bool> stop{false};
+    ScanOptions o = Options();
+    o.order = order;
+    o.stop = &stop;
+    NoHolesSys sys;
+    ScanStats stats;
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      stop.store(true);
+    });
+    const auto start = std::chrono::steady_clock::now();
+    Status s = Scan(sys, o, out_dir_.Join("s.idx"), &stats);
+    const auto took = std::chrono::steady_clock::now() - start;
+    stopper.join();
+    EXPECT_TRUE(StatusIs(s, Status::Code::kInterrupted));
+    EXPECT_LT(took, std::chrono::milliseconds(1300));
+    auto files = ReadByPath(out_dir_.Join("s.idx"), true);
+    EXPECT_FALSE(files.count(big));
+  }
+}
+
+}  // namespace
+}  // namespace oans
+
+namespace oans {
+namespace {
+
+// A file that is not an index at all is refused as such, even with
+// previous_damaged_rescan: only damage inside an index can be ignored.
+TEST_F(ScanTest, PreviousThatIsNoIndexIsNotDamage) {
+  test::WritePlan(out_dir_.Join("p.plan"), PlanHeader(), {});
+  ScanOptions o = Options();
+  o.previous = out_dir_.Join("p.plan");
+  o.previous_damaged_rescan = true;
+  ScanStats stats;
+  Status s = Scan(DefaultSys(), o, out_dir_.Join("2.idx"), &stats);
+  EXPECT_TRUE(StatusIs(s, Status::Code::kCorrupt, "is a dedupe plan, not an index"));
+  EXPECT_EQ(s.message().find("--previous-damaged"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("bad frame"), std::string::npos) << s.message();
 }
 
 }  // namespace
