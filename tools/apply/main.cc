@@ -18,7 +18,11 @@ int main(int argc, char** argv) {
       "are skipped and reported. Each round is read into the page cache first, then handed to\n"
       "FIDEDUPERANGE, which makes the kernel compare the bytes under lock: data that differs is\n"
       "never shared.\n"
-      "Example: oans-apply plan.capnp",
+      "Examples:\n"
+      "  oans-apply plan.capnp                             dedupe (a journal beside it allows resuming)\n"
+      "  oans-apply --dry-run plan.capnp | head            what it would do\n"
+      "  oans-apply --until 06:00 --max-rate 200M --io-class idle plan.capnp   a maintenance window\n"
+      "  oans-apply --link=hard plan.capnp                 hardlinks on ext4 (identical files only)",
       "oans-apply"};
   app.set_version_flag("--version", ToolVersionString("oans-apply"));
   ApplyOptions o;

@@ -8,6 +8,7 @@
 #include "lib/format/dupe_list.h"
 #include "lib/base/json.h"
 #include "lib/base/sys.h"
+#include "lib/plan/dirs_report.h"
 #include "lib/plan/planner.h"
 #include "lib/base/units.h"
 #include "lib/base/version.h"
@@ -58,7 +59,12 @@ int main(int argc, char** argv) {
       "dedupe plan: whole-file duplicates and runs of identical blocks that do not share their\n"
       "data yet, in rounds of at most --round-size bytes ordered by physical offset. Files of\n"
       "different filesystems are never paired.\n"
-      "Example: oans-scan /srv/data | oans-plan --stats > plan.capnp",
+      "Examples:\n"
+      "  oans-plan --stats -o plan.capnp data.idx          a plan and what it will reclaim\n"
+      "  oans-plan --since old.idx -o plan.capnp new.idx   only groups with new or changed files\n"
+      "  oans-plan --format dirs --top 20 data.idx         the directories holding the duplicates\n"
+      "  oans-plan --format text data.idx | less           the duplicate groups, readable\n"
+      "  oans-plan --from-list dupes.txt -o plan.capnp     from an fdupes/jdupes list",
       "oans-plan"};
   app.set_version_flag("--version", ToolVersionString("oans-plan"));
   PlanOptions o;
@@ -84,8 +90,14 @@ int main(int argc, char** argv) {
   app.add_flag("--whole-files-only", no_blocks, "Plan whole-file duplicates only, not partial (block) duplicates");
   app.add_option("--format", format,
                  "What to write: plan (default), or a report of the whole-file duplicate groups instead: text, "
-                 "json (one group per line) or fdupes (paths, a blank line between groups)")
-      ->check(CLI::IsMember({"plan", "text", "json", "fdupes"}));
+                 "json (one group per line) or fdupes (paths, a blank line between groups); or the directories "
+                 "holding them: dirs or dirs-json (see --top)")
+      ->check(CLI::IsMember({"plan", "text", "json", "fdupes", "dirs", "dirs-json"}));
+  size_t top = 0;
+  app.add_option("--top", top,
+                 "With --format dirs or dirs-json (the directories with the most reclaimable bytes, added up the "
+                 "tree like du, and their duplicate files): only the first N (default all)")
+      ->type_name("N");
   app.add_flag("--stats", stats_flag, "Print groups, duplicate, shared and reclaimable bytes on stderr");
   app.add_flag("--json", json, "Print the statistics as JSON on stderr (implies --stats)");
   app.add_option("--progress", progress, "Progress on stderr: auto, tty, json or none")
@@ -133,7 +145,12 @@ int main(int argc, char** argv) {
     FILE* f = stdout;
     if (output != "-" && !(f = std::fopen(output.c_str(), "w")))
       return cli::Fail("oans-plan", Status::Io("creating " + output, errno));
-    PrintReport(f, format, groups);
+    if (format == "dirs" || format == "dirs-json") {
+      auto dirs = DirsReport(groups, top);
+      std::fputs((format == "dirs" ? DirsText(dirs) : DirsJson(dirs)).c_str(), f);
+    } else {
+      PrintReport(f, format, groups);
+    }
     if (std::fflush(f) != 0 || std::ferror(f)) return cli::Fail("oans-plan", Status::Io("writing the report", errno));
     if (f != stdout) std::fclose(f);
   } else {

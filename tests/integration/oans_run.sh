@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# oans run: three generations in a state directory on another filesystem (cold, unchanged,
+# after new copies), the later two with no arguments at all; the generations kept; a
+# second run during the first refused; state directories on the deduped filesystem or
+# on tmpfs refused. Every file's content is checked before and after.
+source "$(dirname "$0")/lib.sh"
+it_init "$1"
+mkfs_mount btrfs 512M
+tree_and_copy
+before=$(checksums "$MNT")
+export OANS_STATE_BASE=$WORK/state
+gen_files() { (cd "$OANS_STATE_BASE"/*/ && ls gen-* plan-* 2>/dev/null | grep -v journal | tr '\n' ' '); }
+
+# Refused: a state directory on the filesystem being deduped, and one on tmpfs.
+set +e
+"$BIN/oans" run --state-dir "$MNT/oans-state" "$MNT" > /dev/null 2> "$WORK/on-root.err"
+rc=$?
+set -e
+cat "$WORK/on-root.err"
+[ $rc = 2 ] || fail "state directory on the deduped filesystem: exit $rc, expected 2"
+grep -q "is on the filesystem of $MNT, which is being deduped" "$WORK/on-root.err" || fail "no clear message"
+[ ! -e "$MNT/oans-state" ] || fail "the refused state directory was left on the deduped filesystem"
+if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+  shm=$(mktemp -d /dev/shm/oans-it.XXXXXX)
+  set +e
+  "$BIN/oans" run --state-dir "$shm/state" "$MNT" > /dev/null 2> "$WORK/tmpfs.err"
+  rc=$?
+  set -e
+  rm -rf "$shm"
+  cat "$WORK/tmpfs.err"
+  [ $rc = 2 ] && grep -q "is on tmpfs" "$WORK/tmpfs.err" || fail "state directory on tmpfs: exit $rc"
+  pass "state directories on the deduped filesystem and on tmpfs refused with a message"
+fi
+[ -z "$(ls -A "$OANS_STATE_BASE" 2>/dev/null)" ] || fail "a refused run left a state directory"
+
+# Run 1 (cold), slowed down by a read rate, with a second run (no arguments) during it.
+"$BIN/oans" run --keep 2 --max-rate 3M --exclude '*.txt' "$MNT" > "$WORK/run1.out" 2> "$WORK/run1.err" &
+run1=$!
+for _ in $(seq 100); do
+  [ "$(cat "$OANS_STATE_BASE"/*/lock 2>/dev/null)" = "$run1" ] && break
+  sleep 0.1
+done
+[ "$(cat "$OANS_STATE_BASE"/*/lock 2>/dev/null)" = "$run1" ] || fail "the first run did not take the lock"
+set +e
+start=$(date +%s)
+"$BIN/oans" run > /dev/null 2> "$WORK/overlap.err"
+rc=$?
+took=$(( $(date +%s) - start ))
+kill -0 $run1 2>/dev/null
+still=$?
+set -e
+cat "$WORK/overlap.err"
+[ $still = 0 ] || fail "the first run ended before the second was refused (no overlap shown)"
+[ $rc = 2 ] || fail "second run during the first: exit $rc, expected 2"
+[ $took -le 3 ] || fail "the second run took ${took}s to be refused"
+grep -q "another oans run (pid $run1) is using the state directory" "$WORK/overlap.err" || fail "no clear message"
+pass "a second oans run during the first refused in ${took}s: $(cat "$WORK/overlap.err")"
+wait $run1 || fail "run 1: exit $?: $(cat "$WORK/run1.err")"
+cat "$WORK/run1.err"
+state=$(ls -d "$OANS_STATE_BASE"/*/)
+[ "$(stat -c %a "$state")" = 700 ] || fail "state directory mode $(stat -c %a "$state")"
+grep -qx "root $MNT" "$state/run.conf" || fail "roots not stored: $(cat "$state/run.conf")"
+[ "$(gen_files)" = "gen-000001.idx plan-000001.capnp " ] || fail "after run 1: $(gen_files)"
+[ -z "$(unshared_files "$MNT/copy" 4096)" ] || fail "run 1 did not dedupe the tree: $(unshared_files "$MNT/copy" 4096)"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in run 1"
+pass "run 1 (cold) deduped the tree; generation 1 in $state"
+
+# Run 2: nothing changed; no arguments. The previous index is reused: nothing is read.
+"$BIN/oans" run 2> "$WORK/run2.err" || fail "run 2: exit $?: $(cat "$WORK/run2.err")"
+cat "$WORK/run2.err"
+grep -q "read 0 B, reused" "$WORK/run2.err" || fail "run 2 read data again"
+grep -q "oans-plan: 0 B to reclaim" "$WORK/run2.err" || fail "run 2 planned something"
+[ "$(gen_files)" = "gen-000001.idx gen-000002.idx plan-000001.capnp plan-000002.capnp " ] || fail "after run 2: $(gen_files)"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in run 2"
+pass "run 2 (unchanged, no arguments): nothing read, nothing planned"
+
+# Run 3: new copies since; no arguments. They are deduped; generation 1 is removed.
+cp --reflink=never "$MNT/orig/media/big1.bin" "$MNT/big1.again"
+mkdir "$MNT/third"
+cp -a --reflink=never "$MNT/orig/src/sub" "$MNT/third/sub"
+echo "not excluded by *.txt? yes: excluded" > "$MNT/third/new.txt"
+sync
+[ -n "$(unshared_files "$MNT/third" 4096)" ] || fail "the new copies share data already"
+before=$(checksums "$MNT")
+"$BIN/oans" run 2> "$WORK/run3.err" || fail "run 3: exit $?: $(cat "$WORK/run3.err")"
+cat "$WORK/run3.err"
+[ -z "$(unshared_files "$MNT/third" 4096)" ] || fail "run 3 left new copies: $(unshared_files "$MNT/third" 4096)"
+[ -z "$(unshared_files "$MNT/big1.again" 4096)" ] || fail "run 3 left big1.again unshared"
+[ "$(gen_files)" = "gen-000002.idx gen-000003.idx plan-000002.capnp plan-000003.capnp " ] || fail "after run 3: $(gen_files)"
+grep -q "removed generation 1" "$WORK/run3.err" || fail "removal not reported"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in run 3"
+"$BIN/oans" cat "$state/gen-000003.idx" | grep -q '"third/new.txt"\|third/new.txt' && fail "--exclude '*.txt' not replayed"
+pass "run 3 (new copies, no arguments) deduped them; generations 2 and 3 kept (--keep 2 replayed)"
+
+# Options without roots are refused: they are stored with the roots.
+set +e
+"$BIN/oans" run --keep 5 2> "$WORK/noroots.err"
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q "is stored with the roots" "$WORK/noroots.err" || fail "options without roots: exit $rc"
+pass "options without roots refused"
