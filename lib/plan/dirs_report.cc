@@ -40,9 +40,16 @@ std::vector<DirUsage> DirsReport(const std::vector<GroupReport>& groups, size_t 
       }
     }
   }
+  // Like du from the directory that holds them all: not the directories above it.
+  std::string common;
+  uint64_t total_files = 0;
+  for (auto& [k, v] : dirs) total_files = std::max(total_files, v.duplicate_files);
+  for (auto& [k, v] : dirs)
+    if (v.duplicate_files == total_files && k.size() > common.size()) common = k;
   std::vector<DirUsage> out;
   out.reserve(dirs.size());
-  for (auto& [k, v] : dirs) out.push_back(std::move(v));
+  for (auto& [k, v] : dirs)  // every directory holding them all is `common` or above it
+    if (v.duplicate_files != total_files || k == common) out.push_back(std::move(v));
   std::sort(out.begin(), out.end(), [](const DirUsage& a, const DirUsage& b) {
     if (a.reclaimable_bytes != b.reclaimable_bytes) return a.reclaimable_bytes > b.reclaimable_bytes;
     return a.dir < b.dir;

@@ -33,6 +33,26 @@ if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
 fi
 [ -z "$(ls -A "$OANS_STATE_BASE" 2>/dev/null)" ] || fail "a refused run left a state directory"
 
+# Where the duplicates are: oans plan --format dirs and dirs-json on a scan of the tree.
+"$BIN/oans" scan --quiet -o "$WORK/cold.idx" "$MNT"
+"$BIN/oans" plan --quiet --format dirs --top 2 "$WORK/cold.idx" > "$WORK/dirs.txt"
+cat "$WORK/dirs.txt"
+[ "$(wc -l < "$WORK/dirs.txt")" = 2 ] || fail "--top 2 gave $(wc -l < "$WORK/dirs.txt") lines"
+head -1 "$WORK/dirs.txt" | grep -q "  $MNT/\(copy\|orig\)\$" || fail "the first directory is not the copy's or the original's"
+"$BIN/oans" plan --quiet --format dirs-json "$WORK/cold.idx" > "$WORK/dirs.json"
+python3 - "$WORK/dirs.json" "$MNT" <<'PY' || fail "dirs-json: $(cat "$WORK/dirs.json")"
+import json, sys
+rows = {json.loads(l)["path"]: json.loads(l) for l in open(sys.argv[1])}
+# The sources are on one side; the other side's copies are what can be reclaimed.
+side = next(p for p in rows if p in (sys.argv[2] + "/orig", sys.argv[2] + "/copy"))
+assert sys.argv[2] not in rows, "a directory above the one holding every duplicate"
+media = rows[side + "/media"]
+assert media["duplicate_files"] == 3, media              # big1, big2, sparse
+assert media["reclaimable_bytes"] == (8 << 20) + (3 << 20) + 12345 + (64 << 20), media
+assert rows[side]["reclaimable_bytes"] >= media["reclaimable_bytes"] + sum(i * 5000 for i in range(1, 41)), rows[side]
+PY
+pass "oans plan --format dirs: $(head -1 "$WORK/dirs.txt")"
+
 # Run 1 (cold), slowed down by a read rate, with a second run (no arguments) during it.
 "$BIN/oans" run --keep 2 --max-rate 3M --exclude '*.txt' "$MNT" > "$WORK/run1.out" 2> "$WORK/run1.err" &
 run1=$!

@@ -101,7 +101,7 @@ int RunMain(int argc, char** argv) {
       "  oans run --apply-option=--link=hard /srv/ext4data   hardlinks on ext4\n"
       "  oans run --state-dir /var/lib/oans/media /srv/media",
       "oans run"};
-  app.set_version_flag("--version", ToolVersionString("oans"));
+  app.set_version_flag("--version", ToolVersionString("oans-run"));
   RunRequest req;
   RunConfig& c = req.config;
   std::string progress;

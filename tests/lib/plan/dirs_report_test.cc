@@ -24,11 +24,13 @@ TEST(DirsReport, AddsDestinationsNotYetSharedUpTheTree) {
   std::vector<std::tuple<std::string, uint64_t, uint64_t>> got;
   for (const auto& d : dirs) got.emplace_back(d.dir, d.reclaimable_bytes, d.duplicate_files);
   std::vector<std::tuple<std::string, uint64_t, uint64_t>> want = {
-      {"/", 2050, 3}, {"/srv", 2050, 3}, {"/srv/b", 2000, 2}, {"/srv/b/deep", 1000, 1}, {"/srv/c", 50, 1}};
-  EXPECT_EQ(got, want);  // /srv/a holds only sources and a shared copy: nothing to reclaim
+      {"/srv", 2050, 3}, {"/srv/b", 2000, 2}, {"/srv/b/deep", 1000, 1}, {"/srv/c", 50, 1}};
+  // /srv/a holds only sources and a shared copy: nothing to reclaim; "/" is above /srv,
+  // which holds every duplicate.
+  EXPECT_EQ(got, want);
   auto top2 = DirsReport(groups, 2);
   ASSERT_EQ(top2.size(), 2u);
-  EXPECT_EQ(top2[1].dir, "/srv");
+  EXPECT_EQ(top2[1].dir, "/srv/b");
 }
 
 TEST(DirsReport, TextEscapesNamesAndJsonKeepsBytes) {
@@ -44,6 +46,15 @@ TEST(DirsReport, TextEscapesNamesAndJsonKeepsBytes) {
       << json;
   EXPECT_NE(json.find("\"path_hex\":\"2f642fff\""), std::string::npos) << json;
   EXPECT_TRUE(DirsText(DirsReport({}, 5)).empty());
+  // A short name beside a long common directory is kept.
+  auto beside = DirsReport({Group(10, "/s", {"/x/a-long-name/f", "/x/a-long-name/g", "/x/b/f"}, {false, false, false})}, 0);
+  ASSERT_EQ(beside.size(), 3u);
+  EXPECT_EQ(beside[0].dir, "/x");
+  EXPECT_EQ(beside[2].dir, "/x/b");
+  // Files directly under "/" count in "/".
+  auto rooted = DirsReport({Group(10, "/a", {"/b"}, {false})}, 0);
+  ASSERT_EQ(rooted.size(), 1u);
+  EXPECT_EQ(rooted[0].dir, "/");
 }
 
 }  // namespace
