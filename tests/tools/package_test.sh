@@ -5,7 +5,7 @@
 #     and every tool, and the bash completions for oans and every tool;
 #   - unpacked with dpkg -x into a temporary directory, oans --version runs from there,
 #     and `oans scan --version` runs the oans-scan beside it (nothing outside is used);
-#   - the installed completion completes `oans pl` to plan and `oans run --pla` to --plan-only.
+#   - the installed completion completes `oans pl` to plan and `oans run --plan-on` to --plan-only.
 # Usage: package_test.sh BUILD_DIR
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -50,9 +50,9 @@ COMP_WORDS=(oans pl); COMP_CWORD=1
 source "$WORK/root/usr/share/bash-completion/completions/oans"
 _oans_tool
 [ "${COMPREPLY[*]}" = plan ] || fail "oans pl completes to '${COMPREPLY[*]}'"
-COMP_WORDS=(oans run --pla); COMP_CWORD=2
+COMP_WORDS=(oans run --plan-on); COMP_CWORD=2
 _oans_tool
-[ "${COMPREPLY[*]}" = --plan-only ] || fail "oans run --pla completes to '${COMPREPLY[*]}'"
+[ "${COMPREPLY[*]}" = --plan-only ] || fail "oans run --plan-on completes to '${COMPREPLY[*]}'"
 COMP_WORDS=(oans-plan --format d); COMP_CWORD=2
 _oans_tool
 [ "${COMPREPLY[*]}" = "dirs dirs-json" ] || fail "oans-plan --format d completes to '${COMPREPLY[*]}'"
