@@ -65,9 +65,10 @@ int RunMain(int argc, char** argv);
 
 int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
-    std::fputs(kUsage, stdout);
-    std::fputs(cli::ExitCodesHelp().c_str(), stdout);
-    std::fputs("\n", stdout);
+    FILE* f = argc < 2 ? stderr : stdout;  // no command is an error: usage on stderr
+    std::fputs(kUsage, f);
+    std::fputs(cli::ExitCodesHelp().c_str(), f);
+    std::fputs("\n", f);
     return argc < 2 ? cli::kFailure : cli::kOk;
   }
   if (!std::strcmp(argv[1], "--version")) {
