@@ -28,8 +28,8 @@ std::string Parent(const std::string& path) {
 
 std::string Base(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
-// Owned by us and writable by no one else; `what` names the directory in messages.
-Status CheckOwnedPrivate(int fd, const std::string& path, bool allow_sticky) {
+// Owned by us and writable by no one else.
+Status CheckOwnedPrivate(int fd, const std::string& path) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return Status::Io("stat " + path, errno);
   if (!S_ISDIR(st.st_mode)) return Status::Invalid(path + " is not a directory");
@@ -37,8 +37,7 @@ Status CheckOwnedPrivate(int fd, const std::string& path, bool allow_sticky) {
     return Status::Invalid("state directory " + path + " is owned by uid " + std::to_string(st.st_uid) +
                            ", not by this user: another user could change what oans run trusts; remove it or "
                            "choose another --state-dir");
-  bool sticky = allow_sticky && (st.st_mode & S_ISVTX);
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky)
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
     return Status::Invalid("state directory " + path + " is writable by other users (mode " +
                            [&] {
                              char b[8];
@@ -47,6 +46,21 @@ Status CheckOwnedPrivate(int fd, const std::string& path, bool allow_sticky) {
                            }() +
                            "): another user could change what oans run trusts; chmod go-w it or choose another "
                            "--state-dir");
+  return Status::Ok();
+}
+
+// A parent owned by root (/var/lib) or by us, that no one else can write, or only with the
+// sticky bit (/tmp): no one else can rename the state directory out of it.
+Status CheckParent(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return Status::Io("stat " + path, errno);
+  if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    return Status::Invalid("the state directory's parent " + path + " belongs to uid " + std::to_string(st.st_uid) +
+                           ", who could put another directory in its place; choose another --state-dir");
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+    return Status::Invalid("the state directory's parent " + path +
+                           " is writable by other users without the sticky bit: they could put another directory "
+                           "in its place; choose another --state-dir");
   return Status::Ok();
 }
 
@@ -96,12 +110,7 @@ Result<int> OpenStateDir(const std::string& path, bool create, bool* created) {
     return Status::Io("creating " + parent, errno);
   auto pfd = DefaultSys().OpenDirNoFollow(parent);
   if (!pfd.ok()) return pfd.status().Prepend("state directory's parent: ");
-  Status st = CheckOwnedPrivate(*pfd, parent, /*allow_sticky=*/true);
-  struct stat pst;
-  // A parent owned by root (/var/lib) or by us is fine when no one else can write it.
-  if (!st.ok() && ::fstat(*pfd, &pst) == 0 && pst.st_uid == 0 &&
-      (!(pst.st_mode & (S_IWGRP | S_IWOTH)) || (pst.st_mode & S_ISVTX)))
-    st = Status::Ok();
+  Status st = CheckParent(*pfd, parent);
   if (!st.ok()) {
     ::close(*pfd);
     return st;
@@ -121,7 +130,7 @@ Result<int> OpenStateDir(const std::string& path, bool create, bool* created) {
       return Status::Invalid("state directory " + path + " is a symlink or not a directory; oans run never follows one");
     return Status::Io("opening state directory " + path, e);
   }
-  st = CheckOwnedPrivate(fd, path, /*allow_sticky=*/false);
+  st = CheckOwnedPrivate(fd, path);
   struct statfs sfs;
   if (st.ok() && ::fstatfs(fd, &sfs) != 0) st = Status::Io("statfs " + path, errno);
   if (st.ok() && (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC))

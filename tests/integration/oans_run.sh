@@ -56,6 +56,19 @@ assert rows == sorted(rows, key=lambda r: (-r["reclaimable_bytes"], r["path"])),
 PY
 pass "oans plan --format dirs: $(head -1 "$WORK/dirs.txt")"
 
+# --plan-only (another state directory): scan and plan, nothing applied, the plan's path
+# printed for a later oans apply.
+"$BIN/oans" run --quiet --plan-only --state-dir "$WORK/plan-only" "$MNT" 2> "$WORK/plan-only.err" \
+  || fail "plan-only run: $(cat "$WORK/plan-only.err")"
+cat "$WORK/plan-only.err"
+grep -q "apply it in the maintenance window with: oans apply $WORK/plan-only/plan-000001.capnp" \
+  "$WORK/plan-only.err" || fail "the plan's path is not printed"
+[ -n "$(unshared_files "$MNT/copy" 4096)" ] || fail "--plan-only applied the plan"
+"$BIN/oans" apply --dry-run "$WORK/plan-only/plan-000001.capnp" | grep -q . || fail "the printed plan is empty"
+grep -qx "plan-only 1" "$WORK/plan-only/run.conf" || fail "--plan-only not stored"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in the plan-only run"
+pass "--plan-only: planned, nothing applied, plan path printed"
+
 # Run 1 (cold), slowed down by a read rate, with a second run (no arguments) during it.
 "$BIN/oans" run --keep 2 --max-rate 3M --exclude '*.txt' "$MNT" > "$WORK/run1.out" 2> "$WORK/run1.err" &
 run1=$!

@@ -59,30 +59,16 @@ int ExecTool(const std::string& tool, int argc, char** argv) {
   return cli::Fail("oans", Status::Io("running " + path + " (it is installed beside oans)", errno));
 }
 
-int RunMain(int argc, char** argv);
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
-    FILE* f = argc < 2 ? stderr : stdout;  // no command is an error: usage on stderr
-    std::fputs(kUsage, f);
-    std::fputs(cli::ExitCodesHelp().c_str(), f);
-    std::fputs("\n", f);
-    return argc < 2 ? cli::kFailure : cli::kOk;
-  }
-  if (!std::strcmp(argv[1], "--version")) {
-    std::printf("%s\n", ToolVersionString("oans").c_str());
-    return cli::kOk;
-  }
-  for (const char* t : kTools)
-    if (!std::strcmp(argv[1], t)) return ExecTool(t, argc, argv);
-  if (!std::strcmp(argv[1], "run")) return RunMain(argc - 1, argv + 1);
-  return cli::Fail("oans", std::string("unknown command \"") + argv[1] +
-                               "\"; the commands are run, scan, plan, apply, cat and diff (oans --help)");
+// One line: the generation, where, whether applied, what was removed, and the message.
+void PrintOutcome(const RunOutcome& out, bool quiet) {
+  if (out.message.empty() && quiet) return;
+  std::string line = "oans run: generation " + std::to_string(out.generation) + " in " + out.state_dir;
+  if (out.applied) line += ", applied";
+  for (size_t i = 0; i < out.removed.size(); ++i)
+    line += (i ? ", " : "; removed generation ") + std::to_string(out.removed[i]);
+  if (!out.message.empty()) line += ": " + out.message;
+  std::fprintf(stderr, "%s\n", line.c_str());
 }
-
-namespace {
 
 int RunMain(int argc, char** argv) {
   CLI::App app{
@@ -157,15 +143,27 @@ int RunMain(int argc, char** argv) {
 
   RunOutcome out = RunGeneration(req);
   if (out.exit_code == cli::kFailure && out.generation == 0) return cli::Fail("oans run", out.message);
-  if (!out.message.empty() || !quiet) {
-    std::string line = "oans run: generation " + std::to_string(out.generation) + " in " + out.state_dir;
-    if (out.applied) line += ", applied";
-    for (size_t i = 0; i < out.removed.size(); ++i)
-      line += (i ? ", " : "; removed generation ") + std::to_string(out.removed[i]);
-    if (!out.message.empty()) line += ": " + out.message;
-    std::fprintf(stderr, "%s\n", line.c_str());
-  }
+  PrintOutcome(out, quiet);
   return out.exit_code;
 }
 
 }  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    FILE* f = argc < 2 ? stderr : stdout;  // no command is an error: usage on stderr
+    std::fputs(kUsage, f);
+    std::fputs(cli::ExitCodesHelp().c_str(), f);
+    std::fputs("\n", f);
+    return argc < 2 ? cli::kFailure : cli::kOk;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("%s\n", ToolVersionString("oans").c_str());
+    return cli::kOk;
+  }
+  for (const char* t : kTools)
+    if (!std::strcmp(argv[1], t)) return ExecTool(t, argc, argv);
+  if (!std::strcmp(argv[1], "run")) return RunMain(argc - 1, argv + 1);
+  return cli::Fail("oans", std::string("unknown command \"") + argv[1] +
+                               "\"; the commands are run, scan, plan, apply, cat and diff (oans --help)");
+}

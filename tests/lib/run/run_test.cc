@@ -56,7 +56,10 @@ TEST(OpenStateDir, RefusesParentWritableByOthersWithoutStickyBit) {
   TempDir t;
   ASSERT_EQ(::mkdir(t.Join("open").c_str(), 0700), 0);
   ASSERT_EQ(::chmod(t.Join("open").c_str(), 0777), 0);
-  EXPECT_FALSE(OpenStateDir(t.Join("open/state"), true).ok());
+  auto refused = OpenStateDir(t.Join("open/state"), true);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("writable by other users without the sticky bit"), std::string::npos)
+      << refused.status().message();
   ASSERT_EQ(::chmod(t.Join("open").c_str(), 01777), 0);
   auto fd = OpenStateDir(t.Join("open/state"), true);
   ASSERT_OK(fd.status());
