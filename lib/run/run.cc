@@ -94,6 +94,33 @@ void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out
   if (c.plan_only) out->message = "planned only; apply it in the maintenance window with: oans apply " + plan;
 }
 
+// `oans apply` without a plan: the newest complete generation's plan, under the lock.
+void ApplyNewest(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out) {
+  auto gens = ListGenerations(fd);
+  if (!gens.ok()) {
+    out->message = gens.status().message();
+    return;
+  }
+  for (auto it = gens->rbegin(); it != gens->rend() && out->plan.empty(); ++it)
+    if (it->index && it->plan) {
+      out->generation = it->number;
+      out->plan = out->state_dir + "/" + PlanName(it->number);
+    }
+  if (out->plan.empty()) {
+    out->message = "no plan in " + out->state_dir + " yet: run oans run --plan-only first";
+    return;
+  }
+  std::vector<std::string> apply = {req.tool_dir + "/oans-apply"};
+  apply.insert(apply.end(), c.apply_args.begin(), c.apply_args.end());
+  apply.insert(apply.end(), req.extra_apply_args.begin(), req.extra_apply_args.end());
+  apply.insert(apply.end(), {"--", out->plan});
+  int rc = 0;
+  Step step{out};
+  if (!step.Tool("the apply", apply, &rc)) return;
+  out->applied = true;
+  out->exit_code = rc;
+}
+
 }  // namespace
 
 Result<std::string> ChooseStateDir(const RunRequest& req, const std::vector<std::string>& roots) {
@@ -148,7 +175,8 @@ RunOutcome RunGeneration(const RunRequest& req) {
     Result<RunConfig> c = st.ok() ? Settle(req, roots, *fd, *dir) : Result<RunConfig>(st);
     if (st.ok() && !c.ok()) st = c.status();
     if (st.ok() && roots.empty()) st = CheckNotOnRoots(*fd, *dir, c->roots);
-    if (st.ok()) RunSteps(req, *c, *fd, &out);
+    if (st.ok() && req.apply_newest) ApplyNewest(req, *c, *fd, &out);
+    else if (st.ok()) RunSteps(req, *c, *fd, &out);
   }
   ::close(*fd);
   if (!st.ok()) {

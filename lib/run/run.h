@@ -6,6 +6,7 @@
 //   5. oans-plan -o plan-N.capnp gen-N.idx
 //   6. oans-apply plan-N.capnp (not with plan_only: `oans apply PLAN` later)
 //   7. remove generations older than the `keep` newest complete ones.
+// With apply_newest, steps 4 to 7 are only: oans-apply <the newest plan>.
 // The tools run as child processes (lib/run/spawn.h), so each keeps its own progress,
 // signal handling and summary; their exit codes combine into the run's.
 #pragma once
@@ -26,6 +27,11 @@ struct RunRequest {
   std::string state_base = "/var/lib/oans";
   std::string tool_dir;        // where oans-scan, oans-plan and oans-apply are
   std::vector<std::string> per_run_args;  // given to every tool, never stored (--quiet, --progress=...)
+  // `oans apply` without a plan: no scan and no plan; apply the newest generation's plan
+  // of the stored state directory, under its lock, with the stored apply options and then
+  // these (which win), never stored.
+  bool apply_newest = false;
+  std::vector<std::string> extra_apply_args;
 };
 
 struct RunOutcome {

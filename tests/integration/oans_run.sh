@@ -66,8 +66,10 @@ grep -q "apply it in the maintenance window with: oans apply $WORK/plan-only/pla
 [ -n "$(unshared_files "$MNT/copy" 4096)" ] || fail "--plan-only applied the plan"
 "$BIN/oans" apply --dry-run "$WORK/plan-only/plan-000001.capnp" | grep -q . || fail "the printed plan is empty"
 grep -qx "plan-only 1" "$WORK/plan-only/run.conf" || fail "--plan-only not stored"
+OANS_STATE_DIR=$WORK/plan-only "$BIN/oans" apply --dry-run > "$WORK/newest.json" || fail "oans apply (newest plan)"
+[ "$(wc -l < "$WORK/newest.json")" -gt 10 ] || fail "oans apply without a plan: $(cat "$WORK/newest.json")"
 [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in the plan-only run"
-pass "--plan-only: planned, nothing applied, plan path printed"
+pass "--plan-only: planned, nothing applied, plan path printed; oans apply --dry-run takes the newest plan"
 
 # Run 1 (cold), slowed down by a read rate, with a second run (no arguments) during it.
 "$BIN/oans" run --keep 2 --max-rate 3M --exclude '*.txt' "$MNT" > "$WORK/run1.out" 2> "$WORK/run1.err" &

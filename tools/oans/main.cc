@@ -33,6 +33,9 @@ const char* kUsage =
     "  scan ROOT...    walk trees and write an extent index            (oans-scan)\n"
     "  plan [INDEX...] find duplicate data not yet shared, write a plan (oans-plan)\n"
     "  apply PLAN      execute a dedupe plan with FIDEDUPERANGE         (oans-apply)\n"
+    "  apply [OPTION=VALUE...]  without PLAN: the newest plan of oans run, under its lock,\n"
+    "                  with its stored apply options (state directory as for oans run;\n"
+    "                  $OANS_STATE_DIR chooses one)\n"
     "  cat FILE        print an index or a plan as JSON lines           (oans-cat)\n"
     "  diff OLD NEW    list what changed between two indexes            (oans-diff)\n"
     "\n"
@@ -45,6 +48,7 @@ const char* kUsage =
     "  oans scan /srv/data | oans plan --stats > plan.capnp\n"
     "  oans plan --format dirs --top 20 data.idx   where the duplicates are\n"
     "  oans apply --until 06:00 plan.capnp     apply until 06:00, resume next time\n"
+    "  oans apply --until=06:00                the newest plan of oans run --plan-only\n"
     "\n";
 
 // Runs oans-TOOL from this program's directory with the remaining arguments.
@@ -147,6 +151,31 @@ int RunMain(int argc, char** argv) {
   return out.exit_code;
 }
 
+// `oans apply` with options only (no PLAN, no --help/--version): the newest plan of oans run.
+bool ApplyNewestRequested(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.empty() || a[0] != '-' || a == "-" || a == "--" || a == "--help" || a == "-h" || a == "--version")
+      return false;
+  }
+  return true;
+}
+
+int ApplyNewestMain(int argc, char** argv) {
+  RunRequest req;
+  req.apply_newest = true;
+  for (int i = 2; i < argc; ++i) req.extra_apply_args.push_back(argv[i]);
+  if (const char* base = std::getenv("OANS_STATE_BASE"); base && *base) req.state_base = base;
+  if (const char* dir = std::getenv("OANS_STATE_DIR"); dir && *dir) req.state_dir = dir;
+  auto dir = ExecutableDir();
+  if (!dir.ok()) return cli::Fail("oans apply", dir.status());
+  req.tool_dir = *dir;
+  RunOutcome out = RunGeneration(req);
+  if (out.exit_code == cli::kFailure && !out.applied && out.plan.empty()) return cli::Fail("oans apply", out.message);
+  PrintOutcome(out, true);
+  return out.exit_code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -161,6 +190,7 @@ int main(int argc, char** argv) {
     std::printf("%s\n", ToolVersionString("oans").c_str());
     return cli::kOk;
   }
+  if (!std::strcmp(argv[1], "apply") && ApplyNewestRequested(argc, argv)) return ApplyNewestMain(argc, argv);
   for (const char* t : kTools)
     if (!std::strcmp(argv[1], t)) return ExecTool(t, argc, argv);
   if (!std::strcmp(argv[1], "run")) return RunMain(argc - 1, argv + 1);

@@ -29,10 +29,11 @@ class RunGenerationTest : public ::testing::Test {
       test::WriteFile(path,
                       "#!/bin/sh\n"
                       "echo \"$(basename \"$0\") $*\" >> " + t_.Join("log") + "\n"
-                      "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && echo data > \"$2\"; shift; done\n"
-                      "rc=" + t_.Join(std::string("rc-") + tool) + "\n"
-                      "[ -f \"$rc\" ] && exit $(cat \"$rc\")\n"
-                      "exit 0\n");
+                      "f=" + t_.Join(std::string("rc-") + tool) + "\n"
+                      "rc=0; [ -f \"$f\" ] && rc=$(cat \"$f\")\n"
+                      "# Like the tools, a failure (2) leaves no output file.\n"
+                      "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && [ $rc != 2 ] && echo data > \"$2\"; shift; done\n"
+                      "exit $rc\n");
       ASSERT_EQ(::chmod(path.c_str(), 0755), 0);
     }
     req_.tool_dir = t_.Join("bin");
@@ -110,6 +111,32 @@ TEST_F(RunGenerationTest, PlanOnlyDoesNotApply) {
   ASSERT_EQ(o.exit_code, 0) << o.message;
   EXPECT_EQ(Log().size(), 2u);
   EXPECT_NE(o.message.find("oans apply " + StateDir() + "/plan-000001.capnp"), std::string::npos) << o.message;
+  // Later, `oans apply` without a plan: the newest plan, the stored options, then these.
+  RunRequest later;
+  later.tool_dir = req_.tool_dir;
+  later.state_base = req_.state_base;
+  later.apply_newest = true;
+  later.extra_apply_args = {"--until=06:00"};
+  RunOutcome a = RunGeneration(later);
+  ASSERT_EQ(a.exit_code, 0) << a.message;
+  EXPECT_TRUE(a.applied);
+  EXPECT_EQ(Log(), std::vector<std::string>{"oans-apply --max-rate 1000 --until=06:00 -- " + StateDir() +
+                                            "/plan-000001.capnp"});
+  EXPECT_EQ(test::ListDir(StateDir()).size(), 4u);  // nothing new: gen 1, its plan, lock, run.conf
+}
+
+TEST_F(RunGenerationTest, ApplyNewestWithoutAPlanSaysSo) {
+  test::WriteFile(t_.Join("rc-oans-plan"), "2");
+  EXPECT_EQ(RunGeneration(req_).exit_code, 2);  // an index, no plan
+  Log();
+  RunRequest later;
+  later.tool_dir = req_.tool_dir;
+  later.state_base = req_.state_base;
+  later.apply_newest = true;
+  RunOutcome a = RunGeneration(later);
+  EXPECT_EQ(a.exit_code, 2);
+  EXPECT_NE(a.message.find("no plan in " + StateDir() + " yet"), std::string::npos) << a.message;
+  EXPECT_TRUE(Log().empty());
 }
 
 TEST_F(RunGenerationTest, Refusals) {
