@@ -1,37 +1,50 @@
-# bash completion for the oans tools
+# bash completion for the oans tools and for `oans COMMAND` (the same options)
 _oans_tool() {
-  local cur prev opts
+  local cur prev opts tool
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD-1]}
-  case ${COMP_WORDS[0]##*/} in
+  tool=${COMP_WORDS[0]##*/}
+  if [[ $tool == oans ]]; then
+    if ((COMP_CWORD == 1)); then
+      COMPREPLY=($(compgen -W "run scan plan apply cat diff --help --version" -- "$cur"))
+      return
+    fi
+    tool=oans-${COMP_WORDS[1]}
+  fi
+  case $tool in
+    oans-run) opts="--state-dir --keep --plan-only --exclude --min-size --max-rate --until --deadline --io-class --scan-option --plan-option --apply-option --progress --quiet --help --version" ;;
     oans-scan) opts="--output --previous --previous-damaged --refresh-extents --block-size --min-size --exclude --io-threads --storage --order --temp-dir --progress --quiet --json --help --version" ;;
-    oans-plan) opts="--output --round-size --memory --temp-dir --since --from-list --whole-files-only --format --stats --json --progress --quiet --help --version" ;;
-    oans-apply) opts="--dry-run --prefetch --order --deadline --until --max-rate --io-class --journal --no-journal --link --progress --quiet --json --help --version" ;;
+    oans-plan) opts="--output --round-size --memory --temp-dir --since --from-list --whole-files-only --format --top --stats --json --progress --quiet --help --version" ;;
+    oans-apply) opts="--dry-run --prefetch --order --deadline --until --max-rate --io-class --journal --no-journal --link --link-relax --progress --quiet --json --help --version" ;;
     oans-cat) opts="--blocks --help --version" ;;
     oans-diff) opts="--json --help --version" ;;
+    *) return ;;
   esac
   case $prev in
     --storage) COMPREPLY=($(compgen -W "auto ssd hdd" -- "$cur")); return ;;
     --previous-damaged) COMPREPLY=($(compgen -W "refuse rescan" -- "$cur")); return ;;
     --order)
-      if [[ ${COMP_WORDS[0]##*/} == oans-apply ]]; then
+      if [[ $tool == oans-apply ]]; then
         COMPREPLY=($(compgen -W "physical none" -- "$cur"))
       else
         COMPREPLY=($(compgen -W "auto physical inode none" -- "$cur"))
       fi
       return ;;
     --progress) COMPREPLY=($(compgen -W "auto tty json none" -- "$cur")); return ;;
-    --format) COMPREPLY=($(compgen -W "plan text json fdupes" -- "$cur")); return ;;
+    --format) COMPREPLY=($(compgen -W "plan text json fdupes dirs dirs-json" -- "$cur")); return ;;
     --prefetch) COMPREPLY=($(compgen -W "on off" -- "$cur")); return ;;
     --io-class) COMPREPLY=($(compgen -W "best-effort idle" -- "$cur")); return ;;
     --link) COMPREPLY=($(compgen -W "reflink hard" -- "$cur")); return ;;
-    --temp-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    --memory|--block-size|--min-size|--round-size|--max-rate|--deadline|--until|--io-threads|--exclude) return ;;
+    --temp-dir|--state-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+    --memory|--block-size|--min-size|--round-size|--max-rate|--deadline|--until|--io-threads|--exclude|--top|--keep) return ;;
+    --scan-option|--plan-option|--apply-option|--link-relax) return ;;
   esac
   if [[ $cur == -* ]]; then
     COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+  elif [[ $tool == oans-run ]]; then
+    COMPREPLY=($(compgen -d -- "$cur"))
   else
     COMPREPLY=($(compgen -f -- "$cur"))
   fi
 }
-complete -o filenames -F _oans_tool oans-scan oans-plan oans-apply oans-cat oans-diff
+complete -o filenames -F _oans_tool oans oans-scan oans-plan oans-apply oans-cat oans-diff

@@ -41,7 +41,11 @@ int main(int argc, char** argv) {
       "never shared.\n"
       "The plan and the journal must be writable by no other user, in directories only root or you\n"
       "can change (or sticky, as /tmp); keep plans in a root-only directory such as /var/lib/oans.\n"
-      "Example: oans-apply plan.capnp",
+      "Examples:\n"
+      "  oans-apply plan.capnp                             dedupe (a journal beside it allows resuming)\n"
+      "  oans-apply --dry-run plan.capnp | head            what it would do\n"
+      "  oans-apply --until 06:00 --max-rate 200M --io-class idle plan.capnp   a maintenance window\n"
+      "  oans-apply --link=hard plan.capnp                 hardlinks on ext4 (identical files only)",
       "oans-apply"};
   app.set_version_flag("--version", ToolVersionString("oans-apply"));
   ApplyOptions o;

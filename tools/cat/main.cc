@@ -187,7 +187,11 @@ int CatPlan(const std::string& path) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Print an oans extent index or dedupe plan as JSON lines, one object per line:\n"
-               "a header, then one line per file (index) or per round (plan), then an end line.",
+               "a header, then one line per file (index) or per round (plan), then an end line.\n"
+               "Examples:\n"
+               "  oans-cat data.idx | head                        the header and the first files\n"
+               "  oans-cat --blocks data.idx                      with every block hash\n"
+               "  oans-cat plan.capnp                             the plan's rounds and operations",
                "oans-cat"};
   app.set_version_flag("--version", ToolVersionString("oans-cat"));
   std::string path;

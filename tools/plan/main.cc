@@ -4,12 +4,14 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <cstdlib>
 
 #include "lib/format/dupe_list.h"
 #include "lib/base/json.h"
 #include "lib/base/spill.h"
 #include "lib/base/sys.h"
+#include "lib/plan/dirs_report.h"
 #include "lib/plan/planner.h"
 #include "lib/base/units.h"
 #include "lib/base/version.h"
@@ -77,10 +79,11 @@ size_t PrintReport(FILE* f, const std::string& format, const std::vector<GroupRe
 
 // Writes the report to standard output, or to FILE through OutputFile (never through a
 // symlink, replaced whole).
-Status WriteReport(const std::string& output, const std::string& format, const std::vector<GroupReport>& groups,
-                   size_t* left_out) {
+// Writes a report through `print` (which returns the names it had to leave out) to
+// standard output or, atomically, to `output`.
+Status WriteReport(const std::string& output, const std::function<size_t(FILE*)>& print, size_t* left_out) {
   if (output == "-") {
-    *left_out = PrintReport(stdout, format, groups);
+    *left_out = print(stdout);
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) return Status::Io("writing the report", errno);
     return Status::Ok();
   }
@@ -89,7 +92,7 @@ Status WriteReport(const std::string& output, const std::string& format, const s
   int fd = ::dup((*out)->fd());
   FILE* f = fd < 0 ? nullptr : ::fdopen(fd, "w");
   if (!f) return Status::Io("writing " + output, errno);
-  *left_out = PrintReport(f, format, groups);
+  *left_out = print(f);
   bool bad = std::fflush(f) != 0 || std::ferror(f);
   int e = errno;
   if (std::fclose(f) != 0 && !bad) bad = true, e = errno;
@@ -105,7 +108,12 @@ int main(int argc, char** argv) {
       "dedupe plan: whole-file duplicates and runs of identical blocks that do not share their\n"
       "data yet, in rounds of at most --round-size bytes ordered by physical offset. Files of\n"
       "different filesystems are never paired.\n"
-      "Example: oans-scan /srv/data | oans-plan --stats > plan.capnp",
+      "Examples:\n"
+      "  oans-plan --stats -o plan.capnp data.idx          a plan and what it will reclaim\n"
+      "  oans-plan --since old.idx -o plan.capnp new.idx   only groups with new or changed files\n"
+      "  oans-plan --format dirs --top 20 data.idx         the directories holding the duplicates\n"
+      "  oans-plan --format text data.idx | less           the duplicate groups, readable\n"
+      "  oans-plan --from-list dupes.txt -o plan.capnp     from an fdupes/jdupes list",
       "oans-plan"};
   app.set_version_flag("--version", ToolVersionString("oans-plan"));
   PlanOptions o;
@@ -133,10 +141,16 @@ int main(int argc, char** argv) {
   app.add_flag("--whole-files-only", no_blocks, "Plan whole-file duplicates only, not partial (block) duplicates");
   app.add_option("--format", format,
                  "What to write: plan (default), or a report of the whole-file duplicate groups instead: text, "
-                 "json (one group per line) or fdupes (paths, a blank line between groups). In text, a newline in a "
-                 "name is written \\n and a backslash \\\\; fdupes lists have no escapes, so a name with a newline "
-                 "is left out of them, named on stderr, with exit code 1")
-      ->check(CLI::IsMember({"plan", "text", "json", "fdupes"}));
+                 "json (one group per line) or fdupes (paths, a blank line between groups); or the directories "
+                 "holding them: dirs or dirs-json (see --top). In text and dirs, a newline in a name is written \\n "
+                 "and a backslash \\\\; fdupes lists have no escapes, so a name with a newline is left out of them, "
+                 "named on stderr, with exit code 1")
+      ->check(CLI::IsMember({"plan", "text", "json", "fdupes", "dirs", "dirs-json"}));
+  size_t top = 0;
+  app.add_option("--top", top,
+                 "With --format dirs or dirs-json (the directories with the most reclaimable bytes, added up the "
+                 "tree like du, and their duplicate files): only the first N (default all)")
+      ->type_name("N");
   app.add_flag("--stats", stats_flag, "Print groups, duplicate, shared and reclaimable bytes on stderr");
   app.add_flag("--json", json, "Print the statistics as JSON on stderr (implies --stats)");
   app.add_option("--progress", progress, "Progress on stderr: auto, tty, json or none")
@@ -187,7 +201,15 @@ int main(int argc, char** argv) {
     renderer.Finish();
     if (!st.ok()) return cli::Fail("oans-plan", st);
     size_t left_out = 0;
-    if (Status w = WriteReport(output, format, groups, &left_out); !w.ok()) return cli::Fail("oans-plan", w);
+    auto print = [&](FILE* f) -> size_t {
+      if (format == "dirs" || format == "dirs-json") {
+        auto dirs = DirsReport(groups, top);
+        std::fputs((format == "dirs" ? DirsText(dirs) : DirsJson(dirs)).c_str(), f);
+        return 0;
+      }
+      return PrintReport(f, format, groups);
+    };
+    if (Status w = WriteReport(output, print, &left_out); !w.ok()) return cli::Fail("oans-plan", w);
     if (left_out) report_rc = cli::kPartial;
   } else {
     auto out = OutputFile::Open(output);

@@ -18,7 +18,12 @@ int main(int argc, char** argv) {
       "file's identity, FIEMAP extents and XXH3-128 hashes of the whole file and of each block.\n"
       "Symlinks are not followed; special files are skipped; hardlinked files are read once.\n"
       "Files that vanish or cannot be read are recorded as errors and the walk goes on.\n"
-      "Example: oans-scan /srv/data | oans-plan > plan.capnp",
+      "Examples:\n"
+      "  oans-scan /srv/data | oans-plan > plan.capnp      scan and plan in one pipe\n"
+      "  oans-scan -o data.idx /srv/data /home             an index of two trees\n"
+      "  oans-scan --previous data.idx -o new.idx /srv/data   read only what changed\n"
+      "  oans-scan --exclude '*.tmp' --min-size 64K -o data.idx /srv/data\n"
+      "  oans run /srv/data                                scan, plan and apply in generations",
       "oans-scan"};
   app.set_version_flag("--version", ToolVersionString("oans-scan"));
   ScanOptions o;

@@ -1,0 +1,32 @@
+// `oans-plan --format dirs`: which directories hold the duplicates. From the whole-file
+// groups RunPlan reports, every destination that does not yet share all of its source's
+// data adds its size (the bytes a plan would reclaim) and one duplicate file to its
+// directory and to every directory above it up to the deepest one holding them all, as
+// `du DIR` adds up sizes; the directories with the most reclaimable bytes come first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/plan/planner.h"
+
+namespace oans {
+
+struct DirUsage {
+  std::string dir;
+  uint64_t reclaimable_bytes = 0;  // sizes of the duplicates below dir not yet shared
+  uint64_t duplicate_files = 0;    // how many such files are below dir
+};
+
+// The `top` directories (all when 0) by reclaimable bytes, most first; ties by path.
+std::vector<DirUsage> DirsReport(const std::vector<GroupReport>& groups, size_t top);
+
+// One line per directory: "<bytes, human>  <files> files  <dir>", names with C-style
+// escapes (a newline as \n, a backslash as \\) so every directory is one line.
+std::string DirsText(const std::vector<DirUsage>& dirs);
+// One JSON object per line: {"path":...,"reclaimable_bytes":N,"duplicate_files":N}.
+std::string DirsJson(const std::vector<DirUsage>& dirs);
+
+}  // namespace oans

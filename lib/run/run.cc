@@ -1,0 +1,189 @@
+#include "lib/run/run.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "lib/run/generations.h"
+#include "lib/run/run_lock.h"
+#include "lib/run/spawn.h"
+#include "lib/run/state_dir.h"
+
+namespace oans {
+namespace {
+
+// The run's exit code from a tool's: 0 and 1 go on, 3 stops, anything else fails.
+bool Continue(int rc) { return rc == 0 || rc == 1; }
+
+struct Step {
+  RunOutcome* out;
+  // Runs a tool; false (and the outcome set) when the run cannot go on.
+  bool Tool(const std::string& what, const std::vector<std::string>& argv, int* rc) {
+    auto r = RunChild(argv, nullptr);
+    if (!r.ok()) {
+      out->exit_code = 2;
+      out->message = r.status().message();
+      return false;
+    }
+    *rc = *r;
+    if (Continue(*r) && !StopRequested()) return true;
+    out->exit_code = *r == 3 || StopRequested() ? 3 : 2;
+    out->message = what + (out->exit_code == 3 ? " stopped; run again to continue"
+                                              : " failed (exit " + std::to_string(*r) + "); see its message above");
+    return false;
+  }
+};
+
+// Stores the request's roots and options, or loads the stored ones.
+Result<RunConfig> Settle(const RunRequest& req, const std::vector<std::string>& roots, int fd, const std::string& dir) {
+  if (roots.empty()) return LoadRunConfig(fd, dir);
+  RunConfig c = req.config;
+  c.roots = roots;
+  auto old = LoadRunConfig(fd, dir);
+  if (old.ok() && old->roots != roots)
+    return Status::Invalid("state directory " + dir + " holds the generations of other roots (" + old->roots[0] +
+                           (old->roots.size() > 1 ? ", ..." : "") + "); give another --state-dir");
+  OANS_RETURN_IF_ERROR(SaveRunConfig(fd, dir, c));
+  return c;
+}
+
+// Scan, plan and apply one generation in the locked, checked state directory.
+void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out) {
+  auto gens = ListGenerations(fd);
+  if (!gens.ok()) {
+    out->message = gens.status().message();
+    return;
+  }
+  const Generation* prev = NewestIndex(*gens);
+  out->generation = gens->empty() ? 1 : gens->back().number + 1;
+  const std::string dir = out->state_dir, idx = dir + "/" + IndexName(out->generation);
+  const std::string plan = dir + "/" + PlanName(out->generation);
+  Step step{out};
+  int scan_rc = 0, plan_rc = 0, apply_rc = 0;
+  std::vector<std::string> scan = {req.tool_dir + "/oans-scan", "-o", idx};
+  if (prev) scan.insert(scan.end(), {"--previous", dir + "/" + IndexName(prev->number)});
+  scan.insert(scan.end(), req.per_run_args.begin(), req.per_run_args.end());
+  scan.insert(scan.end(), c.scan_args.begin(), c.scan_args.end());
+  scan.push_back("--");
+  scan.insert(scan.end(), c.roots.begin(), c.roots.end());
+  if (!step.Tool("the scan", scan, &scan_rc)) return;
+  std::vector<std::string> planv = {req.tool_dir + "/oans-plan", "-o", plan};
+  planv.insert(planv.end(), req.per_run_args.begin(), req.per_run_args.end());
+  planv.insert(planv.end(), c.plan_args.begin(), c.plan_args.end());
+  planv.insert(planv.end(), {"--", idx});
+  if (!step.Tool("the plan", planv, &plan_rc)) return;
+  out->plan = plan;
+  if (!c.plan_only) {
+    std::vector<std::string> apply = {req.tool_dir + "/oans-apply"};
+    apply.insert(apply.end(), req.per_run_args.begin(), req.per_run_args.end());
+    apply.insert(apply.end(), c.apply_args.begin(), c.apply_args.end());
+    apply.insert(apply.end(), {"--", plan});
+    bool go_on = step.Tool("the apply", apply, &apply_rc);
+    out->applied = go_on;
+    if (!go_on && out->exit_code != 3) return;
+  }
+  // The generation is complete (its plan exists): older ones can go.
+  if (Status s = RemoveOldGenerations(fd, c.keep, &out->removed); !s.ok()) {
+    out->exit_code = 2;
+    out->message = s.message();
+    return;
+  }
+  if (out->exit_code == 3) return;
+  out->exit_code = scan_rc == 1 || apply_rc == 1 ? 1 : 0;
+  if (c.plan_only) out->message = "planned only; apply it in the maintenance window with: oans apply " + plan;
+}
+
+// `oans apply` without a plan: the newest complete generation's plan, under the lock.
+void ApplyNewest(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out) {
+  auto gens = ListGenerations(fd);
+  if (!gens.ok()) {
+    out->message = gens.status().message();
+    return;
+  }
+  for (auto it = gens->rbegin(); it != gens->rend() && out->plan.empty(); ++it)
+    if (it->index && it->plan) {
+      out->generation = it->number;
+      out->plan = out->state_dir + "/" + PlanName(it->number);
+    }
+  if (out->plan.empty()) {
+    out->message = "no plan in " + out->state_dir + " yet: run oans run --plan-only first";
+    return;
+  }
+  std::vector<std::string> apply = {req.tool_dir + "/oans-apply"};
+  apply.insert(apply.end(), c.apply_args.begin(), c.apply_args.end());
+  apply.insert(apply.end(), req.extra_apply_args.begin(), req.extra_apply_args.end());
+  apply.insert(apply.end(), {"--", out->plan});
+  int rc = 0;
+  Step step{out};
+  if (!step.Tool("the apply", apply, &rc)) return;
+  out->applied = true;
+  out->exit_code = rc;
+}
+
+}  // namespace
+
+Result<std::string> ChooseStateDir(const RunRequest& req, const std::vector<std::string>& roots) {
+  if (!req.state_dir.empty()) {
+    if (req.state_dir[0] == '/') return req.state_dir;
+    char* cwd = ::getcwd(nullptr, 0);
+    if (!cwd) return Status::Io("getcwd", errno);
+    std::string abs = std::string(cwd) + "/" + req.state_dir;
+    std::free(cwd);
+    return abs;
+  }
+  if (!roots.empty()) return req.state_base + "/" + StateDirName(roots);
+  auto stored = StoredStateDirs(req.state_base);
+  if (stored.size() == 1) return stored[0];
+  if (stored.empty())
+    return Status::Invalid("no stored roots under " + req.state_base + ": give ROOT... the first time (oans run ROOT...)");
+  std::string list;
+  for (const auto& s : stored) list += "\n  " + s;
+  return Status::Invalid("several state directories under " + req.state_base +
+                         "; say which with --state-dir DIR, or give ROOT...:" + list);
+}
+
+RunOutcome RunGeneration(const RunRequest& req) {
+  RunOutcome out;
+  std::vector<std::string> roots;
+  if (!req.roots.empty()) {
+    auto r = CanonicalRoots(req.roots);
+    if (!r.ok()) {
+      out.message = r.status().message();
+      return out;
+    }
+    roots = *r;
+  }
+  auto dir = ChooseStateDir(req, roots);
+  if (!dir.ok()) {
+    out.message = dir.status().message();
+    return out;
+  }
+  out.state_dir = *dir;
+  bool created = false;
+  auto fd = OpenStateDir(*dir, !roots.empty(), &created);
+  if (!fd.ok()) {
+    out.message = fd.status().message();
+    return out;
+  }
+  // Checked before anything is written into it; a directory made for nothing goes again.
+  Status st = roots.empty() ? Status::Ok() : CheckNotOnRoots(*fd, *dir, roots);
+  if (!st.ok() && created) ::rmdir(dir->c_str());
+  if (st.ok()) {
+    auto lock = RunLock::Take(*fd, *dir);
+    if (!lock.ok()) st = lock.status();
+    Result<RunConfig> c = st.ok() ? Settle(req, roots, *fd, *dir) : Result<RunConfig>(st);
+    if (st.ok() && !c.ok()) st = c.status();
+    if (st.ok() && roots.empty()) st = CheckNotOnRoots(*fd, *dir, c->roots);
+    if (st.ok() && req.apply_newest) ApplyNewest(req, *c, *fd, &out);
+    else if (st.ok()) RunSteps(req, *c, *fd, &out);
+  }
+  ::close(*fd);
+  if (!st.ok()) {
+    out.exit_code = 2;
+    out.message = st.message();
+  }
+  return out;
+}
+
+}  // namespace oans

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# oans run: three generations in a state directory on another filesystem (cold, unchanged,
+# after new copies), the later two with no arguments at all; the generations kept; a
+# second run during the first refused; state directories on the deduped filesystem or
+# on tmpfs refused. Every file's content is checked before and after.
+source "$(dirname "$0")/lib.sh"
+it_init "$1"
+mkfs_mount btrfs 512M
+tree_and_copy
+before=$(checksums "$MNT")
+export OANS_STATE_BASE=$WORK/state
+gen_files() { (cd "$OANS_STATE_BASE"/*/ && ls gen-* plan-* 2>/dev/null | grep -v journal | tr '\n' ' '); }
+
+# Refused: a state directory on the filesystem being deduped, and one on tmpfs.
+set +e
+"$BIN/oans" run --state-dir "$MNT/oans-state" "$MNT" > /dev/null 2> "$WORK/on-root.err"
+rc=$?
+set -e
+cat "$WORK/on-root.err"
+[ $rc = 2 ] || fail "state directory on the deduped filesystem: exit $rc, expected 2"
+grep -q "is on the filesystem of $MNT, which is being deduped" "$WORK/on-root.err" || fail "no clear message"
+[ ! -e "$MNT/oans-state" ] || fail "the refused state directory was left on the deduped filesystem"
+if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+  shm=$(mktemp -d /dev/shm/oans-it.XXXXXX)
+  set +e
+  "$BIN/oans" run --state-dir "$shm/state" "$MNT" > /dev/null 2> "$WORK/tmpfs.err"
+  rc=$?
+  set -e
+  rm -rf "$shm"
+  cat "$WORK/tmpfs.err"
+  [ $rc = 2 ] && grep -q "is on tmpfs" "$WORK/tmpfs.err" || fail "state directory on tmpfs: exit $rc"
+  pass "state directories on the deduped filesystem and on tmpfs refused with a message"
+fi
+[ -z "$(ls -A "$OANS_STATE_BASE" 2>/dev/null)" ] || fail "a refused run left a state directory"
+
+# Where the duplicates are: oans plan --format dirs and dirs-json on a scan of the tree.
+"$BIN/oans" scan --quiet -o "$WORK/cold.idx" "$MNT"
+"$BIN/oans" plan --quiet --format dirs --top 2 "$WORK/cold.idx" > "$WORK/dirs.txt"
+cat "$WORK/dirs.txt"
+[ "$(wc -l < "$WORK/dirs.txt")" = 2 ] || fail "--top 2 gave $(wc -l < "$WORK/dirs.txt") lines"
+# The planner picks each group's source by disk position: the copies to reclaim are all on
+# one side (then that side comes first) or on both (then $MNT does).
+head -1 "$WORK/dirs.txt" | grep -q "  $MNT\(/copy\|/orig\)\?\$" || fail "the first directory is not the tree's"
+"$BIN/oans" plan --quiet --format dirs-json "$WORK/cold.idx" > "$WORK/dirs.json"
+python3 - "$WORK/dirs.json" "$MNT" <<'PY' || fail "dirs-json: $(cat "$WORK/dirs.json")"
+import json, sys
+mnt = sys.argv[2]
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert rows[0]["path"] in (mnt, mnt + "/orig", mnt + "/copy"), rows[0]
+assert all(r["path"].startswith(mnt) for r in rows), "a directory above the one holding every duplicate"
+media = [r for r in rows if r["path"].endswith("/media")]
+assert sum(r["duplicate_files"] for r in media) == 3, media   # big1, big2, sparse
+assert sum(r["reclaimable_bytes"] for r in media) == (8 << 20) + (3 << 20) + 12345 + (64 << 20), media
+assert rows[0]["reclaimable_bytes"] >= (75 << 20) + 12345 + sum(i * 5000 for i in range(1, 41)), rows[0]
+assert rows == sorted(rows, key=lambda r: (-r["reclaimable_bytes"], r["path"])), "not most first"
+PY
+pass "oans plan --format dirs: $(head -1 "$WORK/dirs.txt")"
+
+# --plan-only (another state directory): scan and plan, nothing applied, the plan's path
+# printed for a later oans apply.
+"$BIN/oans" run --quiet --plan-only --state-dir "$WORK/plan-only" "$MNT" 2> "$WORK/plan-only.err" \
+  || fail "plan-only run: $(cat "$WORK/plan-only.err")"
+cat "$WORK/plan-only.err"
+grep -q "apply it in the maintenance window with: oans apply $WORK/plan-only/plan-000001.capnp" \
+  "$WORK/plan-only.err" || fail "the plan's path is not printed"
+[ -n "$(unshared_files "$MNT/copy" 4096)" ] || fail "--plan-only applied the plan"
+"$BIN/oans" apply --dry-run "$WORK/plan-only/plan-000001.capnp" | grep -q . || fail "the printed plan is empty"
+grep -qx "plan-only 1" "$WORK/plan-only/run.conf" || fail "--plan-only not stored"
+OANS_STATE_DIR=$WORK/plan-only "$BIN/oans" apply --dry-run > "$WORK/newest.json" || fail "oans apply (newest plan)"
+[ "$(wc -l < "$WORK/newest.json")" -gt 10 ] || fail "oans apply without a plan: $(cat "$WORK/newest.json")"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in the plan-only run"
+pass "--plan-only: planned, nothing applied, plan path printed; oans apply --dry-run takes the newest plan"
+
+# Run 1 (cold), slowed down by a read rate, with a second run (no arguments) during it.
+"$BIN/oans" run --keep 2 --max-rate 3M --exclude '*.txt' --scan-option=--json --plan-option=--json "$MNT" \
+  > "$WORK/run1.out" 2> "$WORK/run1.err" &
+run1=$!
+for _ in $(seq 100); do
+  [ "$(cat "$OANS_STATE_BASE"/*/lock 2>/dev/null)" = "$run1" ] && break
+  sleep 0.1
+done
+[ "$(cat "$OANS_STATE_BASE"/*/lock 2>/dev/null)" = "$run1" ] || fail "the first run did not take the lock"
+set +e
+start=$(date +%s)
+"$BIN/oans" run > /dev/null 2> "$WORK/overlap.err"
+rc=$?
+took=$(( $(date +%s) - start ))
+kill -0 $run1 2>/dev/null
+still=$?
+set -e
+cat "$WORK/overlap.err"
+[ $still = 0 ] || fail "the first run ended before the second was refused (no overlap shown)"
+[ $rc = 2 ] || fail "second run during the first: exit $rc, expected 2"
+[ $took -le 3 ] || fail "the second run took ${took}s to be refused"
+grep -q "another oans run (pid $run1) is using the state directory" "$WORK/overlap.err" || fail "no clear message"
+pass "a second oans run during the first refused in ${took}s: $(cat "$WORK/overlap.err")"
+wait $run1 || fail "run 1: exit $?: $(cat "$WORK/run1.err")"
+cat "$WORK/run1.err"
+state=$(ls -d "$OANS_STATE_BASE"/*/)
+[ "$(stat -c %a "$state")" = 700 ] || fail "state directory mode $(stat -c %a "$state")"
+grep -qx "root $MNT" "$state/run.conf" || fail "roots not stored: $(cat "$state/run.conf")"
+[ "$(gen_files)" = "gen-000001.idx plan-000001.capnp " ] || fail "after run 1: $(gen_files)"
+[ -z "$(unshared_files "$MNT/copy" 4096)" ] || fail "run 1 did not dedupe the tree: $(unshared_files "$MNT/copy" 4096)"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in run 1"
+pass "run 1 (cold) deduped the tree; generation 1 in $state"
+
+# Run 2: nothing changed; no arguments. The previous index is reused: nothing is read.
+"$BIN/oans" run 2> "$WORK/run2.err" || fail "run 2: exit $?: $(cat "$WORK/run2.err")"
+cat "$WORK/run2.err"
+# The summaries as JSON (--scan-option=--json --plan-option=--json, stored in run 1).
+summary() { python3 -c "import json,sys
+for l in open(sys.argv[1]):
+    if l.startswith('{') and sys.argv[2] in l: print(json.loads(l)[sys.argv[2]])" "$1" "$2"; }
+[ "$(summary "$WORK/run2.err" bytes_read)" = 0 ] || fail "run 2 read data again"
+[ "$(summary "$WORK/run2.err" reused)" -gt 50 ] || fail "run 2 did not reuse the previous index"
+[ "$(summary "$WORK/run2.err" planned_bytes)" = 0 ] || fail "run 2 planned something"
+[ "$(gen_files)" = "gen-000001.idx gen-000002.idx plan-000001.capnp plan-000002.capnp " ] || fail "after run 2: $(gen_files)"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in run 2"
+pass "run 2 (unchanged, no arguments): nothing read, nothing planned"
+
+# Run 3: new copies since; no arguments. They are deduped; generation 1 is removed.
+cp --reflink=never "$MNT/orig/media/big1.bin" "$MNT/big1.again"
+mkdir "$MNT/third"
+cp -a --reflink=never "$MNT/orig/src/sub" "$MNT/third/sub"
+echo "not excluded by *.txt? yes: excluded" > "$MNT/third/new.txt"
+sync
+[ -n "$(unshared_files "$MNT/third" 4096)" ] || fail "the new copies share data already"
+before=$(checksums "$MNT")
+"$BIN/oans" run 2> "$WORK/run3.err" || fail "run 3: exit $?: $(cat "$WORK/run3.err")"
+cat "$WORK/run3.err"
+[ "$(summary "$WORK/run3.err" planned_bytes)" -gt 0 ] || fail "run 3 planned nothing"
+[ -z "$(unshared_files "$MNT/third" 4096)" ] || fail "run 3 left new copies: $(unshared_files "$MNT/third" 4096)"
+[ -z "$(unshared_files "$MNT/big1.again" 4096)" ] || fail "run 3 left big1.again unshared"
+[ "$(gen_files)" = "gen-000002.idx gen-000003.idx plan-000002.capnp plan-000003.capnp " ] || fail "after run 3: $(gen_files)"
+grep -q "removed generation 1" "$WORK/run3.err" || fail "removal not reported"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in run 3"
+"$BIN/oans" cat "$state/gen-000003.idx" | grep -q '"third/new.txt"\|third/new.txt' && fail "--exclude '*.txt' not replayed"
+pass "run 3 (new copies, no arguments) deduped them; generations 2 and 3 kept (--keep 2 replayed)"
+
+# SIGTERM to oans run during its apply: passed on once, the apply stops after its round,
+# the run exits 3 and the generation is complete; the next run dedupes the rest.
+for i in 1 2 3; do cp --reflink=never "$MNT/orig/media/big1.bin" "$MNT/third/big1.$i"; done
+sync
+before=$(checksums "$MNT")
+"$BIN/oans" run 2> "$WORK/run4.err" &
+run4=$!
+for _ in $(seq 200); do
+  [ "$(ps --ppid $run4 -o comm= 2>/dev/null)" = oans-apply ] && break
+  sleep 0.05
+done
+[ "$(ps --ppid $run4 -o comm= 2>/dev/null)" = oans-apply ] || fail "no apply seen in run 4: $(cat "$WORK/run4.err")"
+sleep 1
+kill -TERM $run4
+set +e
+wait $run4
+rc=$?
+set -e
+cat "$WORK/run4.err"
+[ $rc = 3 ] || fail "oans run stopped by SIGTERM: exit $rc, expected 3"
+grep -q "the apply stopped; run again to continue" "$WORK/run4.err" || fail "no stop reported"
+[ -n "$(unshared_files "$MNT/third" 4096)" ] || fail "the stopped run deduped everything (stop came too late)"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in the stopped run"
+[ "$(gen_files)" = "gen-000003.idx gen-000004.idx plan-000003.capnp plan-000004.capnp " ] || fail "after run 4: $(gen_files)"
+"$BIN/oans" run --quiet || fail "run 5: exit $?"
+[ -z "$(unshared_files "$MNT/third" 4096)" ] || fail "run 5 left copies: $(unshared_files "$MNT/third" 4096)"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in run 5"
+pass "SIGTERM during the apply: exit 3, contents intact; the next run finished the job"
+
+# Options without roots are refused: they are stored with the roots.
+set +e
+"$BIN/oans" run --keep 5 2> "$WORK/noroots.err"
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q "is stored with the roots" "$WORK/noroots.err" || fail "options without roots: exit $rc"
+pass "options without roots refused"

@@ -1,0 +1,161 @@
+// lib/run/run.h: RunGeneration with stand-in tools (shell scripts that log their
+// arguments, write their -o file and exit with a chosen code): generation numbers,
+// --previous, stored and replayed options, retention, exit codes, refusals.
+#include "lib/run/run.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "lib/run/state_dir.h"
+#include "tests/lib/test_util.h"
+
+namespace oans {
+namespace {
+
+using test::TempDir;
+
+class RunGenerationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    struct stat a, b;
+    // The roots must be on another filesystem than the state directory.
+    if (::stat("/proc", &a) != 0 || ::stat(t_.path().c_str(), &b) != 0 || a.st_dev == b.st_dev)
+      GTEST_SKIP() << "/proc is not another filesystem here";
+    test::MakeDir(t_.Join("bin"));
+    for (const char* tool : {"oans-scan", "oans-plan", "oans-apply"}) {
+      std::string path = t_.Join(std::string("bin/") + tool);
+      test::WriteFile(path,
+                      "#!/bin/sh\n"
+                      "echo \"$(basename \"$0\") $*\" >> " + t_.Join("log") + "\n"
+                      "f=" + t_.Join(std::string("rc-") + tool) + "\n"
+                      "rc=0; [ -f \"$f\" ] && rc=$(cat \"$f\")\n"
+                      "# Like the tools, a failure (2) leaves no output file.\n"
+                      "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && [ $rc != 2 ] && echo data > \"$2\"; shift; done\n"
+                      "exit $rc\n");
+      ASSERT_EQ(::chmod(path.c_str(), 0755), 0);
+    }
+    req_.tool_dir = t_.Join("bin");
+    req_.state_base = t_.Join("base");
+    req_.roots = {"/proc"};
+    req_.config.keep = 2;
+    req_.config.apply_args = {"--max-rate", "1000"};
+  }
+  std::vector<std::string> Log() {
+    std::vector<std::string> lines;
+    std::istringstream in(test::Exists(t_.Join("log")) ? test::ReadFile(t_.Join("log")) : "");
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    ::unlink(t_.Join("log").c_str());
+    return lines;
+  }
+  std::string StateDir() { return t_.Join("base/" + StateDirName({"/proc"})); }
+  TempDir t_;
+  RunRequest req_;
+};
+
+TEST_F(RunGenerationTest, GenerationsReplayAndRetention) {
+  RunOutcome a = RunGeneration(req_);
+  ASSERT_EQ(a.exit_code, 0) << a.message;
+  EXPECT_EQ(a.state_dir, StateDir());
+  const std::string d = StateDir();
+  EXPECT_EQ(Log(), (std::vector<std::string>{"oans-scan -o " + d + "/gen-000001.idx -- /proc",
+                                             "oans-plan -o " + d + "/plan-000001.capnp -- " + d + "/gen-000001.idx",
+                                             "oans-apply --max-rate 1000 -- " + d + "/plan-000001.capnp"}));
+  RunRequest replay;
+  replay.tool_dir = req_.tool_dir;
+  replay.state_base = req_.state_base;
+  replay.per_run_args = {"--quiet"};
+  for (int i = 2; i <= 3; ++i) {
+    RunOutcome o = RunGeneration(replay);
+    ASSERT_EQ(o.exit_code, 0) << o.message;
+    EXPECT_EQ(o.generation, uint64_t(i));
+    auto log = Log();
+    ASSERT_EQ(log.size(), 3u);
+    EXPECT_EQ(log[0], "oans-scan -o " + d + "/gen-00000" + std::to_string(i) + ".idx --previous " + d +
+                          "/gen-00000" + std::to_string(i - 1) + ".idx --quiet -- /proc");
+    EXPECT_EQ(log[2], "oans-apply --quiet --max-rate 1000 -- " + d + "/plan-00000" + std::to_string(i) + ".capnp");
+  }
+  EXPECT_EQ(test::ListDir(d), (std::vector<std::string>{"gen-000002.idx", "gen-000003.idx", "lock",
+                                                        "plan-000002.capnp", "plan-000003.capnp", "run.conf"}));
+}
+
+TEST_F(RunGenerationTest, FailedScanStopsTheRunAndKeepsOldGenerations) {
+  ASSERT_EQ(RunGeneration(req_).exit_code, 0);
+  Log();
+  test::WriteFile(t_.Join("rc-oans-scan"), "2");
+  RunOutcome o = RunGeneration(req_);
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.message.find("the scan failed (exit 2)"), std::string::npos) << o.message;
+  EXPECT_EQ(Log().size(), 1u);  // no plan, no apply
+  EXPECT_TRUE(o.removed.empty());
+  EXPECT_TRUE(test::Exists(StateDir() + "/plan-000001.capnp"));
+}
+
+TEST_F(RunGenerationTest, ExitCodesCombine) {
+  test::WriteFile(t_.Join("rc-oans-scan"), "1");  // files skipped
+  EXPECT_EQ(RunGeneration(req_).exit_code, 1);
+  ::unlink(t_.Join("rc-oans-scan").c_str());
+  test::WriteFile(t_.Join("rc-oans-apply"), "3");  // stopped by its deadline
+  RunOutcome o = RunGeneration(req_);
+  EXPECT_EQ(o.exit_code, 3);
+  EXPECT_FALSE(o.applied);
+  test::WriteFile(t_.Join("rc-oans-apply"), "0");
+  o = RunGeneration(req_);  // the stopped generation was complete: it counts for --keep 2
+  EXPECT_EQ(o.removed, std::vector<uint64_t>{1});
+}
+
+TEST_F(RunGenerationTest, PlanOnlyDoesNotApply) {
+  req_.config.plan_only = true;
+  RunOutcome o = RunGeneration(req_);
+  ASSERT_EQ(o.exit_code, 0) << o.message;
+  EXPECT_EQ(Log().size(), 2u);
+  EXPECT_NE(o.message.find("oans apply " + StateDir() + "/plan-000001.capnp"), std::string::npos) << o.message;
+  // Later, `oans apply` without a plan: the newest plan, the stored options, then these.
+  RunRequest later;
+  later.tool_dir = req_.tool_dir;
+  later.state_base = req_.state_base;
+  later.apply_newest = true;
+  later.extra_apply_args = {"--until=06:00"};
+  RunOutcome a = RunGeneration(later);
+  ASSERT_EQ(a.exit_code, 0) << a.message;
+  EXPECT_TRUE(a.applied);
+  EXPECT_EQ(Log(), std::vector<std::string>{"oans-apply --max-rate 1000 --until=06:00 -- " + StateDir() +
+                                            "/plan-000001.capnp"});
+  EXPECT_EQ(test::ListDir(StateDir()).size(), 4u);  // nothing new: gen 1, its plan, lock, run.conf
+}
+
+TEST_F(RunGenerationTest, ApplyNewestWithoutAPlanSaysSo) {
+  test::WriteFile(t_.Join("rc-oans-plan"), "2");
+  EXPECT_EQ(RunGeneration(req_).exit_code, 2);  // an index, no plan
+  Log();
+  RunRequest later;
+  later.tool_dir = req_.tool_dir;
+  later.state_base = req_.state_base;
+  later.apply_newest = true;
+  RunOutcome a = RunGeneration(later);
+  EXPECT_EQ(a.exit_code, 2);
+  EXPECT_NE(a.message.find("no plan in " + StateDir() + " yet"), std::string::npos) << a.message;
+  EXPECT_TRUE(Log().empty());
+}
+
+TEST_F(RunGenerationTest, Refusals) {
+  RunRequest replay = req_;
+  replay.roots.clear();
+  RunOutcome none = RunGeneration(replay);
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.message.find("no stored roots under " + req_.state_base), std::string::npos) << none.message;
+  ASSERT_EQ(RunGeneration(req_).exit_code, 0);
+  RunRequest other = req_;
+  other.state_dir = StateDir();
+  other.roots = {"/sys"};
+  RunOutcome o = RunGeneration(other);
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.message.find("holds the generations of other roots (/proc)"), std::string::npos) << o.message;
+  RunRequest missing = req_;
+  missing.roots = {t_.Join("no-such-root")};
+  EXPECT_NE(RunGeneration(missing).message.find("no-such-root"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oans
