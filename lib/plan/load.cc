@@ -15,7 +15,7 @@ constexpr uint32_t kNoCowFlag = 0x00800000;  // FS_NOCOW_FL
 class Loader {
  public:
   explicit Loader(PlanState& st) : st_(st) {
-    if (!st.o.since.empty()) since_.emplace(st.dir, st.o.memory / 5);
+    if (!st.o.since.empty()) since_.emplace(st.dir, st.o.memory / 5, st.o.stop);
   }
   Status Run();
 
@@ -47,7 +47,10 @@ Status Loader::Section(const std::string& path, const IndexHeader& h) {
   // From the second section on, the same inode may come again: the files read so far
   // get their inode keys now, the rest as they come.
   if (++st_.sections == 2)
-    OANS_RETURN_IF_ERROR(st_.details.ForEach([&](uint32_t id, const Detail& d) { return st_.inodes.Add({d.ino, d.fs, id}); }));
+    OANS_RETURN_IF_ERROR(st_.details.ForEach([&](uint32_t id, const Detail& d) -> Status {
+      if (id % 65536 == 0) OANS_RETURN_IF_ERROR(st_.CheckStop());
+      return st_.inodes.Add({d.ino, d.fs, id});
+    }));
   remap_.clear();
   pairs_of_section_.clear();
   for (const auto& f : h.filesystems) {

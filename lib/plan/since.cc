@@ -2,6 +2,11 @@
 
 namespace oans {
 
+Status SinceJoin::CheckStop() const {
+  if (stop_ && stop_->load(std::memory_order_relaxed)) return Status::Interrupted("stopped by a signal");
+  return Status::Ok();
+}
+
 Status SinceJoin::LoadOld(const std::string& path, FilesystemIds* ids, bool* truncated) {
   IndexReadOptions ro;
   ro.allow_truncated = true;
@@ -14,6 +19,7 @@ Status SinceJoin::LoadOld(const std::string& path, FilesystemIds* ids, bool* tru
         return Status::Ok();
       },
       [&](const IndexHeader&, std::vector<FileEntry>& batch) -> Status {
+        OANS_RETURN_IF_ERROR(CheckStop());
         for (auto& e : batch) {
           const uint64_t at = seq++;
           if (e.hashed) OANS_RETURN_IF_ERROR(old_.Add({fs_of[e.fs], 0, e.ino, at, 0, FileIdentity::Of(e)}));
@@ -31,7 +37,9 @@ Status SinceJoin::MarkUnchanged(std::vector<bool>* changed) {
   auto new_files = new_.Take();
   if (!new_files.ok()) return new_files.status();
   auto inode = [](const FileKey& k) { return k.inode(); };
-  return MergeJoin(**old_files, **new_files, inode, inode, [&](const FileKey* before, const FileKey* now) {
+  uint64_t done = 0;
+  return MergeJoin(**old_files, **new_files, inode, inode, [&](const FileKey* before, const FileKey* now) -> Status {
+    if (++done % 65536 == 0) OANS_RETURN_IF_ERROR(CheckStop());
     if (before && now && now->identity.UnchangedFrom(before->identity)) (*changed)[now->seq] = false;
     return Status::Ok();
   });

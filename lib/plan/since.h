@@ -17,8 +17,9 @@ namespace oans {
 
 class SinceJoin {
  public:
-  SinceJoin(const std::string& temp_dir, uint64_t memory_budget)
-      : old_(temp_dir, memory_budget / 2), new_(temp_dir, memory_budget / 2) {}
+  // `stop` (may be null): once set, LoadOld and MarkUnchanged return kInterrupted.
+  SinceJoin(const std::string& temp_dir, uint64_t memory_budget, const std::atomic<bool>* stop = nullptr)
+      : old_(temp_dir, memory_budget / 2), new_(temp_dir, memory_budget / 2), stop_(stop) {}
   // Reads OLD (a truncated one too: its missing files count as new); `*truncated` says
   // whether it was.
   Status LoadOld(const std::string& path, FilesystemIds* ids, bool* truncated);
@@ -30,7 +31,9 @@ class SinceJoin {
   Status MarkUnchanged(std::vector<bool>* changed);
 
  private:
+  Status CheckStop() const;
   ExternalSorter<FileKey, FileKeyLess> old_, new_;
+  const std::atomic<bool>* stop_;
 };
 
 }  // namespace oans
