@@ -2,7 +2,8 @@
 // file, a store of variable-length records that moves to that file past a memory budget,
 // and an external sorter of fixed-size records (sorted runs spilled to a temporary file,
 // then merged). Temporary files are created unlinked (O_TMPFILE, or unlinked right after
-// mkstemp), so they disappear on exit, on error and on a crash alike.
+// mkstemp), so they disappear on exit, on error and on a crash alike. The sorter and the
+// record store hand out their contents as streams (lib/base/stream.h).
 #pragma once
 
 #include <algorithm>
