@@ -134,34 +134,39 @@ Status RecordStore::Read(uint64_t offset, char* p, size_t n) const {
   return Status::Ok();
 }
 
-Status RecordStore::ForEach(const std::function<Status(uint64_t, const std::string&)>& visit) const {
-  std::string window;  // bytes of the stream from window_at on
-  uint64_t window_at = 0, pos = 0;
-  std::string record;
-  auto have = [&](uint64_t at, size_t n) -> Status {  // makes [at, at + n) available in window
-    if (at >= window_at && at + n <= window_at + window.size()) return Status::Ok();
-    window.erase(0, size_t(std::min<uint64_t>(window.size(), at - window_at)));
-    window_at = at;
-    const uint64_t want_end = std::min<uint64_t>(end_, std::max<uint64_t>(at + n, at + 4 * kChunk));
-    const uint64_t from = window_at + window.size();
-    if (want_end > from) {
-      const size_t old = window.size();
-      window.resize(old + size_t(want_end - from));
-      OANS_RETURN_IF_ERROR(Read(from, window.data() + old, size_t(want_end - from)));
-    }
-    return at + n <= window_at + window.size() ? Status::Ok()
-                                               : Status::Corrupt("record store: record out of range");
-  };
-  while (pos < end_) {
-    uint32_t n = 0;
-    OANS_RETURN_IF_ERROR(have(pos, sizeof n));
-    std::memcpy(&n, window.data() + (pos - window_at), sizeof n);
-    OANS_RETURN_IF_ERROR(have(pos, sizeof n + n));
-    record.assign(window, size_t(pos - window_at + sizeof n), n);
-    OANS_RETURN_IF_ERROR(visit(pos, record));
-    pos += sizeof n + n;
+Status RecordStore::Reader::Have(uint64_t at, size_t n) {
+  if (at >= window_at_ && at + n <= window_at_ + window_.size()) return Status::Ok();
+  window_.erase(0, size_t(std::min<uint64_t>(window_.size(), at - window_at_)));
+  window_at_ = at;
+  const uint64_t want_end = std::min<uint64_t>(store_->end_, std::max<uint64_t>(at + n, at + 4 * kChunk));
+  const uint64_t from = window_at_ + window_.size();
+  if (want_end > from) {
+    const size_t old = window_.size();
+    window_.resize(old + size_t(want_end - from));
+    OANS_RETURN_IF_ERROR(store_->Read(from, window_.data() + old, size_t(want_end - from)));
   }
-  return Status::Ok();
+  return at + n <= window_at_ + window_.size() ? Status::Ok() : Status::Corrupt("record store: record out of range");
+}
+
+void RecordStore::Reader::Next() {
+  valid_ = false;
+  if (!status_.ok() || pos_ >= store_->end_) return;
+  uint32_t n = 0;
+  status_ = Have(pos_, sizeof n);
+  if (!status_.ok()) return;
+  std::memcpy(&n, window_.data() + (pos_ - window_at_), sizeof n);
+  status_ = Have(pos_, sizeof n + n);
+  if (!status_.ok()) return;
+  record_.assign(window_, size_t(pos_ - window_at_ + sizeof n), n);
+  at_ = pos_;
+  pos_ += sizeof n + n;
+  valid_ = true;
+}
+
+Status RecordStore::ForEach(const std::function<Status(uint64_t, const std::string&)>& visit) const {
+  Reader r = Records();
+  for (; r.Valid(); r.Next()) OANS_RETURN_IF_ERROR(visit(r.offset(), r.key()));
+  return r.status();
 }
 
 Status RecordStore::Get(uint64_t offset, std::string* record) const {

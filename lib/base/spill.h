@@ -2,7 +2,8 @@
 // file, a store of variable-length records that moves to that file past a memory budget,
 // and an external sorter of fixed-size records (sorted runs spilled to a temporary file,
 // then merged). Temporary files are created unlinked (O_TMPFILE, or unlinked right after
-// mkstemp), so they disappear on exit, on error and on a crash alike.
+// mkstemp), so they disappear on exit, on error and on a crash alike. The sorter and the
+// record store hand out their contents as streams (lib/base/stream.h).
 #pragma once
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/base/stream.h"
 
 namespace oans {
 
@@ -55,8 +57,28 @@ class RecordStore {
   RecordStore(std::string temp_dir, uint64_t memory_budget) : dir_(std::move(temp_dir)), budget_(memory_budget) {}
   Result<uint64_t> Add(const std::string& record);
   Status Get(uint64_t offset, std::string* record) const;
-  // Visits every record in the order added, reading the file sequentially in large
-  // pieces (the cheap way to fetch many records: no read per record).
+  // A stream of every record in the order added, reading the file sequentially in large
+  // pieces (the cheap way to fetch many records: no read per record); offset() is where
+  // the current record is. The store must outlive it and not grow meanwhile.
+  class Reader : public Stream<std::string> {
+   public:
+    explicit Reader(const RecordStore* store) : store_(store) { Next(); }
+    bool Valid() const override { return valid_; }
+    const std::string& key() const override { return record_; }
+    uint64_t offset() const { return at_; }
+    void Next() override;
+    Status status() const override { return status_; }
+
+   private:
+    Status Have(uint64_t at, size_t n);  // makes [at, at + n) available in window_
+    const RecordStore* store_;
+    std::string window_, record_;  // window_: bytes of the store from window_at_ on
+    uint64_t window_at_ = 0, pos_ = 0, at_ = 0;
+    bool valid_ = false;
+    Status status_;
+  };
+  Reader Records() const { return Reader(this); }
+  // Visits every record in the order added, through a Reader.
   Status ForEach(const std::function<Status(uint64_t offset, const std::string& record)>& visit) const;
   bool spilled() const { return file_ != nullptr; }
   uint64_t bytes() const { return end_; }
@@ -188,10 +210,65 @@ class RunStore {
   std::vector<std::vector<T>> blocks_;
 };
 
-// Sorts fixed-size records in at most `memory_budget` bytes. Add() them, then ForEach()
-// visits them in order (as often as needed), or Drain() visits them once, giving the
-// memory back as it goes. `Less` is a strict weak ordering; records comparing equal come
-// out in no particular order.
+// A stream of the records of a ChunkedArray from its start. Reading an array it owns, it
+// gives each chunk back as soon as it has passed it.
+template <typename T>
+class ChunkStream : public Stream<T> {
+ public:
+  explicit ChunkStream(const ChunkedArray<T>* records) : records_(records) {}
+  explicit ChunkStream(ChunkedArray<T>&& owned) : owned_(std::move(owned)), records_(&owned_), release_(true) {}
+  bool Valid() const override { return i_ < records_->size(); }
+  const T& key() const override { return (*records_)[i_]; }
+  void Next() override {
+    if (++i_ % ChunkedArray<T>::kPerChunk == 0 && release_) owned_.release(i_ / ChunkedArray<T>::kPerChunk - 1);
+  }
+
+ private:
+  ChunkedArray<T> owned_;
+  const ChunkedArray<T>* records_;
+  bool release_ = false;
+  size_t i_ = 0;
+};
+
+// A stream of `count` records of T written at `offset` of a temporary file, read through a
+// buffer of `buffered` records.
+template <typename T>
+class FileRunStream : public Stream<T> {
+ public:
+  FileRunStream(std::shared_ptr<const TempFile> file, uint64_t offset, uint64_t count, size_t buffered)
+      : file_(std::move(file)), offset_(offset), count_(count), buffered_(buffered) {
+    Fill();
+  }
+  bool Valid() const override { return pos_ < buf_.size(); }
+  const T& key() const override { return buf_[pos_]; }
+  void Next() override {
+    if (++pos_ == buf_.size()) Fill();
+  }
+  Status status() const override { return status_; }
+
+ private:
+  void Fill() {
+    const uint64_t n = status_.ok() ? std::min<uint64_t>(buffered_, count_ - read_) : 0;
+    buf_.resize(size_t(n));
+    pos_ = 0;
+    if (n == 0) return;
+    status_ = file_->ReadAt(offset_ + read_ * sizeof(T), buf_.data(), size_t(n) * sizeof(T));
+    if (!status_.ok()) buf_.clear();
+    read_ += n;
+  }
+  std::shared_ptr<const TempFile> file_;
+  uint64_t offset_, count_, read_ = 0;
+  size_t buffered_;
+  std::vector<T> buf_;
+  size_t pos_ = 0;
+  Status status_;
+};
+
+// Sorts fixed-size records in at most `memory_budget` bytes. Add() them, then Read() gives
+// a stream of them in order (as often as needed), or Take() one that owns them and gives
+// the memory and the temporary file back as it goes (the sorter is empty afterwards).
+// `Less` is a strict weak ordering; records comparing equal come out in an order fixed by
+// the order they were added. One thread at a time.
 template <typename T, typename Less>
 class ExternalSorter {
   static_assert(std::is_trivially_copyable_v<T>, "records are written to disk as bytes");
@@ -212,19 +289,42 @@ class ExternalSorter {
   uint64_t size() const { return count_; }
   size_t runs() const { return runs_.size(); }
 
-  // Visits every record in order; a non-OK status from `visit` stops the walk.
-  Status ForEach(const std::function<Status(const T&)>& visit) { return Visit(visit, false); }
+  // The records in order; the sorter keeps them. Adding records while a stream is open
+  // is an error.
+  Result<std::unique_ptr<Stream<T>>> Read() {
+    OANS_RETURN_IF_ERROR(Sort());
+    if (runs_.empty()) return std::unique_ptr<Stream<T>>(new ChunkStream<T>(&buffer_));
+    return Merge();
+  }
 
-  // Like ForEach, once: memory (and the temporary file) is released as the records are
-  // visited, and the sorter is empty afterwards, whatever `visit` returns.
-  Status Drain(const std::function<Status(const T&)>& visit) {
-    Status s = Visit(visit, true);
+  // The records in order, once; the stream owns them and the sorter is empty.
+  Result<std::unique_ptr<Stream<T>>> Take() {
+    Status s = Sort();
+    std::unique_ptr<Stream<T>> out;
+    if (s.ok() && runs_.empty()) out.reset(new ChunkStream<T>(std::move(buffer_)));
+    if (s.ok() && !runs_.empty()) {
+      auto m = Merge();
+      if (m.ok()) out = std::move(*m);
+      s = m.status();
+    }
     buffer_.clear();
     runs_.clear();
     file_.reset();
     count_ = 0;
     sorted_ = false;
-    return s;
+    if (!s.ok()) return s;
+    return out;
+  }
+
+  // Visits every record in order; a non-OK status from `visit` stops the walk.
+  Status ForEach(const std::function<Status(const T&)>& visit) {
+    auto s = Read();
+    return s.ok() ? Visit(**s, visit) : s.status();
+  }
+  // Like ForEach, once, as Take().
+  Status Drain(const std::function<Status(const T&)>& visit) {
+    auto s = Take();
+    return s.ok() ? Visit(**s, visit) : s.status();
   }
 
  private:
@@ -232,19 +332,16 @@ class ExternalSorter {
     uint64_t offset, count;
   };
 
-  Status Visit(const std::function<Status(const T&)>& visit, bool release) {
-    if (!sorted_) {
-      if (!runs_.empty() && !buffer_.empty()) OANS_RETURN_IF_ERROR(SpillRun());
-      if (runs_.empty()) std::sort(buffer_.begin(), buffer_.end(), less_);
-      sorted_ = true;
-    }
-    if (!runs_.empty()) return Merge(visit);
-    for (size_t c = 0; c < buffer_.chunks(); ++c) {
-      const T* p = buffer_.chunk(c);
-      const size_t n = std::min(buffer_.kPerChunk, buffer_.size() - c * buffer_.kPerChunk);
-      for (size_t i = 0; i < n; ++i) OANS_RETURN_IF_ERROR(visit(p[i]));
-      if (release) buffer_.release(c);
-    }
+  static Status Visit(Stream<T>& s, const std::function<Status(const T&)>& visit) {
+    for (; s.Valid(); s.Next()) OANS_RETURN_IF_ERROR(visit(s.key()));
+    return s.status();
+  }
+
+  Status Sort() {
+    if (sorted_) return Status::Ok();
+    if (!runs_.empty() && !buffer_.empty()) OANS_RETURN_IF_ERROR(SpillRun());
+    if (runs_.empty()) std::sort(buffer_.begin(), buffer_.end(), less_);
+    sorted_ = true;
     return Status::Ok();
   }
 
@@ -264,44 +361,17 @@ class ExternalSorter {
     return Status::Ok();
   }
 
-  // k-way merge; each run is read through its own buffer, together within the budget.
-  Status Merge(const std::function<Status(const T&)>& visit) {
+  // k-way merge of the runs; each is read through its own buffer, together within the
+  // budget.
+  Result<std::unique_ptr<Stream<T>>> Merge() {
     buffer_.clear();
     const size_t per_run = std::max<size_t>(64, capacity_ / (runs_.size() + 1));
-    struct Cursor {
-      Run run;
-      uint64_t next = 0;  // records consumed from the file
-      std::vector<T> buf;
-      size_t pos = 0;
-    };
-    std::vector<Cursor> cursors(runs_.size());
-    auto fill = [&](Cursor& c) -> Status {
-      uint64_t n = std::min<uint64_t>(per_run, c.run.count - c.next);
-      c.buf.resize(n);
-      c.pos = 0;
-      if (n == 0) return Status::Ok();
-      OANS_RETURN_IF_ERROR(file_->ReadAt(c.run.offset + c.next * sizeof(T), c.buf.data(), n * sizeof(T)));
-      c.next += n;
-      return Status::Ok();
-    };
-    auto greater = [&](size_t a, size_t b) {
-      return less_(cursors[b].buf[cursors[b].pos], cursors[a].buf[cursors[a].pos]);
-    };
-    std::priority_queue<size_t, std::vector<size_t>, decltype(greater)> heap(greater);
-    for (size_t i = 0; i < runs_.size(); ++i) {
-      cursors[i].run = runs_[i];
-      OANS_RETURN_IF_ERROR(fill(cursors[i]));
-      if (!cursors[i].buf.empty()) heap.push(i);
-    }
-    while (!heap.empty()) {
-      size_t i = heap.top();
-      heap.pop();
-      Cursor& c = cursors[i];
-      OANS_RETURN_IF_ERROR(visit(c.buf[c.pos]));
-      if (++c.pos == c.buf.size()) OANS_RETURN_IF_ERROR(fill(c));
-      if (c.pos < c.buf.size()) heap.push(i);
-    }
-    return Status::Ok();
+    std::vector<std::unique_ptr<Stream<T>>> children;
+    for (const Run& r : runs_) children.emplace_back(new FileRunStream<T>(file_, r.offset, r.count, per_run));
+    auto* m = new MergingStream<T, Less>(std::move(children), less_);
+    std::unique_ptr<Stream<T>> out(m);
+    OANS_RETURN_IF_ERROR(m->status());
+    return out;
   }
 
   std::string dir_;
@@ -309,7 +379,7 @@ class ExternalSorter {
   Less less_;
   ChunkedArray<T> buffer_;
   std::vector<Run> runs_;
-  std::unique_ptr<TempFile> file_;
+  std::shared_ptr<TempFile> file_;
   uint64_t count_ = 0;
   bool sorted_ = false;
 };

@@ -1,14 +1,44 @@
 #include "lib/plan/diff.h"
 
-#include <unordered_map>
+#include "lib/base/spill.h"
+#include "lib/plan/identity.h"
 
 namespace oans {
 namespace {
 
-struct Old {
-  std::string path;
-  FileIdentity id;
-  bool seen = false;
+// One index of the two: every file the scan could read, as a FileKey sorted by
+// (filesystem, inode), and its path in a record store (FileKey::at).
+struct Side {
+  Side(const std::string& dir, uint64_t budget) : keys(dir, budget / 2), paths(dir, budget / 2) {}
+  Status Load(const std::string& path, FilesystemIds* ids) {
+    IndexReadOptions ro;
+    ro.allow_truncated = true;
+    std::vector<uint32_t> fs_of;
+    uint64_t seq = 0;
+    auto r = ReadIndex(
+        path, ro,
+        [&](const IndexHeader& h) {
+          fs_of = ids->Of(h.filesystems);
+          return Status::Ok();
+        },
+        [&](const IndexHeader&, std::vector<FileEntry>& batch) -> Status {
+          for (auto& e : batch) {
+            if (!e.error.empty()) continue;
+            auto at = paths.Add(e.path);
+            if (!at.ok()) return at.status();
+            OANS_RETURN_IF_ERROR(keys.Add({fs_of[e.fs], 0, e.ino, seq++, *at, FileIdentity::Of(e)}));
+          }
+          return Status::Ok();
+        });
+    return r.status();
+  }
+  Result<std::string> Path(const FileKey& k) const {
+    std::string p;
+    OANS_RETURN_IF_ERROR(paths.Get(k.at, &p));
+    return p;
+  }
+  ExternalSorter<FileKey, FileKeyLess> keys;
+  RecordStore paths;
 };
 
 }  // namespace
@@ -24,55 +54,47 @@ const char* DiffKindName(DiffKind k) {
 }
 
 Status DiffIndexes(const std::string& old_path, const std::string& new_path,
-                   const std::function<void(const DiffEntry&)>& on_entry, DiffStats* stats) {
-  std::unordered_map<std::string, std::unordered_map<uint64_t, Old>> old;
-  IndexReadOptions ro;
-  ro.allow_truncated = true;
-  auto r = ReadIndex(
-      old_path, ro, [](const IndexHeader&) { return Status::Ok(); },
-      [&](const IndexHeader& h, std::vector<FileEntry>& batch) {
-        for (auto& e : batch)
-          if (e.error.empty()) old[h.filesystems[e.fs].Key()][e.ino] = Old{e.path, FileIdentity::Of(e)};
-        return Status::Ok();
-      });
-  if (!r.ok()) return r.status();
-  auto n = ReadIndex(
-      new_path, ro, [](const IndexHeader&) { return Status::Ok(); },
-      [&](const IndexHeader& h, std::vector<FileEntry>& batch) {
-        for (auto& e : batch) {
-          if (!e.error.empty()) continue;
-          auto& fs = old[h.filesystems[e.fs].Key()];
-          auto it = fs.find(e.ino);
-          if (it == fs.end()) {
-            stats->added++;
-            on_entry({DiffKind::kAdded, e.path, "", e.size, 0});
-            continue;
-          }
-          Old& o = it->second;
-          o.seen = true;
-          bool same = true;
-          if (o.path != e.path) {
-            stats->renamed++;
-            same = false;
-            on_entry({DiffKind::kRenamed, e.path, o.path, e.size, o.id.size});
-          }
-          if (!FileIdentity::Of(e).UnchangedFrom(o.id)) {
-            stats->changed++;
-            same = false;
-            on_entry({DiffKind::kChanged, e.path, "", e.size, o.id.size});
-          }
-          if (same) stats->unchanged++;
-        }
-        return Status::Ok();
-      });
-  if (!n.ok()) return n.status();
-  for (auto& [fs, inodes] : old)
-    for (auto& [ino, o] : inodes)
-      if (!o.seen) {
-        stats->removed++;
-        on_entry({DiffKind::kRemoved, o.path, "", 0, o.id.size});
-      }
-  return Status::Ok();
+                   const std::function<void(const DiffEntry&)>& on_entry, DiffStats* stats, uint64_t memory,
+                   const std::string& temp_dir) {
+  const std::string dir = TempDirectory(temp_dir);
+  FilesystemIds ids;
+  Side old_side(dir, memory / 2), new_side(dir, memory / 2);
+  OANS_RETURN_IF_ERROR(old_side.Load(old_path, &ids));
+  OANS_RETURN_IF_ERROR(new_side.Load(new_path, &ids));
+  auto old_files = old_side.keys.Take();
+  if (!old_files.ok()) return old_files.status();
+  auto new_files = new_side.keys.Take();
+  if (!new_files.ok()) return new_files.status();
+  auto inode = [](const FileKey& k) { return k.inode(); };
+  return MergeJoin(**old_files, **new_files, inode, inode, [&](const FileKey* o, const FileKey* n) -> Status {
+    auto path = n ? new_side.Path(*n) : old_side.Path(*o);
+    if (!path.ok()) return path.status();
+    if (!o) {
+      stats->added++;
+      on_entry({DiffKind::kAdded, *path, "", n->identity.size, 0});
+      return Status::Ok();
+    }
+    if (!n) {
+      stats->removed++;
+      on_entry({DiffKind::kRemoved, *path, "", 0, o->identity.size});
+      return Status::Ok();
+    }
+    bool same = true;
+    auto before = old_side.Path(*o);
+    if (!before.ok()) return before.status();
+    if (*before != *path) {
+      stats->renamed++;
+      same = false;
+      on_entry({DiffKind::kRenamed, *path, *before, n->identity.size, o->identity.size});
+    }
+    if (!n->identity.UnchangedFrom(o->identity)) {
+      stats->changed++;
+      same = false;
+      on_entry({DiffKind::kChanged, *path, "", n->identity.size, o->identity.size});
+    }
+    if (same) stats->unchanged++;
+    return Status::Ok();
+  });
 }
 
 }  // namespace oans

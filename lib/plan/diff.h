@@ -1,8 +1,12 @@
 // Differences between two generations of an index: which files were added, removed,
 // changed (same inode, new size/mtime/ctime) or renamed (same inode, new path). Files are
-// matched by (filesystem UUID + subvolume, inode), as --previous does.
+// matched by (filesystem UUID + subvolume, inode), as --previous does, never by device
+// number (identity.h). Both indexes become streams sorted by that key (external sorters
+// within `memory`, past it temporary files in `temp_dir`), walked by one merge join, so
+// differences come out by filesystem and inode. Single-threaded.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -25,7 +29,8 @@ struct DiffStats {
 
 // Calls `on_entry` for every difference; renamed-and-changed files are reported as both.
 Status DiffIndexes(const std::string& old_path, const std::string& new_path,
-                   const std::function<void(const DiffEntry&)>& on_entry, DiffStats* stats);
+                   const std::function<void(const DiffEntry&)>& on_entry, DiffStats* stats,
+                   uint64_t memory = 256ull << 20, const std::string& temp_dir = "");
 
 const char* DiffKindName(DiffKind k);
 

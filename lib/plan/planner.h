@@ -1,14 +1,20 @@
-// The planner: from extent indexes to a dedupe plan. Each stage streams a sorted
-// sequence of fixed-size records (lib/spill.h: in memory up to --memory, else sorted runs
-// on temporary files, merged) and file details live in a record store. Stages:
-//   load (one record per inode and filesystem) -> whole-file groups (size + hash)
-//   -> choose a source per group (the largest set already sharing extents)
-//   -> drop ranges a destination already shares with the source (FIEMAP physical)
-//   -> block runs between files that are not whole-file copies
-//   -> split into operations of at most 127 destinations and one round's size
-//   -> order by the source's physical offset -> pack into rounds.
-// Files on different filesystems (UUIDs) are never paired; btrfs subvolumes of one
-// filesystem are.
+// The planner: from extent indexes to a dedupe plan, as a chain of stages, each in its
+// own file, each reading sorted streams (lib/base/stream.h, through the external sorters
+// of lib/base/spill.h: in memory up to --memory, else sorted runs on temporary files,
+// merged) and feeding the next through a sorter:
+//   load (load.h; --since: since.h)  indexes -> file details, whole-file, block, inode keys
+//   -> duplicate inodes (group.h)    the same (filesystem, inode) twice keeps the first
+//   -> whole-file groups (group.h)   size + hash
+//   -> source (source.h)             per group: the largest set already sharing extents;
+//                                    drop ranges a destination already shares (ranges.h)
+//   -> blocks (blocks.h)             runs of identical blocks between the other files
+//   -> ops (ops.h)                   split into operations of at most 127 destinations and
+//                                    one round's size, by the source's physical offset
+//   -> rounds (rounds.h)             packed into rounds, written
+// PlanState (state.h) carries what the stages share. Files on different filesystems
+// (UUIDs) are never paired; btrfs subvolumes of one filesystem are. Files are the same
+// file when (UUID, subvolume, inode) are equal (identity.h), whatever their `dev`.
+// Single-threaded: RunPlan runs every stage on the calling thread.
 #pragma once
 
 #include <atomic>
@@ -19,6 +25,7 @@
 #include "lib/format/index_file.h"
 #include "lib/base/observer.h"
 #include "lib/format/plan_file.h"
+#include "lib/plan/ranges.h"
 
 namespace oans {
 
@@ -34,6 +41,9 @@ struct PlanOptions {
   uint64_t memory = 512ull << 20;
   std::string temp_dir;
   std::vector<std::string> command_line;
+  // Set (by a signal handler) to stop: RunPlan then returns kInterrupted within about a
+  // second and writes nothing more; the caller does not commit the output.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct PlanStats {
@@ -65,25 +75,5 @@ struct GroupReport {
 // `groups` (may be null) receives the whole-file groups.
 Status RunPlan(const PlanOptions& options, OutputFile* out, Observer* observer, PlanStats* stats,
                std::vector<GroupReport>* groups = nullptr);
-
-// --- Exposed for tests -------------------------------------------------------------
-
-struct Range {
-  uint64_t offset = 0, length = 0;
-  friend bool operator==(const Range&, const Range&) = default;
-};
-
-// Byte ranges of [0, size) where `dst` maps the same physical data as `src` at the same
-// file offset.
-std::vector<Range> SharedRanges(const std::vector<FiemapExtent>& src, const std::vector<FiemapExtent>& dst,
-                                uint64_t size);
-// Complement of `shared` in [0, size), widened to `align` boundaries (or EOF).
-std::vector<Range> UnsharedRanges(const std::vector<Range>& shared, uint64_t size, uint64_t align);
-// Ranges of [0, size) holding data (not holes), widened to `align` boundaries.
-std::vector<Range> DataRanges(const std::vector<FiemapExtent>& extents, uint64_t size, uint64_t align);
-// Ranges present in both sorted, disjoint lists.
-std::vector<Range> IntersectRanges(const std::vector<Range>& a, const std::vector<Range>& b);
-// Physical address of `logical` in `extents`, or UINT64_MAX for a hole or unknown.
-uint64_t PhysicalAt(const std::vector<FiemapExtent>& extents, uint64_t logical);
 
 }  // namespace oans

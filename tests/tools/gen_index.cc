@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", ToolVersionString("oans-gen-index"));
   std::string output = "-";
   uint64_t files = 0, seed = 1, mean_size = 256 * 1024, block_size = 128 * 1024, max_blocks = 8192,
-           max_inline = 2048;
+           max_inline = 2048, dev = 45;
   double spread = 2.0, dup_ratio = 0.1, shared_ratio = 0.0, partial_ratio = 0.0;
   bool json = false, quiet = false;
   app.add_option("-o,--output", output, "Write the index to FILE (atomically) instead of standard output")
@@ -227,6 +227,11 @@ int main(int argc, char** argv) {
   cli::AddSize(app, "--max-inline", &max_inline,
                "Files up to SIZE bytes are stored inline, as btrfs does by default (default 2048; 0: none; "
                "below 4K)");
+  app.add_option("--dev", dev,
+                 "Device number in the records and the filesystem entry (default 45); btrfs gives its "
+                 "subvolumes anonymous numbers that change with mount order, so another --dev stands for "
+                 "the same tree after a remount")
+      ->type_name("N");
   app.add_flag("--json", json, "Print what was generated as JSON on stderr");
   app.add_flag("-q,--quiet", quiet, "Print only errors");
   app.footer(cli::ExitCodesHelp());
@@ -262,7 +267,7 @@ int main(int argc, char** argv) {
   FsRecord fs;
   fs.uuid = Uuid(seed);
   fs.subvolume = 5;
-  fs.dev = 45;  // an anonymous device number, as btrfs gives its subvolumes
+  fs.dev = dev;  // an anonymous device number, as btrfs gives its subvolumes
   fs.type = "btrfs";
   fs.block_size = uint32_t(kSector);
   fs.mount_point = "/srv/archive";

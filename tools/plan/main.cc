@@ -100,6 +100,12 @@ Status WriteReport(const std::string& output, const std::function<size_t(FILE*)>
   return (*out)->Commit();
 }
 
+// A signal stopped the planner: nothing was written (or committed).
+int Stopped() {
+  std::fprintf(stderr, "oans-plan: stopped; no plan written\n");
+  return cli::kStopped;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -189,6 +195,7 @@ int main(int argc, char** argv) {
   o.command_line = cli::Argv(argc, argv);
   std::atomic<bool> stop{false};
   cli::InstallSignalHandlers(&stop);
+  o.stop = &stop;
 
   cli::ProgressMode mode;
   cli::ParseProgressMode(progress, &mode);
@@ -199,6 +206,7 @@ int main(int argc, char** argv) {
     std::vector<GroupReport> groups;
     Status st = RunPlan(o, nullptr, &renderer, &s, &groups);
     renderer.Finish();
+    if (st.code() == Status::Code::kInterrupted) return Stopped();
     if (!st.ok()) return cli::Fail("oans-plan", st);
     size_t left_out = 0;
     auto print = [&](FILE* f) -> size_t {
@@ -216,6 +224,7 @@ int main(int argc, char** argv) {
     if (!out.ok()) return cli::Fail("oans-plan", out.status());
     Status st = RunPlan(o, out->get(), &renderer, &s);
     renderer.Finish();
+    if (st.code() == Status::Code::kInterrupted) return Stopped();  // the temporary output goes with `out`
     if (!st.ok()) return cli::Fail("oans-plan", st);
     if (Status c = (*out)->Commit(); !c.ok()) return cli::Fail("oans-plan", c);
   }

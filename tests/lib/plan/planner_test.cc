@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <random>
 #include <sys/stat.h>
@@ -22,106 +23,6 @@ using test::TempDir;
 
 constexpr uint32_t kBs = 128 * 1024;
 constexpr uint64_t kNone = UINT64_MAX;
-
-// ---- SharedRanges / UnsharedRanges / PhysicalAt ------------------------------------
-
-TEST(Planner, PhysicalAt) {
-  std::vector<FiemapExtent> ex = {{0, 1000000, 8192, 0},
-                                  {16384, 5000000, 8192, 0},
-                                  {24576, 9000000, 8192, kExtentEncoded},
-                                  {32768, 7000000, 4096, kExtentDelalloc},
-                                  {36864, 0, 4096, kExtentInline | kExtentLast}};
-  EXPECT_EQ(PhysicalAt(ex, 0), 1000000u);
-  EXPECT_EQ(PhysicalAt(ex, 100), 1000100u);
-  EXPECT_EQ(PhysicalAt(ex, 8191), 1008191u);
-  EXPECT_EQ(PhysicalAt(ex, 8192), kNone);  // hole
-  EXPECT_EQ(PhysicalAt(ex, 16383), kNone);
-  EXPECT_EQ(PhysicalAt(ex, 16384), 5000000u);
-  EXPECT_EQ(PhysicalAt(ex, 20000), 5003616u);
-  // Encoded (compressed) extents: no byte-for-byte offset inside; the extent's start.
-  EXPECT_EQ(PhysicalAt(ex, 24576), 9000000u);
-  EXPECT_EQ(PhysicalAt(ex, 30000), 9000000u);
-  EXPECT_EQ(PhysicalAt(ex, 32768), kNone);  // delalloc: not placed yet
-  EXPECT_EQ(PhysicalAt(ex, 36864), kNone);  // inline
-  EXPECT_EQ(PhysicalAt(ex, 40960), kNone);  // past the end
-  EXPECT_EQ(PhysicalAt({}, 0), kNone);
-  EXPECT_EQ(PhysicalAt({{4096, 100, 4096, 0}}, 0), kNone);  // before the first extent
-}
-
-TEST(Planner, SharedRangesSameMapping) {
-  const uint64_t P = 1 << 30;
-  // Identical extents: all shared.
-  std::vector<FiemapExtent> a = {{0, P, 65536, 0}, {65536, 2 * P, 65536, 0}};
-  EXPECT_EQ(SharedRanges(a, a, 131072), (std::vector<Range>{{0, 131072}}));
-  // The second extent differs.
-  std::vector<FiemapExtent> b = {{0, P, 65536, 0}, {65536, 3 * P, 65536, 0}};
-  EXPECT_EQ(SharedRanges(a, b, 131072), (std::vector<Range>{{0, 65536}}));
-  // One extent on one side, the same bytes split in two on the other: merged.
-  std::vector<FiemapExtent> one = {{0, P, 131072, 0}};
-  std::vector<FiemapExtent> two = {{0, P, 65536, 0}, {65536, P + 65536, 65536, 0}};
-  EXPECT_EQ(SharedRanges(one, two, 131072), (std::vector<Range>{{0, 131072}}));
-  // Same physical data at a different file offset is not "the same at the same offset".
-  std::vector<FiemapExtent> shifted = {{0, P + 4096, 131072, 0}};
-  EXPECT_TRUE(SharedRanges(one, shifted, 131072).empty());
-  // Clipped at EOF when the last extent is rounded up.
-  std::vector<FiemapExtent> up = {{0, P, 131072, 0}};
-  EXPECT_EQ(SharedRanges(up, up, 100000), (std::vector<Range>{{0, 100000}}));
-  // Holes on either side share nothing.
-  std::vector<FiemapExtent> holey = {{0, P, 4096, 0}, {65536, P + 65536, 65536, 0}};
-  EXPECT_EQ(SharedRanges(one, holey, 131072), (std::vector<Range>{{0, 4096}, {65536, 65536}}));
-  EXPECT_TRUE(SharedRanges(one, {}, 131072).empty());
-}
-
-TEST(Planner, SharedRangesFlags) {
-  const uint64_t P = 1 << 30;
-  std::vector<FiemapExtent> plain = {{0, P, 65536, 0}};
-  std::vector<FiemapExtent> delalloc = {{0, P, 65536, kExtentDelalloc}};
-  std::vector<FiemapExtent> unknown = {{0, P, 65536, kExtentUnknown}};
-  std::vector<FiemapExtent> inl = {{0, P, 65536, kExtentInline}};
-  EXPECT_TRUE(SharedRanges(plain, delalloc, 65536).empty());
-  EXPECT_TRUE(SharedRanges(delalloc, delalloc, 65536).empty());
-  EXPECT_TRUE(SharedRanges(unknown, unknown, 65536).empty());
-  EXPECT_TRUE(SharedRanges(inl, inl, 65536).empty());
-  // Shared flag itself does not matter.
-  std::vector<FiemapExtent> shared_flag = {{0, P, 65536, kExtentShared | kExtentLast}};
-  EXPECT_EQ(SharedRanges(plain, shared_flag, 65536), (std::vector<Range>{{0, 65536}}));
-  // Encoded extents: physical and logical must both agree.
-  std::vector<FiemapExtent> enc = {{0, P, 131072, kExtentEncoded}};
-  std::vector<FiemapExtent> enc_split = {{0, P, 65536, kExtentEncoded}, {65536, P, 65536, kExtentEncoded}};
-  EXPECT_EQ(SharedRanges(enc, enc, 131072), (std::vector<Range>{{0, 131072}}));
-  EXPECT_EQ(SharedRanges(enc, enc_split, 131072), (std::vector<Range>{{0, 65536}}));
-  std::vector<FiemapExtent> enc_other = {{0, P + 4096, 131072, kExtentEncoded}};
-  EXPECT_TRUE(SharedRanges(enc, enc_other, 131072).empty());
-}
-
-TEST(Planner, UnsharedRanges) {
-  // Nothing shared: the whole file.
-  EXPECT_EQ(UnsharedRanges({}, 20000, 4096), (std::vector<Range>{{0, 20000}}));
-  // Everything shared: nothing.
-  EXPECT_TRUE(UnsharedRanges({{0, 20000}}, 20000, 4096).empty());
-  // Aligned hole in the middle.
-  EXPECT_EQ(UnsharedRanges({{0, 4096}, {12288, 7712}}, 20000, 4096), (std::vector<Range>{{4096, 8192}}));
-  // Unaligned shared range: the unshared parts widen outward to block boundaries.
-  EXPECT_EQ(UnsharedRanges({{1000, 10000}}, 20000, 4096), (std::vector<Range>{{0, 4096}, {8192, 20000 - 8192}}));
-  // Widening that makes two unshared parts meet merges them.
-  EXPECT_EQ(UnsharedRanges({{5000, 100}}, 20000, 4096), (std::vector<Range>{{0, 20000}}));
-  // The tail ends at EOF, not past it.
-  EXPECT_EQ(UnsharedRanges({{0, 8192}}, 10000, 4096), (std::vector<Range>{{8192, 1808}}));
-  for (const auto& r : UnsharedRanges({{3000, 5000}, {20000, 3000}}, 30000, 4096)) {
-    EXPECT_EQ(r.offset % 4096, 0u);
-    EXPECT_TRUE(r.length % 4096 == 0 || r.offset + r.length == 30000) << r.offset << "+" << r.length;
-  }
-}
-
-TEST(Planner, DataAndIntersectRanges) {
-  std::vector<FiemapExtent> ex = {{0, 1 << 20, 8192, 0}, {65536, 2 << 20, 1000, 0}, {70000, 3 << 20, 5000, 0}};
-  // Widened to 4 KiB and merged where they touch; clipped at the size.
-  EXPECT_EQ(DataRanges(ex, 73000, 4096), (std::vector<Range>{{0, 8192}, {65536, 73000 - 65536}}));
-  EXPECT_TRUE(DataRanges({}, 100, 4096).empty());
-  EXPECT_EQ(IntersectRanges({{0, 100}, {200, 100}}, {{50, 200}}), (std::vector<Range>{{50, 50}, {200, 50}}));
-  EXPECT_TRUE(IntersectRanges({{0, 100}}, {{100, 100}}).empty());
-  EXPECT_TRUE(IntersectRanges({}, {{0, 100}}).empty());
-}
 
 // ---- RunPlan on synthetic indexes ----------------------------------------------------
 
@@ -758,6 +659,55 @@ TEST(Planner, UnwrittenBlocksNotPaired) {
   EXPECT_EQ(r.ops[0].offset, 3u * kBs);
   EXPECT_EQ(r.ops[0].length, kBs);
   EXPECT_EQ(r.ops[0].dests[0].offset, 3u * kBs);
+}
+
+}  // namespace
+}  // namespace oans
+
+namespace oans {
+namespace {
+
+TEST(Planner, StopsWhenAsked) {
+  TempDir dir;
+  WriteSpecIndex(dir.Join("a.idx"), {{"a", Blocks(1, 4), 10 << 20}, {"b", Blocks(1, 4), 20 << 20}});
+  std::atomic<bool> stop{true};
+  PlanOptions o = Opts({dir.Join("a.idx")});
+  o.stop = &stop;
+  PlanRun r = Plan(dir, o);
+  EXPECT_TRUE(StatusIs(r.status, Status::Code::kInterrupted, "stopped"));
+  stop = false;
+  EXPECT_OK(Plan(dir, o).status);
+}
+
+// The same tree after a remount: btrfs gave it other device numbers. The same files.
+TEST(Planner, AnotherDeviceNumberIsTheSameFile) {
+  TempDir dir;
+  std::vector<FileSpec> specs = {{"a", Blocks(1, 2), 10 << 20}, {"b", Blocks(1, 2), 20 << 20},
+                                 {"c", Blocks(5, 3), 30 << 20}, {"d", Blocks(6, 3), 40 << 20}};
+  WriteSpecIndex(dir.Join("before.idx"), specs);
+  IndexHeader h;
+  h.roots = {"/r"};
+  h.filesystems = {Fs("U", 5)};
+  h.filesystems[0].dev = 777;
+  h.block_size = kBs;
+  std::vector<FileEntry> files;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    files.push_back(MakeEntry(specs[i], 1000 + i));
+    files.back().dev = 777;
+  }
+  test::WriteIndex(dir.Join("after.idx"), h, files, 7);
+
+  PlanRun both = Plan(dir, Opts({dir.Join("before.idx"), dir.Join("after.idx")}));
+  ASSERT_OK(both.status);
+  EXPECT_EQ(both.stats.duplicate_inodes, specs.size());
+  EXPECT_EQ(both.stats.files, specs.size());
+  EXPECT_EQ(both.stats.whole_groups, 1u);
+  PlanOptions o = Opts({dir.Join("after.idx")});
+  o.since = dir.Join("before.idx");
+  PlanRun since = Plan(dir, o);
+  ASSERT_OK(since.status);
+  EXPECT_EQ(since.stats.whole_groups, 0u);
+  EXPECT_TRUE(since.ops.empty());
 }
 
 }  // namespace

@@ -1,0 +1,21 @@
+// The block stages, for files that are not whole-file destinations: block keys sorted by
+// (pairing, block hash) give pairs of identical blocks (the group's first block against
+// each other one, unless already shared or no member is new since --since); pairs
+// sorted by (source, destination, offset difference) join into runs of consecutive
+// blocks; runs sorted by source range give one unit per source range with all its
+// destinations, split into operations by the ops stage (ops.h). Each step drains one
+// sorter into the next.
+#pragma once
+
+#include "lib/plan/state.h"
+
+namespace oans {
+
+Status PlanBlocks(PlanState& st);
+
+// The steps, for tests.
+Status PairBlocks(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs);
+Status RunsOfPairs(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, ExternalSorter<RunKey, RunLess>* runs);
+Status UnitsOfRuns(PlanState& st, ExternalSorter<RunKey, RunLess>* runs);
+
+}  // namespace oans

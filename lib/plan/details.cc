@@ -1,0 +1,163 @@
+#include "lib/plan/details.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "lib/plan/ranges.h"
+
+namespace oans {
+namespace {
+
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(char(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(char(v));
+}
+uint64_t Zigzag(uint64_t delta) { return (delta << 1) ^ uint64_t(int64_t(delta) >> 63); }
+uint64_t Unzigzag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
+
+}  // namespace
+
+void EncodeDetail(const Detail& d, std::string* out) {
+  out->clear();
+  PutVarint(out, d.fs);
+  PutVarint(out, d.dev);
+  PutVarint(out, d.ino);
+  PutVarint(out, d.size);
+  char mtime[sizeof d.mtime_ns];
+  std::memcpy(mtime, &d.mtime_ns, sizeof mtime);
+  out->append(mtime, sizeof mtime);
+  PutVarint(out, d.path_at);
+  PutVarint(out, d.extents.size());
+  uint64_t logical = 0, physical = 0;  // where the previous extent ended
+  for (const auto& e : d.extents) {
+    PutVarint(out, Zigzag(e.logical - logical));
+    PutVarint(out, Zigzag(e.physical - physical));
+    PutVarint(out, e.length);
+    PutVarint(out, e.flags);
+    logical = e.logical + e.length;
+    physical = e.physical + e.length;
+  }
+}
+
+Status DecodeDetail(std::string_view in, Detail* d) {
+  const char* p = in.data();
+  const char* const end = p + in.size();
+  bool ok = true;
+  auto get = [&]() -> uint64_t {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64 && p < end; shift += 7) {
+      const uint8_t b = uint8_t(*p++);
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    ok = false;
+    return 0;
+  };
+  const uint64_t fs = get();
+  d->fs = uint32_t(fs);
+  d->dev = get();
+  d->ino = get();
+  d->size = get();
+  if (!ok || fs > UINT32_MAX || end - p < ptrdiff_t(sizeof d->mtime_ns))
+    return Status::Corrupt("planner: damaged file record in the temporary store");
+  std::memcpy(&d->mtime_ns, p, sizeof d->mtime_ns);
+  p += sizeof d->mtime_ns;
+  d->path_at = get();
+  const uint64_t n = get();
+  if (!ok || n > uint64_t(end - p) / 4) return Status::Corrupt("planner: damaged file record in the temporary store");
+  d->extents.resize(size_t(n));
+  uint64_t logical = 0, physical = 0;
+  for (auto& e : d->extents) {
+    e.logical = logical + Unzigzag(get());
+    e.physical = physical + Unzigzag(get());
+    e.length = get();
+    const uint64_t flags = get();
+    e.flags = uint32_t(flags);
+    if (flags > UINT32_MAX) ok = false;
+    logical = e.logical + e.length;
+    physical = e.physical + e.length;
+  }
+  if (!ok || p != end) return Status::Corrupt("planner: damaged file record in the temporary store");
+  d->first_physical = PhysicalAt(d->extents, 0);
+  return Status::Ok();
+}
+
+Result<uint32_t> Details::Add(Detail& d, const std::string& path) {
+  auto p = paths_.Add(path);
+  if (!p.ok()) return p.status();
+  d.path_at = *p;
+  EncodeDetail(d, &encoded_);
+  auto at = store_.Add(encoded_);
+  if (!at.ok()) return at.status();
+  offsets_.push_back(*at);
+  return uint32_t(offsets_.size() - 1);
+}
+
+Result<std::shared_ptr<const Detail>> Details::Get(uint32_t id) {
+  auto it = cache_.find(id);
+  if (it != cache_.end()) return it->second;
+  if (cache_.size() >= kCache) cache_.clear();
+  if (!details_.Find(id, &scratch_)) OANS_RETURN_IF_ERROR(store_.Get(offsets_[id], &scratch_));
+  auto d = std::make_shared<Detail>();
+  OANS_RETURN_IF_ERROR(DecodeDetail(scratch_, d.get()));
+  cache_.emplace(id, d);
+  return std::shared_ptr<const Detail>(d);
+}
+
+Result<std::string> Details::Path(uint32_t id) {
+  std::string path;
+  if (paths_pre_.Find(id, &path)) return path;
+  auto d = Get(id);
+  if (!d.ok()) return d.status();
+  OANS_RETURN_IF_ERROR(paths_.Get((*d)->path_at, &path));
+  return path;
+}
+
+Status Details::Preload(const std::vector<bool>& needed, uint64_t budget, bool paths) {
+  cache_.clear();
+  details_ = Preloaded();
+  paths_pre_ = Preloaded();
+  const bool details = store_.spilled();  // else they are in memory already
+  if (details) OANS_RETURN_IF_ERROR(details_.Load(store_, needed, paths ? budget / 2 : budget));
+  if (paths) OANS_RETURN_IF_ERROR(paths_pre_.Load(paths_, needed, details ? budget / 2 : budget));
+  return Status::Ok();
+}
+
+Status Details::ForEach(const std::function<Status(uint32_t id, const Detail&)>& visit) const {
+  uint32_t id = 0;
+  Detail d;
+  return store_.ForEach([&](uint64_t, const std::string& record) -> Status {
+    OANS_RETURN_IF_ERROR(DecodeDetail(record, &d));
+    return visit(id++, d);
+  });
+}
+
+Status Details::Preloaded::Load(const RecordStore& store, const std::vector<bool>& needed, uint64_t budget) {
+  std::string().swap(arena);
+  std::vector<std::pair<uint32_t, uint64_t>>().swap(index);
+  uint32_t id = 0;
+  return store.ForEach([&](uint64_t, const std::string& record) -> Status {
+    const uint32_t i = id++;
+    if (i >= needed.size() || !needed[i]) return Status::Ok();
+    if (arena.size() + record.size() + sizeof(uint32_t) + index.size() * 12 > budget) return Status::Ok();
+    index.push_back({i, arena.size()});
+    const uint32_t n = uint32_t(record.size());
+    arena.append(reinterpret_cast<const char*>(&n), sizeof n);
+    arena.append(record);
+    return Status::Ok();
+  });
+}
+
+bool Details::Preloaded::Find(uint32_t id, std::string* record) const {
+  auto it = std::lower_bound(index.begin(), index.end(), std::pair<uint32_t, uint64_t>{id, 0});
+  if (it == index.end() || it->first != id) return false;
+  uint32_t n = 0;
+  std::memcpy(&n, arena.data() + it->second, sizeof n);
+  record->assign(arena, size_t(it->second + sizeof n), n);
+  return true;
+}
+
+}  // namespace oans

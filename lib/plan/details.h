@@ -1,0 +1,74 @@
+// File details: what the plan needs of each loaded file beyond its sort keys (identity,
+// size, mtime, extents, where its path is), stored compactly in a RecordStore (memory up to
+// a budget, then a temporary file) and looked up by file id (the order files were
+// loaded). Paths are kept in a store of their own, read only for the files a plan names.
+// Owned by the planner's PlanState; single-threaded.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/base/spill.h"
+#include "lib/base/sys.h"
+
+namespace oans {
+
+// What the plan needs of a file beyond its sort keys. Kept in a RecordStore (memory,
+// then a temporary file), looked up by file id. Paths, needed only for the files a plan
+// names and for reports, are kept apart.
+struct Detail {
+  uint64_t path_at = 0;  // offset of the path in the path store
+  uint32_t fs = 0;  // index into the plan's filesystems (uuid + subvolume)
+  uint64_t dev = 0, ino = 0, size = 0;
+  int64_t mtime_ns = 0;
+  uint64_t first_physical = UINT64_MAX;  // PhysicalAt(extents, 0)
+  std::vector<FiemapExtent> extents;  // sorted by logical offset
+};
+
+// Encoded as varints (LEB128), the mtime as 8 bytes, and each extent as its distance from
+// where the previous one ended (logical and physical, zigzag: contiguous fragments cost a
+// byte), length and flags. About a third of a fixed layout's size.
+void EncodeDetail(const Detail& d, std::string* out);
+Status DecodeDetail(std::string_view in, Detail* d);
+
+// File details by id, with a small cache of recent lookups. Before a stage that needs
+// the details (or paths) of many files in an order unlike the ids, Preload fetches the
+// records of those files in one sequential pass into memory, within a budget; the rest
+// are read one by one.
+class Details {
+ public:
+  Details(const std::string& dir, uint64_t budget, uint64_t path_budget) : store_(dir, budget), paths_(dir, path_budget) {}
+  // Stores `d` (setting its path_at) and `path`; returns the file's id.
+  Result<uint32_t> Add(Detail& d, const std::string& path);
+  size_t size() const { return offsets_.size(); }
+  Result<std::shared_ptr<const Detail>> Get(uint32_t id);
+  Result<std::string> Path(uint32_t id);
+  // Keeps the details (and, with `paths`, the paths) of the files marked in `needed` in
+  // memory, as far as `budget` bytes go. Records of both stores are in id order.
+  Status Preload(const std::vector<bool>& needed, uint64_t budget, bool paths);
+  bool spilled() const { return store_.spilled(); }
+  // Visits every file's details in id order, in one sequential pass.
+  Status ForEach(const std::function<Status(uint32_t id, const Detail&)>& visit) const;
+
+ private:
+  // Records of some ids, in memory: an arena of length-prefixed records.
+  struct Preloaded {
+    std::string arena;
+    std::vector<std::pair<uint32_t, uint64_t>> index;  // id -> offset in arena, ids ascending
+    Status Load(const RecordStore& store, const std::vector<bool>& needed, uint64_t budget);
+    bool Find(uint32_t id, std::string* record) const;
+  };
+  static constexpr size_t kCache = 1024;
+  RecordStore store_, paths_;
+  ChunkedArray<uint64_t> offsets_;
+  std::unordered_map<uint32_t, std::shared_ptr<const Detail>> cache_;
+  Preloaded details_, paths_pre_;
+  std::string scratch_, encoded_;
+};
+
+}  // namespace oans

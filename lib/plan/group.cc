@@ -1,0 +1,102 @@
+#include "lib/plan/group.h"
+
+#include <functional>
+
+#include "lib/plan/source.h"
+
+namespace oans {
+namespace {
+
+using GroupVisit = std::function<Status(const std::vector<uint32_t>& ids, bool one_layout, uint64_t size)>;
+
+// Walks the groups: `visit(ids, one_layout, size)` for every group of two or more files
+// not dropped. The last walk (`take`) gives the keys' memory back as it goes.
+Status WalkGroups(PlanState& st, const GroupVisit& visit, bool take) {
+  const uint64_t total = st.whole.size();
+  auto keys = take ? st.whole.Take() : st.whole.Read();
+  if (!keys.ok()) return keys.status();
+  Stream<WholeKey>& s = **keys;
+  std::vector<uint32_t> group;
+  WholeKey head{};
+  bool one_layout = true;
+  uint64_t done = 0;
+  auto flush = [&]() -> Status {
+    Status r = group.size() >= 2 ? visit(group, one_layout, head.size) : Status::Ok();
+    group.clear();
+    return r;
+  };
+  for (; s.Valid(); s.Next()) {
+    const WholeKey& k = s.key();
+    if (++done % 65536 == 0) {
+      OANS_RETURN_IF_ERROR(st.CheckStop());
+      st.observer->Progress({"group", 0, 0, done, total});
+    }
+    if (st.dropped[k.id]) continue;
+    if (!group.empty() && !(k.pair == head.pair && k.size == head.size && k.hash == head.hash))
+      OANS_RETURN_IF_ERROR(flush());
+    if (group.empty()) {
+      head = k;
+      one_layout = k.layout != 0;
+    } else if (k.layout != head.layout) {
+      one_layout = false;
+    }
+    group.push_back(k.id);
+  }
+  OANS_RETURN_IF_ERROR(s.status());
+  return flush();
+}
+
+bool AnyChanged(const PlanState& st, const std::vector<uint32_t>& ids) {
+  for (uint32_t m : ids)
+    if (st.changed[m]) return true;
+  return false;
+}
+
+}  // namespace
+
+Status DropDuplicateInodes(PlanState& st) {
+  st.stats->files = st.details.size();
+  if (st.sections < 2) return Status::Ok();
+  InodeKey last{0, UINT32_MAX, 0};
+  uint64_t done = 0;
+  OANS_RETURN_IF_ERROR(st.inodes.Drain([&](const InodeKey& k) -> Status {
+    if (++done % 65536 == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
+    if (k.fs_key == last.fs_key && k.ino == last.ino) {
+      st.dropped[k.id] = true;
+      st.stats->duplicate_inodes++;
+    } else {
+      last = k;
+    }
+    return Status::Ok();
+  }));
+  st.stats->files = st.details.size() - st.stats->duplicate_inodes;
+  return Status::Ok();
+}
+
+Status GroupWholeFiles(PlanState& st, std::vector<GroupReport>* reports) {
+  // Groups where every member already shares one extent layout need no details.
+  auto needs_details = [&](const std::vector<uint32_t>& ids, bool one_layout) {
+    return !(one_layout && !reports) && AnyChanged(st, ids);
+  };
+  if (st.details.spilled()) {
+    // The details went to disk: fetch those the groups need in one sequential pass.
+    std::vector<bool> needed(st.details.size(), false);
+    OANS_RETURN_IF_ERROR(WalkGroups(st, [&](const std::vector<uint32_t>& ids, bool one_layout, uint64_t) {
+      if (needs_details(ids, one_layout))
+        for (uint32_t m : ids) needed[m] = true;
+      return Status::Ok();
+    }, false));
+    OANS_RETURN_IF_ERROR(st.details.Preload(needed, st.o.memory / 2, reports != nullptr));
+  }
+  return WalkGroups(st, [&](const std::vector<uint32_t>& ids, bool one_layout, uint64_t size) -> Status {
+    if (needs_details(ids, one_layout)) return PlanWholeGroup(st, ids, reports);
+    if (!AnyChanged(st, ids)) return Status::Ok();
+    st.stats->whole_groups++;
+    for (size_t i = 1; i < ids.size(); ++i) st.is_dest[ids[i]] = true;
+    st.stats->duplicate_bytes += size * (ids.size() - 1);
+    st.stats->shared_bytes += size * (ids.size() - 1);
+    return Status::Ok();
+  }, true);
+}
+
+}  // namespace oans

@@ -1,0 +1,149 @@
+#include "lib/plan/load.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "lib/plan/ranges.h"
+#include "lib/plan/since.h"
+
+namespace oans {
+namespace {
+
+constexpr uint32_t kNoCowFlag = 0x00800000;  // FS_NOCOW_FL
+
+class Loader {
+ public:
+  explicit Loader(PlanState& st) : st_(st) {
+    if (!st.o.since.empty()) since_.emplace(st.dir, st.o.memory / 5, st.o.stop);
+  }
+  Status Run();
+
+ private:
+  Status Section(const std::string& path, const IndexHeader& h);
+  Status File(FileEntry& e);
+  Status BlockKeys(const FileEntry& e, const Detail& d, uint32_t pair, uint32_t id);
+
+  PlanState& st_;
+  std::optional<SinceJoin> since_;
+  std::map<std::string, uint32_t> fs_index_;    // uuid/subvolume -> plan filesystem
+  std::map<std::string, uint32_t> pair_index_;  // uuid -> pairing id
+  // By filesystem position in the current section: plan filesystem, pairing id,
+  // identity id (FilesystemIds).
+  std::vector<uint32_t> remap_, pairs_of_section_, ids_of_section_;
+  uint64_t loaded_ = 0, loaded_bytes_ = 0;
+};
+
+// A new index section (an index, or a part of a concatenated one): its header.
+Status Loader::Section(const std::string& path, const IndexHeader& h) {
+  PlanHeader& header = st_.header;
+  if (header.block_size == 0 || header.indexes.empty()) header.block_size = h.block_size;
+  if (h.block_size != header.block_size)
+    return Status::Invalid(path + " was scanned with --block-size " + std::to_string(h.block_size) +
+                           " but another index with " + std::to_string(header.block_size) +
+                           "; scan them with the same block size");
+  for (const auto& root : h.roots)
+    if (std::find(header.roots.begin(), header.roots.end(), root) == header.roots.end()) header.roots.push_back(root);
+  // From the second section on, the same inode may come again: the files read so far
+  // get their inode keys now, the rest as they come.
+  if (++st_.sections == 2)
+    OANS_RETURN_IF_ERROR(st_.details.ForEach([&](uint32_t id, const Detail& d) -> Status {
+      if (id % 65536 == 0) OANS_RETURN_IF_ERROR(st_.CheckStop());
+      return st_.inodes.Add({d.ino, d.fs, id});
+    }));
+  remap_.clear();
+  pairs_of_section_.clear();
+  for (const auto& f : h.filesystems) {
+    auto it = fs_index_.find(f.Key());
+    if (it == fs_index_.end()) {
+      header.filesystems.push_back(f);
+      it = fs_index_.emplace(f.Key(), uint32_t(header.filesystems.size() - 1)).first;
+    }
+    remap_.push_back(it->second);
+    pairs_of_section_.push_back(pair_index_.emplace(f.uuid, uint32_t(pair_index_.size())).first->second);
+  }
+  ids_of_section_ = st_.fs_ids.Of(h.filesystems);
+  if (std::find(header.indexes.begin(), header.indexes.end(), path) == header.indexes.end())
+    header.indexes.push_back(path);
+  return Status::Ok();
+}
+
+// The block keys of a file: every whole block whose first and last byte are written.
+Status Loader::BlockKeys(const FileEntry& e, const Detail& d, uint32_t pair, uint32_t id) {
+  const uint64_t bs = st_.header.block_size;
+  const uint64_t full = d.size / bs;
+  for (uint64_t b = 0; b < full && b < e.block_hashes.size(); ++b) {
+    const uint64_t at = b * bs, last = at + bs - 1;
+    if (!Written(d.extents, at) || !Written(d.extents, last)) continue;  // nothing to share
+    OANS_RETURN_IF_ERROR(st_.blocks.Add(
+        {e.block_hashes[b], pair, id, uint32_t(b), 0, PhysicalAt(d.extents, at), PhysicalAt(d.extents, last)}));
+  }
+  return Status::Ok();
+}
+
+Status Loader::File(FileEntry& e) {
+  if (!e.error.empty() || !e.hashed) {
+    st_.stats->skipped_errors++;
+    return Status::Ok();
+  }
+  for (const auto& x : e.extents)
+    if (x.flags & kExtentInline) {
+      st_.stats->skipped_inline++;
+      return Status::Ok();
+    }
+  Detail d;
+  d.fs = remap_[e.fs];
+  d.dev = e.dev;  // written to the plan as it was; never used for identity
+  d.ino = e.ino;
+  d.size = e.size;
+  d.mtime_ns = e.mtime_ns;
+  d.extents = std::move(e.extents);
+  std::sort(d.extents.begin(), d.extents.end(),
+            [](const FiemapExtent& a, const FiemapExtent& b) { return a.logical < b.logical; });
+  auto id = st_.details.Add(d, e.path);
+  if (!id.ok()) return id.status();
+  // btrfs refuses to share between nodatacow and ordinary files: never pair them.
+  const uint32_t pair = pairs_of_section_[e.fs] * 2 + ((e.inode_flags & kNoCowFlag) ? 1 : 0);
+  st_.changed.push_back(true);
+  if (since_) OANS_RETURN_IF_ERROR(since_->AddNew(ids_of_section_[e.fs], e.ino, *id, FileIdentity::Of(e)));
+  OANS_RETURN_IF_ERROR(st_.whole.Add({pair, *id, d.size, e.hash, LayoutOf(d.extents)}));
+  if (st_.sections > 1) OANS_RETURN_IF_ERROR(st_.inodes.Add({d.ino, d.fs, *id}));
+  if (st_.o.blocks) OANS_RETURN_IF_ERROR(BlockKeys(e, d, pair, *id));
+  if (st_.details.size() == UINT32_MAX) return Status::Invalid("more than 4 billion files in one plan");
+  return Status::Ok();
+}
+
+Status Loader::Run() {
+  if (since_) {
+    bool truncated = false;
+    OANS_RETURN_IF_ERROR(since_->LoadOld(st_.o.since, &st_.fs_ids, &truncated));
+    st_.stats->since_truncated = truncated;
+    if (truncated) st_.observer->Notice("warning: " + st_.o.since + " is incomplete; files missing from it count as new");
+  }
+  for (const auto& path : st_.o.indexes) {
+    auto r = ReadIndex(
+        path, IndexReadOptions{}, [&](const IndexHeader& h) { return Section(path, h); },
+        [&](const IndexHeader&, std::vector<FileEntry>& batch) -> Status {
+          OANS_RETURN_IF_ERROR(st_.CheckStop());
+          loaded_ += batch.size();
+          for (const auto& e : batch) loaded_bytes_ += e.size;
+          st_.observer->Progress({"load", loaded_bytes_, 0, loaded_, 0});
+          for (auto& e : batch) OANS_RETURN_IF_ERROR(File(e));
+          return Status::Ok();
+        });
+    if (!r.ok()) return r.status();
+  }
+  st_.stats->filesystems = pair_index_.size();
+  if (since_) OANS_RETURN_IF_ERROR(since_->MarkUnchanged(&st_.changed));
+  const size_t n = st_.details.size();
+  st_.dropped.assign(n, false);
+  st_.is_dest.assign(n, false);
+  st_.op_files.assign(n, false);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status LoadIndexes(PlanState& st) { return Loader(st).Run(); }
+
+}  // namespace oans

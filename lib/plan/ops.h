@@ -1,0 +1,23 @@
+// The ops stage: splits a unit (a source range and its destinations, from the source or
+// block stages) into operations that fit one round (--round-size bytes read: source plus
+// destinations) and one FIDEDUPERANGE call (at most 127 destinations), gives each its
+// physical addresses, and queues them in PlanState::ops, sorted by the source's physical
+// offset for the rounds stage (rounds.h). Operations with several destinations are kept
+// whole in PlanState::op_store; the key holds a single destination itself.
+#pragma once
+
+#include <string>
+
+#include "lib/plan/state.h"
+
+namespace oans {
+
+Status AddOps(PlanState& st, const Unit& u);
+
+// An operation in the operation store, and back.
+std::string EncodeOp(const PlanOp& op);
+Status DecodeOp(const std::string& in, PlanOp* op);
+// The operation a key stands for (from the store when it has several destinations).
+Status OpOfKey(PlanState& st, const OpKey& k, std::string* scratch, PlanOp* op);
+
+}  // namespace oans

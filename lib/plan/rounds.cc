@@ -1,0 +1,110 @@
+#include "lib/plan/rounds.h"
+
+#include <unordered_map>
+
+#include "lib/plan/ops.h"
+
+namespace oans {
+namespace {
+
+// One round being filled: its operations, with file ids replaced by the round's own
+// file table.
+class RoundBuilder {
+ public:
+  RoundBuilder(PlanState& st, PlanWriter* writer) : st_(st), writer_(writer) {}
+  bool Fits(const OpKey& k) const { return round_.ops.empty() || round_.bytes + k.bytes() <= st_.o.round_size; }
+  Status Add(const OpKey& k) {
+    PlanOp op;
+    OANS_RETURN_IF_ERROR(OpOfKey(st_, k, &scratch_, &op));
+    auto s = Local(op.source);
+    if (!s.ok()) return s.status();
+    op.source = *s;
+    for (auto& d : op.dests) {
+      auto l = Local(d.file);
+      if (!l.ok()) return l.status();
+      d.file = *l;
+    }
+    round_.bytes += k.bytes();
+    round_.ops.push_back(std::move(op));
+    return Status::Ok();
+  }
+  Status Emit() {
+    if (round_.ops.empty()) return Status::Ok();
+    round_.index = written_++;
+    OANS_RETURN_IF_ERROR(writer_->AddRound(std::move(round_)));
+    round_ = PlanRound();
+    local_.clear();
+    return Status::Ok();
+  }
+  uint64_t written() const { return written_; }
+
+ private:
+  Result<uint32_t> Local(uint32_t f) {
+    auto it = local_.find(f);
+    if (it != local_.end()) return it->second;
+    auto d = st_.details.Get(f);
+    if (!d.ok()) return d.status();
+    const Detail& p = **d;
+    auto path = st_.details.Path(f);
+    if (!path.ok()) return path.status();
+    round_.files.push_back({std::move(*path), p.fs, p.dev, p.ino, p.size, p.mtime_ns});
+    const uint32_t id = uint32_t(round_.files.size() - 1);
+    local_.emplace(f, id);
+    return id;
+  }
+  PlanState& st_;
+  PlanWriter* writer_;
+  PlanRound round_;
+  std::unordered_map<uint32_t, uint32_t> local_;
+  std::string scratch_;
+  uint64_t written_ = 0;
+};
+
+}  // namespace
+
+Result<uint64_t> CountRounds(PlanState& st) {
+  uint64_t rounds = 0, in_round = 0;
+  bool first = true;
+  OANS_RETURN_IF_ERROR(st.ops.ForEach([&](const OpKey& k) {
+    if (first || in_round + k.bytes() > st.o.round_size) {
+      rounds++;
+      in_round = 0;
+      first = false;
+    }
+    in_round += k.bytes();
+    return Status::Ok();
+  }));
+  return rounds;
+}
+
+Status WriteRounds(PlanState& st, OutputFile* out) {
+  auto rounds = CountRounds(st);
+  if (!rounds.ok()) return rounds.status();
+  OANS_RETURN_IF_ERROR(st.CheckStop());
+  st.stats->ops = st.ops.size();
+  st.stats->rounds = *rounds;
+  st.header.rounds = *rounds;
+  st.header.groups = st.stats->whole_groups + st.stats->block_groups;
+  st.header.duplicate_bytes = st.stats->duplicate_bytes;
+  st.header.shared_bytes = st.stats->shared_bytes;
+  st.header.planned_bytes = st.stats->planned_bytes;
+  if (!out) return Status::Ok();  // a report only
+  // The files the plan names, fetched in one sequential pass when their details are on
+  // disk (a large plan); a smaller one reads each path once, as it needs it.
+  if (st.details.spilled()) OANS_RETURN_IF_ERROR(st.details.Preload(st.op_files, st.o.memory / 2, true));
+
+  PlanWriter writer(out);
+  OANS_RETURN_IF_ERROR(writer.WriteHeader(st.header));
+  RoundBuilder round(st, &writer);
+  uint64_t done = 0;
+  OANS_RETURN_IF_ERROR(st.ops.Drain([&](const OpKey& k) -> Status {
+    if (++done % 4096 == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
+    if (!round.Fits(k)) OANS_RETURN_IF_ERROR(round.Emit());
+    return round.Add(k);
+  }));
+  OANS_RETURN_IF_ERROR(round.Emit());
+  if (round.written() != *rounds) return Status::Corrupt("planner: rounds written differ from rounds counted");
+  return writer.Finish();
+}
+
+}  // namespace oans

@@ -1,0 +1,44 @@
+// What the planner's stages share: the options, the plan header being built, the file
+// details, one flag per file (changed since --since, dropped as a duplicate inode, a
+// whole-file destination, named by an operation) and the sorters that carry records from
+// one stage to the next. PlanState is owned by RunPlan (planner.cc) and passed to each
+// stage in turn; single-threaded. Memory: PlanOptions::memory split among the sorters
+// and stores, plus the flags and a detail offset per file.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "lib/base/observer.h"
+#include "lib/base/spill.h"
+#include "lib/plan/details.h"
+#include "lib/plan/identity.h"
+#include "lib/plan/keys.h"
+#include "lib/plan/planner.h"
+
+namespace oans {
+
+struct PlanState {
+  PlanState(const PlanOptions& o, Observer* observer, PlanStats* stats);
+
+  // Interrupted once PlanOptions::stop is set; stages call it as they go.
+  Status CheckStop() const;
+
+  const PlanOptions& o;
+  Observer* observer;
+  PlanStats* stats;
+  std::string dir;                    // temporary files
+  PlanHeader header;
+  Details details;
+  FilesystemIds fs_ids;               // (UUID, subvolume) -> id, for --since
+  int sections = 0;                   // index sections read; with one, no inode can appear twice
+  std::vector<bool> changed, dropped, is_dest, op_files;  // by file id
+  ExternalSorter<WholeKey, WholeLess> whole;   // load -> group
+  ExternalSorter<InodeKey, InodeLess> inodes;  // load -> duplicate inodes
+  ExternalSorter<BlockKey, BlockLess> blocks;  // load -> blocks
+  ExternalSorter<OpKey, OpLess> ops;           // source, blocks -> rounds (via ops.h)
+  RecordStore op_store;                        // operations with several destinations
+};
+
+}  // namespace oans
