@@ -71,9 +71,13 @@ std::string DirsText(const std::vector<DirUsage>& dirs) {
 
 std::string DirsJson(const std::vector<DirUsage>& dirs) {
   std::string out;
-  for (const auto& d : dirs)
-    out += "{" + JsonPath("path", d.dir) + ",\"reclaimable_bytes\":" + std::to_string(d.reclaimable_bytes) +
-           ",\"duplicate_files\":" + std::to_string(d.duplicate_files) + "}\n";
+  for (const auto& d : dirs) {
+    Json line = Json::object();
+    AddPath(line, "path", d.dir);
+    line["reclaimable_bytes"] = d.reclaimable_bytes;
+    line["duplicate_files"] = d.duplicate_files;
+    out += JsonLine(line) + "\n";
+  }
   return out;
 }
 
