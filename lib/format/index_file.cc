@@ -24,6 +24,97 @@ size_t EstimateBytes(const FileEntry& e) {
   return 128 + e.path.size() + e.extents.size() * 32 + e.block_hashes.size() * 16;
 }
 
+// Decodes the header frame `h` of index `name` into *header, refusing another kind of
+// file, a newer format and an impossible block size.
+Status DecodeHeader(schema::IndexHeader::Reader h, const std::string& name, IndexHeader* header) {
+  if (h.getMagic() != kj::StringPtr(kIndexMagic)) {
+    std::string magic = h.getMagic();
+    return Status::Corrupt(name + (magic == "oans-plan" ? " is a dedupe plan, not an index"
+                                                       : " is not an oans index (wrong magic)"));
+  }
+  if (h.getFormatVersion() > kIndexFormatVersion)
+    return Status::Version(name + " has index format version " + std::to_string(h.getFormatVersion()) +
+                           ", newer than this oans understands (" + std::to_string(kIndexFormatVersion) +
+                           "); upgrade oans or re-scan");
+  *header = IndexHeader();
+  header->format_version = h.getFormatVersion();
+  header->tool_version = h.getToolVersion();
+  header->created_ns = h.getCreatedNs();
+  for (auto r : h.getRoots()) header->roots.push_back(FromData(r));
+  for (auto f : h.getFilesystems()) header->filesystems.push_back(ReadFs(f));
+  header->block_size = h.getBlockSize();
+  header->min_size = h.getMinSize();
+  for (auto e : h.getExcludes()) header->excludes.push_back(e);
+  header->hostname = h.getHostname();
+  for (auto c : h.getCommandLine()) header->command_line.push_back(c);
+  if (header->block_size == 0 || header->block_size % 512 != 0)
+    return Status::Corrupt(name + " is damaged (block size " + std::to_string(header->block_size) + ")");
+  return Status::Ok();
+}
+
+// Decodes one file record of index `name` (under `header`) into *e, checking its
+// filesystem number and that its block hashes fit its size.
+Status DecodeRecord(schema::FileRecord::Reader f, const std::string& name, const IndexHeader& header, FileEntry* e) {
+  e->path = FromData(f.getPath());
+  e->fs = f.getFs();
+  if (e->fs >= header.filesystems.size())
+    return Status::Corrupt(name + " is damaged (a record names an unknown filesystem)");
+  e->dev = f.getDev();
+  e->ino = f.getIno();
+  e->size = f.getSize();
+  e->mtime_ns = f.getMtimeNs();
+  e->ctime_ns = f.getCtimeNs();
+  e->nlink = f.getNlink();
+  e->inode_flags = f.getInodeFlags();
+  auto ex = f.getExtents();
+  e->extents.reserve(ex.size());
+  for (auto x : ex) e->extents.push_back({x.getLogical(), x.getPhysical(), x.getLength(), x.getFlags()});
+  e->hashed = f.getHashed();
+  e->reused = f.getReused();
+  e->hash = {f.getHashHi(), f.getHashLo()};
+  auto bh = f.getBlockHashes();
+  if (bh.size() % 16 != 0) return Status::Corrupt(name + " is damaged (block hash list of odd length)");
+  e->block_hashes.resize(bh.size() / 16);
+  for (size_t j = 0; j < e->block_hashes.size(); ++j) {
+    std::memcpy(&e->block_hashes[j].hi, bh.begin() + j * 16, 8);
+    std::memcpy(&e->block_hashes[j].lo, bh.begin() + j * 16 + 8, 8);
+  }
+  // No block hashes at all is allowed: a huge sparse file takes part in
+  // whole-file matching only (docs/format.md).
+  if (e->hashed && !e->block_hashes.empty() &&
+      e->block_hashes.size() != (e->size + header.block_size - 1) / header.block_size)
+    return Status::Corrupt(name + " is damaged (block hashes do not match the file size)");
+  e->error = f.getError();
+  e->errnum = f.getErrnum();
+  for (auto p : f.getOtherPaths()) e->other_paths.push_back(FromData(p));
+  return Status::Ok();
+}
+
+// Decodes batch frame `b` into *batch (emptied first), counting its records in *seen.
+Status DecodeBatch(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
+                   std::vector<FileEntry>* batch, IndexTotals* seen) {
+  batch->clear();
+  auto files = b.getFiles();
+  batch->reserve(files.size());
+  for (auto f : files) {
+    FileEntry e;
+    OANS_RETURN_IF_ERROR(DecodeRecord(f, name, header, &e));
+    seen->records++;
+    if (!e.error.empty()) seen->errors++;
+    seen->bytes += e.size;
+    batch->push_back(std::move(e));
+  }
+  return Status::Ok();
+}
+
+// Whether a section's trailer counts the records and batches that were read.
+Status CheckTrailer(schema::Trailer::Reader t, const std::string& name, const IndexTotals& seen) {
+  if (t.getRecords() != seen.records || t.getBatches() != seen.batches)
+    return Status::Corrupt(name + " is damaged: its trailer counts " + std::to_string(t.getRecords()) +
+                           " records but " + std::to_string(seen.records) + " were read");
+  return Status::Ok();
+}
+
 }  // namespace
 
 FileIdentity FileIdentity::Of(const FileEntry& e) {
@@ -188,122 +279,42 @@ Result<IndexReadResult> ReadIndex(
       capnp::FlatArrayMessageReader reader(words, FrameReader::Options(words.size()));
       auto frame = reader.getRoot<schema::IndexFrame>();
       switch (frame.which()) {
-        case schema::IndexFrame::HEADER: {
+        case schema::IndexFrame::HEADER:
           if (state == kInBody) {
             st = Status::Corrupt(name + " is damaged (a header in the middle of an index)");
             return;
           }
-          auto h = frame.getHeader();
-          if (h.getMagic() != kj::StringPtr(kIndexMagic)) {
-            std::string magic = h.getMagic();
-            st = Status::Corrupt(name + (magic == "oans-plan" ? " is a dedupe plan, not an index"
-                                                             : " is not an oans index (wrong magic)"));
-            return;
-          }
-          if (h.getFormatVersion() > kIndexFormatVersion) {
-            st = Status::Version(name + " has index format version " + std::to_string(h.getFormatVersion()) +
-                                 ", newer than this oans understands (" + std::to_string(kIndexFormatVersion) +
-                                 "); upgrade oans or re-scan");
-            return;
-          }
-          header = IndexHeader();
-          header.format_version = h.getFormatVersion();
-          header.tool_version = h.getToolVersion();
-          header.created_ns = h.getCreatedNs();
-          for (auto r : h.getRoots()) header.roots.push_back(FromData(r));
-          for (auto f : h.getFilesystems()) header.filesystems.push_back(ReadFs(f));
-          header.block_size = h.getBlockSize();
-          header.min_size = h.getMinSize();
-          for (auto e : h.getExcludes()) header.excludes.push_back(e);
-          header.hostname = h.getHostname();
-          for (auto c : h.getCommandLine()) header.command_line.push_back(c);
-          if (header.block_size == 0 || header.block_size % 512 != 0) {
-            st = Status::Corrupt(name + " is damaged (block size " + std::to_string(header.block_size) + ")");
-            return;
-          }
+          st = DecodeHeader(frame.getHeader(), name, &header);
+          if (!st.ok()) return;
           state = kInBody;
           seen = IndexTotals();
           result.sections++;
           st = on_header(header);
           return;
-        }
-        case schema::IndexFrame::BATCH: {
+        case schema::IndexFrame::BATCH:
           if (state != kInBody) {
             st = Status::Corrupt(name + (state == kWantHeader ? " is not an oans index (no header)"
                                                               : " is damaged (records after the trailer)"));
             return;
           }
-          batch.clear();
-          auto files = frame.getBatch().getFiles();
-          batch.reserve(files.size());
-          for (auto f : files) {
-            FileEntry e;
-            e.path = FromData(f.getPath());
-            e.fs = f.getFs();
-            if (e.fs >= header.filesystems.size()) {
-              st = Status::Corrupt(name + " is damaged (a record names an unknown filesystem)");
-              return;
-            }
-            e.dev = f.getDev();
-            e.ino = f.getIno();
-            e.size = f.getSize();
-            e.mtime_ns = f.getMtimeNs();
-            e.ctime_ns = f.getCtimeNs();
-            e.nlink = f.getNlink();
-            e.inode_flags = f.getInodeFlags();
-            auto ex = f.getExtents();
-            e.extents.reserve(ex.size());
-            for (auto x : ex) e.extents.push_back({x.getLogical(), x.getPhysical(), x.getLength(), x.getFlags()});
-            e.hashed = f.getHashed();
-            e.reused = f.getReused();
-            e.hash = {f.getHashHi(), f.getHashLo()};
-            auto bh = f.getBlockHashes();
-            if (bh.size() % 16 != 0) {
-              st = Status::Corrupt(name + " is damaged (block hash list of odd length)");
-              return;
-            }
-            e.block_hashes.resize(bh.size() / 16);
-            for (size_t j = 0; j < e.block_hashes.size(); ++j) {
-              std::memcpy(&e.block_hashes[j].hi, bh.begin() + j * 16, 8);
-              std::memcpy(&e.block_hashes[j].lo, bh.begin() + j * 16 + 8, 8);
-            }
-            // No block hashes at all is allowed: a huge sparse file takes part in
-            // whole-file matching only (docs/format.md).
-            if (e.hashed && !e.block_hashes.empty() &&
-                e.block_hashes.size() != (e.size + header.block_size - 1) / header.block_size) {
-              st = Status::Corrupt(name + " is damaged (block hashes do not match the file size)");
-              return;
-            }
-            e.error = f.getError();
-            e.errnum = f.getErrnum();
-            for (auto p : f.getOtherPaths()) e.other_paths.push_back(FromData(p));
-            seen.records++;
-            if (!e.error.empty()) seen.errors++;
-            seen.bytes += e.size;
-            batch.push_back(std::move(e));
-          }
+          st = DecodeBatch(frame.getBatch(), name, header, &batch, &seen);
+          if (!st.ok()) return;
           seen.batches++;
           st = on_batch(header, batch);
           return;
-        }
-        case schema::IndexFrame::TRAILER: {
+        case schema::IndexFrame::TRAILER:
           if (state != kInBody) {
             st = Status::Corrupt(name + " is damaged (unexpected trailer)");
             return;
           }
-          auto t = frame.getTrailer();
-          if (t.getRecords() != seen.records || t.getBatches() != seen.batches) {
-            st = Status::Corrupt(name + " is damaged: its trailer counts " + std::to_string(t.getRecords()) +
-                                 " records but " + std::to_string(seen.records) + " were read");
-            return;
-          }
+          st = CheckTrailer(frame.getTrailer(), name, seen);
+          if (!st.ok()) return;
           result.totals.records += seen.records;
           result.totals.batches += seen.batches;
           result.totals.errors += seen.errors;
           result.totals.bytes += seen.bytes;
           state = kAfterTrailer;
           return;
-        }
         default:
           st = Status::Corrupt(name + " is damaged or from a newer oans (unknown message kind)");
       }

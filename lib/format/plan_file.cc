@@ -13,6 +13,51 @@ namespace {
 using schema_io::Bytes;
 using schema_io::FromData;
 
+// Decodes round `r` of plan `name` into *round, checking that it is round number
+// `expected` and that every file, operation and destination it names is valid.
+Status DecodeRound(schema::Round::Reader r, const std::string& name, uint64_t expected, size_t filesystems,
+                   PlanRound* round) {
+  *round = PlanRound();
+  round->index = r.getIndex();
+  round->bytes = r.getBytes();
+  if (round->index != expected)
+    return Status::Corrupt(name + " is damaged (round " + std::to_string(round->index) + " where round " +
+                           std::to_string(expected) + " was expected)");
+  for (auto f : r.getFiles()) {
+    PlanFileRef ref;
+    ref.path = FromData(f.getPath());
+    ref.fs = f.getFs();
+    ref.dev = f.getDev();
+    ref.ino = f.getIno();
+    ref.size = f.getSize();
+    ref.mtime_ns = f.getMtimeNs();
+    if (ref.fs >= filesystems || ref.path.empty() || ref.path[0] != '/')
+      return Status::Corrupt(name + " is damaged (a file entry of round " + std::to_string(round->index) +
+                             " is invalid)");
+    round->files.push_back(std::move(ref));
+  }
+  const size_t nfiles = round->files.size();
+  for (auto o : r.getOps()) {
+    PlanOp op;
+    op.source = o.getSource();
+    op.offset = o.getOffset();
+    op.length = o.getLength();
+    op.physical = o.getPhysical();
+    auto ds = o.getDests();
+    if (op.source >= nfiles || op.length == 0 || ds.size() == 0 || ds.size() > kMaxDedupeDests)
+      return Status::Corrupt(name + " is damaged (an operation of round " + std::to_string(round->index) +
+                             " is invalid)");
+    for (auto d : ds) {
+      if (d.getFile() >= nfiles)
+        return Status::Corrupt(name + " is damaged (a destination of round " + std::to_string(round->index) +
+                               " is invalid)");
+      op.dests.push_back({d.getFile(), d.getOffset(), d.getPhysical()});
+    }
+    round->ops.push_back(std::move(op));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status PlanWriter::WriteHeader(const PlanHeader& h) {
@@ -169,53 +214,8 @@ Result<bool> PlanReader::Next(PlanRound* round) {
     auto frame = reader.getRoot<schema::PlanFrame>();
     switch (frame.which()) {
       case schema::PlanFrame::ROUND: {
-        auto r = frame.getRound();
-        *round = PlanRound();
-        round->index = r.getIndex();
-        round->bytes = r.getBytes();
-        if (round->index != rounds_) {
-          st = Status::Corrupt(name + " is damaged (round " + std::to_string(round->index) + " where round " +
-                               std::to_string(rounds_) + " was expected)");
-          return;
-        }
-        for (auto f : r.getFiles()) {
-          PlanFileRef ref;
-          ref.path = FromData(f.getPath());
-          ref.fs = f.getFs();
-          ref.dev = f.getDev();
-          ref.ino = f.getIno();
-          ref.size = f.getSize();
-          ref.mtime_ns = f.getMtimeNs();
-          if (ref.fs >= header_.filesystems.size() || ref.path.empty() || ref.path[0] != '/') {
-            st = Status::Corrupt(name + " is damaged (a file entry of round " + std::to_string(round->index) +
-                                 " is invalid)");
-            return;
-          }
-          round->files.push_back(std::move(ref));
-        }
-        const size_t nfiles = round->files.size();
-        for (auto o : r.getOps()) {
-          PlanOp op;
-          op.source = o.getSource();
-          op.offset = o.getOffset();
-          op.length = o.getLength();
-          op.physical = o.getPhysical();
-          auto ds = o.getDests();
-          if (op.source >= nfiles || op.length == 0 || ds.size() == 0 || ds.size() > kMaxDedupeDests) {
-            st = Status::Corrupt(name + " is damaged (an operation of round " + std::to_string(round->index) +
-                                 " is invalid)");
-            return;
-          }
-          for (auto d : ds) {
-            if (d.getFile() >= nfiles) {
-              st = Status::Corrupt(name + " is damaged (a destination of round " + std::to_string(round->index) +
-                                   " is invalid)");
-              return;
-            }
-            op.dests.push_back({d.getFile(), d.getOffset(), d.getPhysical()});
-          }
-          round->ops.push_back(std::move(op));
-        }
+        st = DecodeRound(frame.getRound(), name, rounds_, header_.filesystems.size(), round);
+        if (!st.ok()) return;
         ops_ += round->ops.size();
         rounds_++;
         more = true;
