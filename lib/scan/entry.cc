@@ -1,0 +1,61 @@
+#include "lib/scan/entry.h"
+
+#include <sys/stat.h>
+
+#include "lib/scan/hasher.h"
+
+namespace oans {
+
+FileEntry EntryOf(const WalkEntry& w, uint32_t fs) {
+  FileEntry e;
+  e.path = w.path;
+  e.fs = fs;
+  e.dev = w.st.dev;
+  e.ino = w.st.ino;
+  e.size = w.st.size;
+  e.mtime_ns = w.st.mtime_ns;
+  e.ctime_ns = w.st.ctime_ns;
+  e.nlink = w.st.nlink;
+  return e;
+}
+
+void FailEntry(FileEntry* e, const Status& s) {
+  e->error = s.message();
+  e->errnum = s.errnum();
+  e->hashed = false;
+  e->block_hashes.clear();
+}
+
+bool ReadOpen(Sys& sys, int fd, bool mapped, const std::string& fs_key, const PreviousIndex& prev,
+              const ScanOptions& o, std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read, FileEntry* e) {
+  auto st = sys.Fstat(fd);
+  if (!st.ok()) return FailEntry(e, st.status()), true;
+  if (st->dev != e->dev || st->ino != e->ino || !S_ISREG(st->mode))
+    return FailEntry(e, Status::Mismatch("replaced by another file since the walk")), true;
+  e->size = st->size;
+  e->mtime_ns = st->mtime_ns;
+  e->ctime_ns = st->ctime_ns;
+  e->nlink = st->nlink;
+  if (!mapped) {
+    e->inode_flags = sys.InodeFlags(fd);
+    std::vector<FiemapExtent> ext;
+    if (sys.Fiemap(fd, &ext).ok()) e->extents = std::move(ext);  // no map is not fatal: nothing is shared then
+  }
+  if (e->size == 0) return FailEntry(e, Status::Mismatch("became empty since the walk")), true;
+  if (prev.Reuse(fs_key, e)) return true;
+  auto h = HashFile(sys, fd, e->size, o.block_size, buffer,
+                    [](void* ctx, uint64_t n) { static_cast<std::atomic<uint64_t>*>(ctx)->fetch_add(n); },
+                    bytes_read, o.stop);
+  if (h.status().code() == Status::Code::kInterrupted) return false;  // left for the next scan
+  if (!h.ok()) return FailEntry(e, h.status()), true;
+  auto after = sys.Fstat(fd);
+  if (!after.ok()) return FailEntry(e, after.status()), true;
+  if (after->size != e->size || after->mtime_ns != e->mtime_ns || after->ctime_ns != e->ctime_ns)
+    return FailEntry(e, Status::Mismatch("changed while being read")), true;
+  e->hash = h->whole;
+  e->block_hashes = std::move(h->blocks);
+  e->hashed = true;
+  return true;
+}
+
+}  // namespace oans

@@ -1,0 +1,32 @@
+// One file's record as the scan fills it: its identity from the walk, then, from the
+// open file, its extent map and hashes (reused from the previous index when unchanged).
+// The functions own nothing; any thread may call them on its own FileEntry and buffer.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/base/sys.h"
+#include "lib/format/index_file.h"
+#include "lib/scan/previous.h"
+#include "lib/scan/scan.h"
+#include "lib/scan/walk.h"
+
+namespace oans {
+
+// The record of walked file `w` on filesystem `fs`: identity only, nothing read yet.
+FileEntry EntryOf(const WalkEntry& w, uint32_t fs);
+
+// Records problem `s` as e's error; whatever hashes e had are dropped.
+void FailEntry(FileEntry* e, const Status& s);
+
+// Fills e (identity from the walk) from the open file: extents unless `mapped`, then
+// hashes, reused from the previous index when unchanged. Problems become e's error.
+// False when the scan was stopped while reading: e is then not to be recorded.
+bool ReadOpen(Sys& sys, int fd, bool mapped, const std::string& fs_key, const PreviousIndex& prev,
+              const ScanOptions& o, std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read, FileEntry* e);
+
+}  // namespace oans

@@ -1,0 +1,122 @@
+#include "lib/scan/kept.h"
+
+#include <tbb/global_control.h>
+#include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <tuple>
+
+#include "lib/scan/entry.h"
+
+namespace oans {
+namespace {
+
+// One file between the pipeline's stages.
+struct Item {
+  size_t i;
+  FileEntry e;
+  bool finished = true;  // false: stopped while reading it, not recorded
+};
+
+// The parallel stage: opens kept file `c` without following symlinks and reads it.
+Item* ReadOne(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Filesystems& filesystems, Candidate& c,
+              size_t i, std::atomic<uint64_t>* bytes_read) {
+  thread_local std::vector<char> buffer;
+  auto* it = new Item{i, EntryOf(c.entry, c.fs)};
+  it->e.other_paths = std::move(c.other_paths);
+  auto fd = sys.OpenNoFollow(c.entry.path);
+  if (!fd.ok()) {
+    FailEntry(&it->e, fd.status());
+    return it;
+  }
+  it->finished = ReadOpen(sys, *fd, false, filesystems.Key(c.fs), prev, o, &buffer, bytes_read, &it->e);
+  sys.Close(*fd);
+  return it;
+}
+
+}  // namespace
+
+std::vector<Candidate> MergeKept(std::vector<WalkEntry>* walked, Filesystems& filesystems, ScanStats* stats) {
+  std::vector<WalkEntry>& files = *walked;
+  // An index is sorted rather than the entries themselves, so each entry moves once.
+  std::vector<uint32_t> by_inode(files.size());
+  for (uint32_t i = 0; i < by_inode.size(); ++i) by_inode[i] = i;
+  std::sort(by_inode.begin(), by_inode.end(), [&](uint32_t x, uint32_t y) {
+    const WalkEntry &a = files[x], &b = files[y];
+    return std::tie(a.st.dev, a.st.ino, a.path) < std::tie(b.st.dev, b.st.ino, b.path);
+  });
+  std::vector<Candidate> cands;
+  cands.reserve(files.size());
+  for (uint32_t i : by_inode) {
+    WalkEntry& f = files[i];
+    if (!cands.empty() && cands.back().entry.st.dev == f.st.dev && cands.back().entry.st.ino == f.st.ino) {
+      cands.back().other_paths.push_back(std::move(f.path));
+      stats->hardlinks++;
+      continue;
+    }
+    cands.emplace_back();
+    cands.back().entry = std::move(f);
+  }
+  std::vector<uint32_t>().swap(by_inode);
+  std::vector<WalkEntry>().swap(files);
+  for (auto& c : cands) c.fs = filesystems.Of(c.entry.st.dev, -1, c.entry.path, c.entry.root);
+  if (stats->order == ReadOrder::kPhysical)
+    std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+      return std::tie(a.entry.first_physical, a.entry.st.ino) < std::tie(b.entry.first_physical, b.entry.st.ino);
+    });
+  // Inode order (and hardlinks in walk order) needs nothing: the merge sorted by inode.
+  return cands;
+}
+
+Status ReadKept(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Filesystems& filesystems,
+                std::vector<Candidate>& kept, uint64_t found, std::atomic<uint64_t>* bytes_read,
+                IndexWriter* writer, Observer* observer, ScanStats* stats, KeptProgress* progress) {
+  // Readers wait on I/O, so there may be more of them than cores.
+  tbb::global_control allow(tbb::global_control::max_allowed_parallelism,
+                            size_t(std::max<int>(stats->threads, int(std::thread::hardware_concurrency()))));
+  tbb::task_arena arena(stats->threads);
+  for (auto& c : kept) progress->total += c.entry.st.size;
+  Status write_status;
+  size_t next = 0;
+  auto last_progress = std::chrono::steady_clock::now();
+  auto hand_out = [&](tbb::flow_control& fc) -> size_t {
+    if (next >= kept.size() || !write_status.ok() || (o.stop && o.stop->load())) {
+      fc.stop();
+      return 0;
+    }
+    return next++;
+  };
+  auto read = [&](size_t i) -> Item* { return ReadOne(sys, o, prev, filesystems, kept[i], i, bytes_read); };
+  auto record = [&](Item* it) {
+    std::unique_ptr<Item> own(it);
+    progress->done += kept[it->i].entry.st.size;
+    if (!it->finished) return;
+    if (it->e.reused) stats->reused++;
+    else if (it->e.hashed) stats->hashed++;
+    if (!it->e.error.empty()) {
+      stats->errors++;
+      observer->Notice(it->e.path + ": " + it->e.error);
+    }
+    stats->files++;
+    stats->bytes += it->e.size;
+    if (write_status.ok()) write_status = writer->Add(std::move(it->e));
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_progress > std::chrono::milliseconds(200)) {
+      last_progress = now;
+      observer->Progress({"hash", progress->done, progress->total, stats->files, found});
+    }
+  };
+  arena.execute([&] {
+    tbb::parallel_pipeline(size_t(stats->threads) * 2,
+                           tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order, hand_out) &
+                               tbb::make_filter<size_t, Item*>(tbb::filter_mode::parallel, read) &
+                               tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order, record));
+  });
+  return write_status;
+}
+
+}  // namespace oans

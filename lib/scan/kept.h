@@ -1,0 +1,51 @@
+// The files a scan keeps for reading after the walk: those not finished while the walk
+// had them open (in disk order on HDD, in inode order, and every hardlink, whose names
+// are merged into one record). MergeKept turns the walk's list into them, on RunScan's
+// thread; ReadKept then reads and hashes them through a bounded TBB pipeline: one
+// serial stage hands out files in order, `stats->threads` readers open and hash them in
+// parallel, and one serial stage counts and writes the records, in the kept order, to
+// the index. RunScan owns the list and the writer; the pipeline's threads touch only
+// the file they were handed, and the stats and writer only from the last stage.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/base/observer.h"
+#include "lib/base/status.h"
+#include "lib/base/sys.h"
+#include "lib/format/index_file.h"
+#include "lib/scan/filesystems.h"
+#include "lib/scan/previous.h"
+#include "lib/scan/scan.h"
+#include "lib/scan/walk.h"
+
+namespace oans {
+
+// A file kept for reading after the walk (disk order, or a hardlink to merge).
+struct Candidate {
+  WalkEntry entry;
+  std::vector<std::string> other_paths;
+  uint32_t fs = 0;
+};
+
+// Hardlinks: one record per inode, the smallest path first, the others alongside
+// (counted in stats->hardlinks). Empties `walked`; in physical order, sorts by the first
+// physical extent.
+std::vector<Candidate> MergeKept(std::vector<WalkEntry>* walked, Filesystems& filesystems, ScanStats* stats);
+
+// Bytes of the kept files read so far and in all, for the "hash" progress.
+struct KeptProgress {
+  uint64_t done = 0;
+  uint64_t total = 0;
+};
+
+// Reads `kept` in order and writes their records to `writer`, until done, a write
+// fails or options.stop is set. Returns the first write error.
+Status ReadKept(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Filesystems& filesystems,
+                std::vector<Candidate>& kept, uint64_t found, std::atomic<uint64_t>* bytes_read,
+                IndexWriter* writer, Observer* observer, ScanStats* stats, KeptProgress* progress);
+
+}  // namespace oans

@@ -1,0 +1,64 @@
+// Where records finished during the walk go: an unnamed temporary spool, since the
+// index header (which lists the filesystems met) must come first; RunScan copies it into
+// the index after the walk. The Sink owns the spool and updates the scan's stats. Add
+// and status take its lock, so every walker thread may call them at once; CopyInto is
+// called once, by RunScan's thread, after the walk has ended.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "lib/base/observer.h"
+#include "lib/base/spill.h"
+#include "lib/format/index_file.h"
+#include "lib/scan/scan.h"
+
+namespace oans {
+
+class Sink {
+ public:
+  Sink(std::unique_ptr<TempFile> spool, ScanStats* stats, Observer* observer)
+      : spool_(std::move(spool)), writer_(spool_->fd(), "the scan's temporary spool"), stats_(stats),
+        observer_(observer) {}
+  Status Add(FileEntry e, uint64_t bytes_read) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (e.reused) stats_->reused++;
+    else if (e.hashed) stats_->hashed++;
+    if (!e.error.empty()) {
+      stats_->errors++;
+      observer_->Notice(e.path + ": " + e.error);
+    }
+    stats_->files++;
+    stats_->bytes += e.size;
+    if (status_.ok()) status_ = writer_.Add(std::move(e));
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_ > std::chrono::milliseconds(200)) {
+      last_ = now;
+      observer_->Progress({"walk", bytes_read, 0, stats_->files, 0});
+    }
+    return status_;
+  }
+  Status status() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return status_;
+  }
+  // Flushes and copies the records into `out` after its header.
+  Status CopyInto(IndexWriter* out) {
+    OANS_RETURN_IF_ERROR(status_);
+    OANS_RETURN_IF_ERROR(writer_.Flush());
+    return out->AppendFrames(*spool_, writer_.totals());
+  }
+
+ private:
+  std::mutex mu_;
+  std::unique_ptr<TempFile> spool_;
+  IndexWriter writer_;
+  ScanStats* stats_;
+  Observer* observer_;
+  Status status_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+}  // namespace oans
