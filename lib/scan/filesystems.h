@@ -5,6 +5,7 @@
 // the PreviousIndex it is given, which must outlive it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <mutex>
