@@ -280,9 +280,8 @@ Status FrameReader::Damaged(const std::string& what) const {
 Result<bool> FrameReader::Next(kj::Array<capnp::word>* words) {
   using Frames = ZstdReader::Frames;
   uint32_t first[2];
-  auto r = z_.ReadExact(first, sizeof first, Frames::kOne);
-  if (!r.ok()) return r.status();
-  if (!*r) return false;
+  OANS_ASSIGN_OR_RETURN(auto r, z_.ReadExact(first, sizeof first, Frames::kOne));
+  if (!r) return false;
   offset_ = z_.frame_offset();
   const uint32_t segments = first[0] + 1;
   if (segments > 512) return Damaged("holds a bad message segment table");
@@ -292,8 +291,7 @@ Result<bool> FrameReader::Next(kj::Array<capnp::word>* words) {
   table[0] = first[0];
   table[1] = first[1];
   if (table.size() > 2) {
-    auto t = z_.ReadExact(table.data() + 2, (table.size() - 2) * 4, Frames::kSame);
-    if (!t.ok()) return t.status();
+    OANS_RETURN_IF_ERROR(z_.ReadExact(table.data() + 2, (table.size() - 2) * 4, Frames::kSame).status());
   }
   uint64_t body_words = 0;
   for (uint32_t i = 0; i < segments; ++i) body_words += table[1 + i];
@@ -308,8 +306,7 @@ Result<bool> FrameReader::Next(kj::Array<capnp::word>* words) {
     *words = kj::heapArray<capnp::word>(table_words + body_words);
     std::memcpy(static_cast<void*>(words->begin()), table.data(), table_words * sizeof(capnp::word));
     if (body_words) {
-      auto b = z_.ReadExact(words->begin() + table_words, body_words * sizeof(capnp::word), Frames::kSame);
-      if (!b.ok()) return b.status();
+      OANS_RETURN_IF_ERROR(z_.ReadExact(words->begin() + table_words, body_words * sizeof(capnp::word), Frames::kSame).status());
     }
   } else {
     std::vector<uint64_t> body;  // words, as plain integers
@@ -318,8 +315,7 @@ Result<bool> FrameReader::Next(kj::Array<capnp::word>* words) {
     while (have < body_words) {
       size_t n = std::min<size_t>(chunk, body_words - have);
       body.resize(have + n);
-      auto b = z_.ReadExact(body.data() + have, n * sizeof(uint64_t), Frames::kSame);
-      if (!b.ok()) return b.status();
+      OANS_RETURN_IF_ERROR(z_.ReadExact(body.data() + have, n * sizeof(uint64_t), Frames::kSame).status());
       have += n;
     }
     *words = kj::heapArray<capnp::word>(table_words + body_words);

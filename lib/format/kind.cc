@@ -36,10 +36,9 @@ bool KindOf(const kj::Array<capnp::word>& words, FileKind* kind) {
 }  // namespace
 
 Result<FileKind> DetectFileKind(const std::string& path) {
-  auto in = InputFile::Open(path);
-  if (!in.ok()) return in.status();
-  const std::string name = (*in)->name();
-  FrameReader frames((*in)->fd(), name);
+  OANS_ASSIGN_OR_RETURN(auto in, InputFile::Open(path));
+  const std::string name = (in)->name();
+  FrameReader frames((in)->fd(), name);
   kj::Array<capnp::word> words;
   auto next = frames.Next(&words);
   if (!next.ok()) {

@@ -86,13 +86,11 @@ Status DecodeDetail(std::string_view in, Detail* d) {
 }
 
 Result<uint32_t> Details::Add(Detail& d, const std::string& path) {
-  auto p = paths_.Add(path);
-  if (!p.ok()) return p.status();
-  d.path_at = *p;
+  OANS_ASSIGN_OR_RETURN(auto p, paths_.Add(path));
+  d.path_at = p;
   EncodeDetail(d, &encoded_);
-  auto at = store_.Add(encoded_);
-  if (!at.ok()) return at.status();
-  offsets_.push_back(*at);
+  OANS_ASSIGN_OR_RETURN(auto at, store_.Add(encoded_));
+  offsets_.push_back(at);
   return uint32_t(offsets_.size() - 1);
 }
 
@@ -110,9 +108,8 @@ Result<std::shared_ptr<const Detail>> Details::Get(uint32_t id) {
 Result<std::string> Details::Path(uint32_t id) {
   std::string path;
   if (paths_pre_.Find(id, &path)) return path;
-  auto d = Get(id);
-  if (!d.ok()) return d.status();
-  OANS_RETURN_IF_ERROR(paths_.Get((*d)->path_at, &path));
+  OANS_ASSIGN_OR_RETURN(auto d, Get(id));
+  OANS_RETURN_IF_ERROR(paths_.Get((d)->path_at, &path));
   return path;
 }
 

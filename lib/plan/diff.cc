@@ -24,9 +24,8 @@ struct Side {
         [&](const IndexHeader&, std::vector<FileEntry>& batch) -> Status {
           for (auto& e : batch) {
             if (!e.error.empty()) continue;
-            auto at = paths.Add(e.path);
-            if (!at.ok()) return at.status();
-            OANS_RETURN_IF_ERROR(keys.Add({fs_of[e.fs], 0, e.ino, seq++, *at, FileIdentity::Of(e)}));
+            OANS_ASSIGN_OR_RETURN(auto at, paths.Add(e.path));
+            OANS_RETURN_IF_ERROR(keys.Add({fs_of[e.fs], 0, e.ino, seq++, at, FileIdentity::Of(e)}));
           }
           return Status::Ok();
         });
@@ -61,36 +60,32 @@ Status DiffIndexes(const std::string& old_path, const std::string& new_path,
   Side old_side(dir, memory / 2), new_side(dir, memory / 2);
   OANS_RETURN_IF_ERROR(old_side.Load(old_path, &ids));
   OANS_RETURN_IF_ERROR(new_side.Load(new_path, &ids));
-  auto old_files = old_side.keys.Take();
-  if (!old_files.ok()) return old_files.status();
-  auto new_files = new_side.keys.Take();
-  if (!new_files.ok()) return new_files.status();
+  OANS_ASSIGN_OR_RETURN(auto old_files, old_side.keys.Take());
+  OANS_ASSIGN_OR_RETURN(auto new_files, new_side.keys.Take());
   auto inode = [](const FileKey& k) { return k.inode(); };
-  return MergeJoin(**old_files, **new_files, inode, inode, [&](const FileKey* o, const FileKey* n) -> Status {
-    auto path = n ? new_side.Path(*n) : old_side.Path(*o);
-    if (!path.ok()) return path.status();
+  return MergeJoin(*old_files, *new_files, inode, inode, [&](const FileKey* o, const FileKey* n) -> Status {
+    OANS_ASSIGN_OR_RETURN(auto path, n ? new_side.Path(*n) : old_side.Path(*o));
     if (!o) {
       stats->added++;
-      on_entry({DiffKind::kAdded, *path, "", n->identity.size, 0});
+      on_entry({DiffKind::kAdded, path, "", n->identity.size, 0});
       return Status::Ok();
     }
     if (!n) {
       stats->removed++;
-      on_entry({DiffKind::kRemoved, *path, "", 0, o->identity.size});
+      on_entry({DiffKind::kRemoved, path, "", 0, o->identity.size});
       return Status::Ok();
     }
     bool same = true;
-    auto before = old_side.Path(*o);
-    if (!before.ok()) return before.status();
-    if (*before != *path) {
+    OANS_ASSIGN_OR_RETURN(auto before, old_side.Path(*o));
+    if (before != path) {
       stats->renamed++;
       same = false;
-      on_entry({DiffKind::kRenamed, *path, *before, n->identity.size, o->identity.size});
+      on_entry({DiffKind::kRenamed, path, before, n->identity.size, o->identity.size});
     }
     if (!n->identity.UnchangedFrom(o->identity)) {
       stats->changed++;
       same = false;
-      on_entry({DiffKind::kChanged, *path, "", n->identity.size, o->identity.size});
+      on_entry({DiffKind::kChanged, path, "", n->identity.size, o->identity.size});
     }
     if (same) stats->unchanged++;
     return Status::Ok();

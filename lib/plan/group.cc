@@ -13,9 +13,8 @@ using GroupVisit = std::function<Status(const std::vector<uint32_t>& ids, bool o
 // not dropped. The last walk (`take`) gives the keys' memory back as it goes.
 Status WalkGroups(PlanState& st, const GroupVisit& visit, bool take) {
   const uint64_t total = st.whole.size();
-  auto keys = take ? st.whole.Take() : st.whole.Read();
-  if (!keys.ok()) return keys.status();
-  Stream<WholeKey>& s = **keys;
+  OANS_ASSIGN_OR_RETURN(auto keys, take ? st.whole.Take() : st.whole.Read());
+  Stream<WholeKey>& s = *keys;
   std::vector<uint32_t> group;
   WholeKey head{};
   bool one_layout = true;

@@ -100,15 +100,14 @@ Status Loader::File(FileEntry& e) {
   d.extents = std::move(e.extents);
   std::sort(d.extents.begin(), d.extents.end(),
             [](const FiemapExtent& a, const FiemapExtent& b) { return a.logical < b.logical; });
-  auto id = st_.details.Add(d, e.path);
-  if (!id.ok()) return id.status();
+  OANS_ASSIGN_OR_RETURN(auto id, st_.details.Add(d, e.path));
   // btrfs refuses to share between nodatacow and ordinary files: never pair them.
   const uint32_t pair = pairs_of_section_[e.fs] * 2 + ((e.inode_flags & kNoCowFlag) ? 1 : 0);
   st_.changed.push_back(true);
-  if (since_) OANS_RETURN_IF_ERROR(since_->AddNew(ids_of_section_[e.fs], e.ino, *id, FileIdentity::Of(e)));
-  OANS_RETURN_IF_ERROR(st_.whole.Add({pair, *id, d.size, e.hash, LayoutOf(d.extents)}));
-  if (st_.sections > 1) OANS_RETURN_IF_ERROR(st_.inodes.Add({d.ino, d.fs, *id}));
-  if (st_.o.blocks) OANS_RETURN_IF_ERROR(BlockKeys(e, d, pair, *id));
+  if (since_) OANS_RETURN_IF_ERROR(since_->AddNew(ids_of_section_[e.fs], e.ino, id, FileIdentity::Of(e)));
+  OANS_RETURN_IF_ERROR(st_.whole.Add({pair, id, d.size, e.hash, LayoutOf(d.extents)}));
+  if (st_.sections > 1) OANS_RETURN_IF_ERROR(st_.inodes.Add({d.ino, d.fs, id}));
+  if (st_.o.blocks) OANS_RETURN_IF_ERROR(BlockKeys(e, d, pair, id));
   if (st_.details.size() == UINT32_MAX) return Status::Invalid("more than 4 billion files in one plan");
   return Status::Ok();
 }

@@ -53,9 +53,8 @@ Status DecodeOp(const std::string& in, PlanOp* op) {
 // Splits a unit into operations that fit a round and an ioctl, each with physical
 // addresses, and queues them by the source's physical offset.
 Status AddOps(PlanState& st, const Unit& u) {
-  auto src = st.details.Get(u.src);
-  if (!src.ok()) return src.status();
-  std::shared_ptr<const Detail> s = *src;
+  OANS_ASSIGN_OR_RETURN(auto src, st.details.Get(u.src));
+  std::shared_ptr<const Detail> s = src;
   const uint64_t align = std::max<uint64_t>(4096, st.header.filesystems[s->fs].block_size);
   const size_t max_dests = size_t(std::clamp<uint64_t>(st.o.round_size / align - 1, 1, kMaxDedupeDests));
   for (size_t d0 = 0; d0 < u.dests.size(); d0 += max_dests) {
@@ -68,10 +67,9 @@ Status AddOps(PlanState& st, const Unit& u) {
       op.length = std::min(chunk, u.length - c);
       op.physical = PhysicalAt(s->extents, op.offset);
       for (size_t k = d0; k < d0 + nd; ++k) {
-        auto d = st.details.Get(u.dests[k].file);
-        if (!d.ok()) return d.status();
+        OANS_ASSIGN_OR_RETURN(auto d, st.details.Get(u.dests[k].file));
         uint64_t doff = u.dests[k].offset + c;
-        op.dests.push_back({u.dests[k].file, doff, PhysicalAt((*d)->extents, doff)});
+        op.dests.push_back({u.dests[k].file, doff, PhysicalAt((d)->extents, doff)});
       }
       st.stats->planned_bytes += op.length * nd;
       OpKey key{op.physical, op.offset, op.length, st.ops.size(), 0, 0, op.source, uint32_t(nd), 0};
@@ -82,9 +80,8 @@ Status AddOps(PlanState& st, const Unit& u) {
         key.dest_offset = op.dests[0].offset;
         key.dest_physical = op.dests[0].physical;
       } else {
-        auto stored = st.op_store.Add(EncodeOp(op));
-        if (!stored.ok()) return stored.status();
-        key.dest_offset = *stored;
+        OANS_ASSIGN_OR_RETURN(auto stored, st.op_store.Add(EncodeOp(op)));
+        key.dest_offset = stored;
       }
       OANS_RETURN_IF_ERROR(st.ops.Add(key));
     }

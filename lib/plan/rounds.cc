@@ -16,13 +16,11 @@ class RoundBuilder {
   Status Add(const OpKey& k) {
     PlanOp op;
     OANS_RETURN_IF_ERROR(OpOfKey(st_, k, &scratch_, &op));
-    auto s = Local(op.source);
-    if (!s.ok()) return s.status();
-    op.source = *s;
+    OANS_ASSIGN_OR_RETURN(auto s, Local(op.source));
+    op.source = s;
     for (auto& d : op.dests) {
-      auto l = Local(d.file);
-      if (!l.ok()) return l.status();
-      d.file = *l;
+      OANS_ASSIGN_OR_RETURN(auto l, Local(d.file));
+      d.file = l;
     }
     round_.bytes += k.bytes();
     round_.ops.push_back(std::move(op));
@@ -42,12 +40,10 @@ class RoundBuilder {
   Result<uint32_t> Local(uint32_t f) {
     auto it = local_.find(f);
     if (it != local_.end()) return it->second;
-    auto d = st_.details.Get(f);
-    if (!d.ok()) return d.status();
-    const Detail& p = **d;
-    auto path = st_.details.Path(f);
-    if (!path.ok()) return path.status();
-    round_.files.push_back({std::move(*path), p.fs, p.dev, p.ino, p.size, p.mtime_ns});
+    OANS_ASSIGN_OR_RETURN(auto d, st_.details.Get(f));
+    const Detail& p = *d;
+    OANS_ASSIGN_OR_RETURN(auto path, st_.details.Path(f));
+    round_.files.push_back({std::move(path), p.fs, p.dev, p.ino, p.size, p.mtime_ns});
     const uint32_t id = uint32_t(round_.files.size() - 1);
     local_.emplace(f, id);
     return id;
@@ -78,12 +74,11 @@ Result<uint64_t> CountRounds(PlanState& st) {
 }
 
 Status WriteRounds(PlanState& st, OutputFile* out) {
-  auto rounds = CountRounds(st);
-  if (!rounds.ok()) return rounds.status();
+  OANS_ASSIGN_OR_RETURN(auto rounds, CountRounds(st));
   OANS_RETURN_IF_ERROR(st.CheckStop());
   st.stats->ops = st.ops.size();
-  st.stats->rounds = *rounds;
-  st.header.rounds = *rounds;
+  st.stats->rounds = rounds;
+  st.header.rounds = rounds;
   st.header.groups = st.stats->whole_groups + st.stats->block_groups;
   st.header.duplicate_bytes = st.stats->duplicate_bytes;
   st.header.shared_bytes = st.stats->shared_bytes;
@@ -103,7 +98,7 @@ Status WriteRounds(PlanState& st, OutputFile* out) {
     return round.Add(k);
   }));
   OANS_RETURN_IF_ERROR(round.Emit());
-  if (round.written() != *rounds) return Status::Corrupt("planner: rounds written differ from rounds counted");
+  if (round.written() != rounds) return Status::Corrupt("planner: rounds written differ from rounds counted");
   return writer.Finish();
 }
 

@@ -32,13 +32,11 @@ Status SinceJoin::LoadOld(const std::string& path, FilesystemIds* ids, bool* tru
 }
 
 Status SinceJoin::MarkUnchanged(std::vector<bool>* changed) {
-  auto old_files = old_.Take();
-  if (!old_files.ok()) return old_files.status();
-  auto new_files = new_.Take();
-  if (!new_files.ok()) return new_files.status();
+  OANS_ASSIGN_OR_RETURN(auto old_files, old_.Take());
+  OANS_ASSIGN_OR_RETURN(auto new_files, new_.Take());
   auto inode = [](const FileKey& k) { return k.inode(); };
   uint64_t done = 0;
-  return MergeJoin(**old_files, **new_files, inode, inode, [&](const FileKey* before, const FileKey* now) -> Status {
+  return MergeJoin(*old_files, *new_files, inode, inode, [&](const FileKey* before, const FileKey* now) -> Status {
     if (++done % 65536 == 0) OANS_RETURN_IF_ERROR(CheckStop());
     if (before && now && now->identity.UnchangedFrom(before->identity)) (*changed)[now->seq] = false;
     return Status::Ok();

@@ -63,10 +63,9 @@ Status PlanWholeGroup(PlanState& st, const std::vector<uint32_t>& ids, std::vect
   std::vector<std::shared_ptr<const Detail>> files;
   std::unordered_map<uint32_t, size_t> slot;
   for (uint32_t m : ids) {
-    auto d = st.details.Get(m);
-    if (!d.ok()) return d.status();
+    OANS_ASSIGN_OR_RETURN(auto d, st.details.Get(m));
     slot[m] = files.size();
-    files.push_back(*d);
+    files.push_back(d);
   }
   auto at = [&](uint32_t id) -> const Detail& { return *files[slot[id]]; };
   const uint32_t src = ChooseSource(ids, at);
@@ -75,9 +74,8 @@ Status PlanWholeGroup(PlanState& st, const std::vector<uint32_t>& ids, std::vect
   GroupReport report;
   report.size = s.size;
   if (reports) {
-    auto p = st.details.Path(src);
-    if (!p.ok()) return p.status();
-    report.source = std::move(*p);
+    OANS_ASSIGN_OR_RETURN(auto p, st.details.Path(src));
+    report.source = std::move(p);
   }
   // Destinations with the same unshared ranges share one operation.
   std::map<std::pair<uint64_t, uint64_t>, Unit> by_range;
@@ -92,9 +90,8 @@ Status PlanWholeGroup(PlanState& st, const std::vector<uint32_t>& ids, std::vect
     st.is_dest[d] = true;
     const std::vector<Range> unshared = Unshared(st, s, at(d), align);
     if (reports) {
-      auto p = st.details.Path(d);
-      if (!p.ok()) return p.status();
-      report.dests.push_back(std::move(*p));
+      OANS_ASSIGN_OR_RETURN(auto p, st.details.Path(d));
+      report.dests.push_back(std::move(p));
       report.dest_shared.push_back(unshared.empty());
     }
     for (const auto& r : unshared) {

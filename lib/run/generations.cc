@@ -68,14 +68,13 @@ const Generation* NewestIndex(const std::vector<Generation>& gens) {
 }
 
 Status RemoveOldGenerations(int state_fd, uint32_t keep, std::vector<uint64_t>* removed) {
-  auto gens = ListGenerations(state_fd);
-  if (!gens.ok()) return gens.status();
+  OANS_ASSIGN_OR_RETURN(auto gens, ListGenerations(state_fd));
   std::vector<uint64_t> complete;
-  for (const auto& g : *gens)
+  for (const auto& g : gens)
     if (g.index && g.plan) complete.push_back(g.number);
   if (keep == 0 || complete.size() <= keep) return Status::Ok();
   uint64_t oldest_kept = complete[complete.size() - keep];
-  for (const auto& g : *gens) {
+  for (const auto& g : gens) {
     if (g.number >= oldest_kept) break;
     for (const auto& name : {JournalName(g.number), PlanName(g.number), IndexName(g.number)})
       if (::unlinkat(state_fd, name.c_str(), 0) != 0 && errno != ENOENT)

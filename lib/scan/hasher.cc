@@ -81,10 +81,9 @@ class FileHasher {
 // Fills buf with len bytes from offset off; a file that ends first has shrunk.
 Status ReadFully(Sys& sys, int fd, char* buf, size_t len, uint64_t off) {
   for (size_t got = 0; got < len;) {
-    auto r = sys.Pread(fd, buf + got, len - got, off + got);
-    if (!r.ok()) return r.status();
-    if (*r == 0) return Status::Mismatch("file shrank while being read");
-    got += *r;
+    OANS_ASSIGN_OR_RETURN(auto r, sys.Pread(fd, buf + got, len - got, off + got));
+    if (r == 0) return Status::Mismatch("file shrank while being read");
+    got += r;
   }
   return Status::Ok();
 }

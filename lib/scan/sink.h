@@ -22,7 +22,9 @@ class Sink {
   Sink(std::unique_ptr<TempFile> spool, ScanStats* stats, Observer* observer)
       : spool_(std::move(spool)), writer_(spool_->fd(), "the scan's temporary spool"), stats_(stats),
         observer_(observer) {}
-  Status Add(FileEntry e, uint64_t bytes_read) {
+  // Counts and spools one record. A failure to spool is kept: status() and CopyInto
+  // report it, and later records are only counted.
+  void Add(FileEntry e, uint64_t bytes_read) {
     std::lock_guard<std::mutex> lock(mu_);
     if (e.reused) stats_->reused++;
     else if (e.hashed) stats_->hashed++;
@@ -38,7 +40,6 @@ class Sink {
       last_ = now;
       observer_->Progress({"walk", bytes_read, 0, stats_->files, 0});
     }
-    return status_;
   }
   Status status() {
     std::lock_guard<std::mutex> lock(mu_);
