@@ -8,6 +8,7 @@
 #include "lib/apply/executor.h"
 #include "lib/apply/prefetch.h"
 #include "lib/apply/reflink.h"
+#include "lib/base/tsan.h"
 
 namespace oans {
 namespace {
@@ -164,14 +165,26 @@ Status Run::Go() {
   OANS_RETURN_IF_ERROR(source_.Start());
   // Two threads at least, so that prefetch overlaps the dedupe even on one core.
   tbb::task_arena arena(2);
+  PipelineOrder order;
+  OANS_TSAN_RELEASE(&order.start);
   arena.execute([&] {
     tbb::parallel_pipeline(
         2,
         tbb::make_filter<void, PreparedRound*>(tbb::filter_mode::serial_in_order,
-                                               [&](tbb::flow_control& fc) { return Prepare(fc); }) &
-            tbb::make_filter<PreparedRound*, void>(tbb::filter_mode::serial_in_order,
-                                                   [&](PreparedRound* p) { Finish(p); }));
+                                               [&](tbb::flow_control& fc) {
+                                                 SerialRun run(order, 0);
+                                                 PreparedRound* p = Prepare(fc);
+                                                 if (p) OANS_TSAN_RELEASE(p);
+                                                 return p;
+                                               }) &
+            tbb::make_filter<PreparedRound*, void>(tbb::filter_mode::serial_in_order, [&](PreparedRound* p) {
+              SerialRun run(order, 1);
+              if (p) OANS_TSAN_ACQUIRE(p);
+              Finish(p);
+            }));
   });
+  OANS_TSAN_ACQUIRE(&order.stage[0]);
+  OANS_TSAN_ACQUIRE(&order.stage[1]);
   OANS_RETURN_IF_ERROR(journal_error_);
   OANS_RETURN_IF_ERROR(plan_error_);
   if ((stopped_early_ && ShouldStop()) || discarded_) stats_->interrupted = true;

@@ -1,5 +1,7 @@
 #include "lib/scan/kept.h"
 
+#include "lib/base/tsan.h"
+
 #include <tbb/global_control.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
@@ -80,18 +82,30 @@ Status ReadKept(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Files
                             size_t(std::max<int>(stats->threads, int(std::thread::hardware_concurrency()))));
   tbb::task_arena arena(stats->threads);
   for (auto& c : kept) progress->total += c.entry.st.size;
-  Status write_status;
+  Status write_status;  // the recording stage's
+  std::atomic<bool> write_failed{false};
   size_t next = 0;
+  PipelineOrder order;
   auto last_progress = std::chrono::steady_clock::now();
   auto hand_out = [&](tbb::flow_control& fc) -> size_t {
-    if (next >= kept.size() || !write_status.ok() || (o.stop && o.stop->load())) {
+    SerialRun run(order, 0);
+    if (next >= kept.size() || write_failed.load() || (o.stop && o.stop->load())) {
       fc.stop();
       return 0;
     }
+    OANS_TSAN_RELEASE(&kept[next]);
     return next++;
   };
-  auto read = [&](size_t i) -> Item* { return ReadOne(sys, o, prev, filesystems, kept[i], i, bytes_read); };
+  auto read = [&](size_t i) -> Item* {
+    OANS_TSAN_ACQUIRE(&order.start);
+    OANS_TSAN_ACQUIRE(&kept[i]);
+    Item* it = ReadOne(sys, o, prev, filesystems, kept[i], i, bytes_read);
+    if (it) OANS_TSAN_RELEASE(it);
+    return it;
+  };
   auto record = [&](Item* it) {
+    SerialRun run(order, 2);
+    if (it) OANS_TSAN_ACQUIRE(it);
     std::unique_ptr<Item> own(it);
     progress->done += kept[it->i].entry.st.size;
     if (!it->finished) return;
@@ -104,18 +118,22 @@ Status ReadKept(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Files
     stats->files++;
     stats->bytes += it->e.size;
     if (write_status.ok()) write_status = writer->Add(std::move(it->e));
+    if (!write_status.ok()) write_failed.store(true);
     auto now = std::chrono::steady_clock::now();
     if (now - last_progress > std::chrono::milliseconds(200)) {
       last_progress = now;
       observer->Progress({"hash", progress->done, progress->total, stats->files, found});
     }
   };
+  OANS_TSAN_RELEASE(&order.start);
   arena.execute([&] {
     tbb::parallel_pipeline(size_t(stats->threads) * 2,
                            tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order, hand_out) &
                                tbb::make_filter<size_t, Item*>(tbb::filter_mode::parallel, read) &
                                tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order, record));
   });
+  OANS_TSAN_ACQUIRE(&order.stage[0]);
+  OANS_TSAN_ACQUIRE(&order.stage[2]);
   return write_status;
 }
 

@@ -1,5 +1,7 @@
 #include "lib/scan/walk.h"
 
+#include "lib/base/tsan.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -40,6 +42,10 @@ class Walker {
 
   void Dir(std::shared_ptr<DirHandle> parent, std::string name, std::string path, uint64_t mnt_id,
            uint64_t dev, uint32_t root) {
+    struct Ended {  // task_group::wait returns after this task: see Run
+      const char* p;
+      ~Ended() { OANS_TSAN_RELEASE(p); }
+    } ended{&tasks_done_};
     Local& L = local_.local();
     if (o_.stop && o_.stop->load(std::memory_order_relaxed)) return;
     auto fd = sys_.OpenAt(parent ? parent->fd() : AT_FDCWD, parent ? name : path, true);
@@ -98,7 +104,9 @@ class Walker {
         // child directory is open (TBB runs tasks through a const reference).
         auto box = std::make_shared<std::shared_ptr<DirHandle>>(handle);
         const uint64_t child_dev = st->dev;
+        OANS_TSAN_RELEASE(box.get());
         tasks_.run([this, box, child, child_path, mnt_id, child_dev, root] {
+          OANS_TSAN_ACQUIRE(box.get());
           Dir(std::move(*box), child, child_path, mnt_id, child_dev, root);
         });
       } else if (S_ISREG(mode)) {
@@ -166,10 +174,15 @@ class Walker {
           continue;
         }
         uint64_t mnt = st->mnt_id, dev = st->dev;
-        tasks_.run([this, root, mnt, dev, i] { Dir(nullptr, root, root, mnt, dev, i); });
+        OANS_TSAN_RELEASE(&roots[i]);
+        tasks_.run([this, root, mnt, dev, i, &roots] {
+          OANS_TSAN_ACQUIRE(&roots[i]);
+          Dir(nullptr, root, root, mnt, dev, i);
+        });
       }
       tasks_.wait();
     });
+    OANS_TSAN_ACQUIRE(&tasks_done_);
     size_t total = 0;
     for (auto& L : local_) total += L.files.size();
     out.files.reserve(total);
@@ -191,6 +204,7 @@ class Walker {
   Sys& sys_;
   const WalkOptions& o_;
   tbb::task_group tasks_;
+  char tasks_done_ = 0;  // every task releases it as it ends (ThreadSanitizer, lib/base/tsan.h)
   tbb::enumerable_thread_specific<Local> local_;
 };
 
