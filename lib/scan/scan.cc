@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "lib/scan/estimate.h"
 #include "lib/scan/hasher.h"
 #include "lib/base/spill.h"
 #include "lib/base/version.h"
@@ -107,6 +108,8 @@ class PreviousIndex {
     keys_.resize(kept);
     keys_.shrink_to_fit();
     stats->previous_files = keys_.size();
+    stats->previous_records = r->totals.records;
+    stats->previous_bytes = r->totals.bytes;
     stats->previous_truncated = r->truncated;
     if (r->truncated)
       observer->Notice("warning: " + path + " is incomplete (an interrupted scan, cut at byte " +
@@ -416,10 +419,11 @@ struct Candidate {
 // (which lists the filesystems met) must come first; it is copied out after the walk.
 class Sink {
  public:
-  Sink(std::unique_ptr<TempFile> spool, ScanStats* stats, Observer* observer)
+  Sink(std::unique_ptr<TempFile> spool, ScanStats* stats, Observer* observer, const WalkEstimate& estimate)
       : spool_(std::move(spool)), writer_(spool_->fd(), "the scan's temporary spool"), stats_(stats),
-        observer_(observer) {}
-  Status Add(FileEntry e, uint64_t bytes_read) {
+        observer_(observer), estimate_(estimate) {}
+  // walked_bytes: the size of the files the walk met so far, files: their number.
+  Status Add(FileEntry e, uint64_t walked_bytes, uint64_t files) {
     std::lock_guard<std::mutex> lock(mu_);
     if (e.reused) stats_->reused++;
     else if (e.hashed) stats_->hashed++;
@@ -433,7 +437,7 @@ class Sink {
     auto now = std::chrono::steady_clock::now();
     if (now - last_ > std::chrono::milliseconds(200)) {
       last_ = now;
-      observer_->Progress({"walk", bytes_read, 0, stats_->files, 0});
+      observer_->Progress(WalkProgress(estimate_, walked_bytes, files));
     }
     return status_;
   }
@@ -454,6 +458,7 @@ class Sink {
   IndexWriter writer_;
   ScanStats* stats_;
   Observer* observer_;
+  const WalkEstimate estimate_;
   Status status_;
   std::chrono::steady_clock::time_point last_{};
 };
@@ -527,8 +532,10 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
 
   auto spool = TempFile::Create(TempDirectory(o.temp_dir));
   if (!spool.ok()) return spool.status();
-  Sink sink(std::move(*spool), stats, observer);
-  std::atomic<uint64_t> found{0}, bytes_read{0};
+  const bool previous_whole = !o.previous.empty() && !stats->previous_truncated && !stats->previous_damaged;
+  Sink sink(std::move(*spool), stats, observer,
+            EstimateWalk(sys, header.roots, stats->previous_records, stats->previous_bytes, previous_whole));
+  std::atomic<uint64_t> found{0}, bytes_read{0}, walked_bytes{0};
   WalkOptions wo;
   wo.excludes = o.excludes;
   wo.min_size = o.min_size;
@@ -539,6 +546,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   // every file) are finished there; the rest wait for the disk-order read.
   wo.on_file = [&](int fd, WalkEntry* w) -> bool {
     if (o.stop && o.stop->load()) return true;  // stopping: leave the file for the next scan
+    walked_bytes.fetch_add(w->st.size, std::memory_order_relaxed);
     const uint32_t fs = filesystems.Of(w->st.dev, fd, w->path, w->root);  // before mapping: see Filesystems
     std::vector<FiemapExtent> extents;
     const bool mapped = sys.Fiemap(fd, &extents).ok();
@@ -554,12 +562,12 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     e.inode_flags = flags;
     const std::string key = filesystems.Key(fs);
     if (mapped && prev.Reuse(key, &e)) {
-      sink.Add(std::move(e), bytes_read.load());
+      sink.Add(std::move(e), walked_bytes.load(), found.load());
       return true;
     }
     if (!read_in_walk) return false;
     thread_local std::vector<char> buffer;
-    if (ReadOpen(sys, fd, mapped, key, prev, o, &buffer, &bytes_read, &e)) sink.Add(std::move(e), bytes_read.load());
+    if (ReadOpen(sys, fd, mapped, key, prev, o, &buffer, &bytes_read, &e)) sink.Add(std::move(e), walked_bytes.load(), found.load());
     return true;
   };
   // Unchanged files are finished from one stat by name, without opening them, when
@@ -581,7 +589,8 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
       FileEntry e = EntryOf(*w, fs);
       if (!prev.Reuse(filesystems.Key(fs), &e, true, filesystems.UnchangedExtents(fs, st->ino))) return false;
       unopened.fetch_add(1, std::memory_order_relaxed);
-      sink.Add(std::move(e), bytes_read.load());
+      walked_bytes.fetch_add(st->size, std::memory_order_relaxed);
+      sink.Add(std::move(e), walked_bytes.load(), found.load());
       return true;
     };
   tbb::global_control allow_walkers(tbb::global_control::max_allowed_parallelism,
@@ -597,7 +606,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   stats->skipped_mounts = w.skipped_mounts;
   stats->skipped_small = w.skipped_small;
   stats->excluded = w.excluded;
-  observer->Progress({"walk", bytes_read.load(), 0, found.load(), found.load()});
+  observer->Progress({"walk", walked_bytes.load(), walked_bytes.load(), found.load(), found.load()});  // exact now
 
   // Hardlinks: one record per inode, the smallest path first, the others alongside.
   // An index is sorted rather than the entries themselves, so each entry moves once.
@@ -715,7 +724,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     observer->Notice(p.path + ": " + p.status.message());
     OANS_RETURN_IF_ERROR(writer.Add(std::move(e)));
   }
-  observer->Progress({"hash", bytes_done, total_bytes, stats->files, found.load()});
+  if (!cands.empty()) observer->Progress({"hash", bytes_done, total_bytes, stats->files, found.load()});
   if (o.stop && o.stop->load()) {
     stats->interrupted = true;
     OANS_RETURN_IF_ERROR(writer.Flush());
