@@ -567,7 +567,8 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     }
     if (!read_in_walk) return false;
     thread_local std::vector<char> buffer;
-    if (ReadOpen(sys, fd, mapped, key, prev, o, &buffer, &bytes_read, &e)) sink.Add(std::move(e), walked_bytes.load(), found.load());
+    if (ReadOpen(sys, fd, mapped, key, prev, o, &buffer, &bytes_read, &e))
+      sink.Add(std::move(e), walked_bytes.load(), found.load());
     return true;
   };
   // Unchanged files are finished from one stat by name, without opening them, when
