@@ -12,6 +12,9 @@ struct ProgressSnapshot {
   const char* phase = "";     // "walk", "hash", "dedupe"
   uint64_t done_bytes = 0, total_bytes = 0;
   uint64_t done_items = 0, total_items = 0;
+  // The totals are a guess made before the work was counted (the walk's, from the
+  // previous index or the filesystems' used space): shown with "~", never as 100%.
+  bool estimate = false;
 };
 
 class Observer {

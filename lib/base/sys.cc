@@ -6,6 +6,7 @@
 #include <linux/openat2.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <sys/sysmacros.h>
@@ -197,6 +198,15 @@ class PosixSys final : public Sys {
   }
 
   Result<FsIdentity> Identify(int fd) override { return IdentifyFilesystem(fd); }
+  Result<FsUsage> Usage(int fd) override {
+    struct statfs sfs;
+    if (::fstatfs(fd, &sfs) != 0) return Status::Io("statfs", errno);
+    FsUsage u;
+    const uint64_t unit = sfs.f_frsize ? uint64_t(sfs.f_frsize) : uint64_t(sfs.f_bsize);
+    if (sfs.f_blocks > sfs.f_bfree) u.used_bytes = uint64_t(sfs.f_blocks - sfs.f_bfree) * unit;
+    if (sfs.f_files > sfs.f_ffree) u.used_inodes = uint64_t(sfs.f_files - sfs.f_ffree);
+    return u;
+  }
   Status ChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) override {
     return BtrfsChangedInodes(fd, since, first, last, inodes);
   }

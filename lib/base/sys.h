@@ -75,6 +75,13 @@ struct DirEntry {
   unsigned char type = 0;  // DT_REG, DT_DIR, ... (DT_UNKNOWN when the filesystem does not say)
 };
 
+// What statfs says a filesystem holds. used_inodes is 0 where the filesystem does not
+// count inodes (btrfs).
+struct FsUsage {
+  uint64_t used_bytes = 0;
+  uint64_t used_inodes = 0;
+};
+
 enum class StorageKind { kSsd, kHdd };
 
 struct StorageInfo {
@@ -118,6 +125,11 @@ class Sys {
   // FS_IOC_GETFLAGS; 0 when unsupported.
   virtual uint32_t InodeFlags(int fd) = 0;
   virtual Result<FsIdentity> Identify(int fd) = 0;
+  // fstatfs: the space and inodes in use on fd's filesystem. The default knows nothing.
+  virtual Result<FsUsage> Usage(int fd) {
+    (void)fd;
+    return Status::Invalid("filesystem usage is not known here");
+  }
   // lseek(SEEK_DATA) (hole = false) or lseek(SEEK_HOLE) (hole = true) from `offset`;
   // UINT64_MAX when there is no further data. The default knows of no holes.
   virtual uint64_t Seek(int fd, uint64_t offset, bool hole) {

@@ -71,6 +71,8 @@ Status PreviousIndex::Load(const std::string& path, uint32_t block_size, ScanSta
   keys_.resize(kept);
   keys_.shrink_to_fit();
   stats->previous_files = keys_.size();
+  stats->previous_records = r->totals.records;
+  stats->previous_bytes = r->totals.bytes;
   stats->previous_truncated = r->truncated;
   if (r->truncated)
     observer->Notice("warning: " + path + " is incomplete (an interrupted scan, cut at byte " +

@@ -13,6 +13,7 @@
 #include "lib/base/spill.h"
 #include "lib/base/version.h"
 #include "lib/scan/entry.h"
+#include "lib/scan/estimate.h"
 #include "lib/scan/filesystems.h"
 #include "lib/scan/kept.h"
 #include "lib/scan/previous.h"
@@ -97,13 +98,14 @@ struct WalkState {
   // In walk order, files are read while the walk has them open, by the walk's threads,
   // and leave at once: memory stays flat. Other orders keep the files to sort them.
   bool read_in_walk = false;
-  std::atomic<uint64_t> found{0}, bytes_read{0}, unopened{0};
+  std::atomic<uint64_t> found{0}, bytes_read{0}, unopened{0}, walked_bytes{0};
 };
 
 // Each file is mapped while the walk has it open. Unchanged files (and, in walk order,
 // every file) are finished there; the rest wait for the disk-order read.
 bool OnOpenFile(WalkState& s, int fd, WalkEntry* w) {
   if (s.o.stop && s.o.stop->load()) return true;  // stopping: leave the file for the next scan
+  s.walked_bytes.fetch_add(w->st.size, std::memory_order_relaxed);
   const uint32_t fs = s.filesystems.Of(w->st.dev, fd, w->path, w->root);  // before mapping: see Filesystems
   std::vector<FiemapExtent> extents;
   const bool mapped = s.sys.Fiemap(fd, &extents).ok();
@@ -119,13 +121,13 @@ bool OnOpenFile(WalkState& s, int fd, WalkEntry* w) {
   e.inode_flags = flags;
   const std::string key = s.filesystems.Key(fs);
   if (mapped && s.prev.Reuse(key, &e)) {
-    s.sink.Add(std::move(e), s.bytes_read.load());
+    s.sink.Add(std::move(e), s.walked_bytes.load(), s.found.load());
     return true;
   }
   if (!s.read_in_walk) return false;
   thread_local std::vector<char> buffer;
   if (ReadOpen(s.sys, fd, mapped, key, s.prev, s.o, &buffer, &s.bytes_read, &e))
-    s.sink.Add(std::move(e), s.bytes_read.load());
+    s.sink.Add(std::move(e), s.walked_bytes.load(), s.found.load());
   return true;
 }
 
@@ -146,7 +148,8 @@ bool OnUnopenedFile(WalkState& s, int dirfd, const std::string& name, uint64_t i
   FileEntry e = EntryOf(*w, fs);
   if (!s.prev.Reuse(s.filesystems.Key(fs), &e, true, s.filesystems.UnchangedExtents(fs, st->ino))) return false;
   s.unopened.fetch_add(1, std::memory_order_relaxed);
-  s.sink.Add(std::move(e), s.bytes_read.load());
+  s.walked_bytes.fetch_add(st->size, std::memory_order_relaxed);
+  s.sink.Add(std::move(e), s.walked_bytes.load(), s.found.load());
   return true;
 }
 
@@ -226,7 +229,9 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
 
   auto spool = TempFile::Create(TempDirectory(o.temp_dir));
   if (!spool.ok()) return spool.status();
-  Sink sink(std::move(*spool), stats, observer);
+  const bool previous_whole = !o.previous.empty() && !stats->previous_truncated && !stats->previous_damaged;
+  Sink sink(std::move(*spool), stats, observer,
+            EstimateWalk(sys, header.roots, stats->previous_records, stats->previous_bytes, previous_whole));
   WalkState state{sys, o, *prev, filesystems, sink};
   state.read_in_walk = stats->order == ReadOrder::kNone;
   WalkOptions wo = WalkOptionsFor(state, stats->threads);
@@ -239,7 +244,8 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   stats->unopened = state.unopened.load();
   CountWalk(w, stats);
   const uint64_t found = state.found.load();
-  observer->Progress({"walk", state.bytes_read.load(), 0, found, found});
+  const uint64_t walked = state.walked_bytes.load();
+  observer->Progress({"walk", walked, walked, found, found});  // exact now
 
   std::vector<Candidate> kept = MergeKept(&w.files, filesystems, stats);
   IndexWriter writer(out);
@@ -250,7 +256,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   stats->bytes_read = state.bytes_read.load();
   OANS_RETURN_IF_ERROR(written);
   OANS_RETURN_IF_ERROR(RecordProblems(w, o, &writer, observer, stats));
-  observer->Progress({"hash", progress.done, progress.total, stats->files, found});
+  if (!kept.empty()) observer->Progress({"hash", progress.done, progress.total, stats->files, found});
   if (o.stop && o.stop->load()) {
     stats->interrupted = true;
     OANS_RETURN_IF_ERROR(writer.Flush());

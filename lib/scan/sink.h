@@ -13,18 +13,20 @@
 #include "lib/base/observer.h"
 #include "lib/base/spill.h"
 #include "lib/format/index_file.h"
+#include "lib/scan/estimate.h"
 #include "lib/scan/scan.h"
 
 namespace oans {
 
 class Sink {
  public:
-  Sink(std::unique_ptr<TempFile> spool, ScanStats* stats, Observer* observer)
+  Sink(std::unique_ptr<TempFile> spool, ScanStats* stats, Observer* observer, const WalkEstimate& estimate)
       : spool_(std::move(spool)), writer_(spool_->fd(), "the scan's temporary spool"), stats_(stats),
-        observer_(observer) {}
+        observer_(observer), estimate_(estimate) {}
   // Counts and spools one record. A failure to spool is kept: status() and CopyInto
   // report it, and later records are only counted.
-  void Add(FileEntry e, uint64_t bytes_read) {
+  // walked_bytes: the size of the files the walk met so far; files: their number.
+  void Add(FileEntry e, uint64_t walked_bytes, uint64_t files) {
     std::lock_guard<std::mutex> lock(mu_);
     if (e.reused) stats_->reused++;
     else if (e.hashed) stats_->hashed++;
@@ -38,7 +40,7 @@ class Sink {
     auto now = std::chrono::steady_clock::now();
     if (now - last_ > std::chrono::milliseconds(200)) {
       last_ = now;
-      observer_->Progress({"walk", bytes_read, 0, stats_->files, 0});
+      observer_->Progress(WalkProgress(estimate_, walked_bytes, files));
     }
   }
   Status status() {
@@ -58,6 +60,7 @@ class Sink {
   IndexWriter writer_;
   ScanStats* stats_;
   Observer* observer_;
+  const WalkEstimate estimate_;
   Status status_;
   std::chrono::steady_clock::time_point last_{};
 };

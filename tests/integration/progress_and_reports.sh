@@ -17,6 +17,47 @@ script -qec "$BIN/oans-apply --no-journal $WORK/plan" /dev/null > "$WORK/apply.t
 grep -aq "oans-apply dedupe: .*%.*ETA" "$WORK/apply.tty" || fail "no apply progress on a terminal: $(cat -v "$WORK/apply.tty")"
 pass "scan, plan and apply show progress on a terminal"
 
+# The walk's progress has a percentage and an ETA against an estimate (the filesystem's
+# used space on a first scan), marked "~"; no line on a terminal shows "0 B / 0 B" or
+# "ETA ?", and every summary line fits 80 columns and says how long the tool took. Many
+# files, read from disk after the caches are dropped, keep the walk going long enough to
+# report more than once.
+python3 - "$MNT/many" <<'PY'
+import os, random, sys
+d = sys.argv[1]
+r = random.Random(5)
+for i in range(60):
+    os.makedirs(f"{d}/d{i}")
+    for j in range(100):
+        with open(f"{d}/d{i}/f{j}", "wb") as f:
+            f.write(r.randbytes(32768))
+PY
+sync
+before=$(checksums "$MNT")
+echo 3 > /proc/sys/vm/drop_caches
+script -qec "$BIN/oans-scan --storage ssd -o $WORK/idx-many $MNT" /dev/null > "$WORK/walk.tty"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed by a scan"
+python3 - "$WORK/walk.tty" "$WORK/scan.tty" "$WORK/plan.tty" "$WORK/apply.tty" <<'PY' || fail "progress lines: $(cat -v "$WORK/walk.tty")"
+import re, sys
+lines = []
+for path in sys.argv[1:]:
+    text = open(path, "rb").read().decode("utf-8", "replace").replace("\x1b[K", "")
+    lines += [l for l in re.split(r"[\r\n]", text) if l.strip()]
+walk = [l for l in lines if l.startswith("oans-scan walk: ")]
+assert any(re.search(r"\(~\d+\.\d%\).*ETA ~\d", l) for l in walk), ("no walk line with an estimated % and ETA", walk)
+bad = [l for l in lines if "0 B / 0 B" in l or "ETA ?" in l]
+assert not bad, bad
+progress = re.compile(r"^oans-\w+ \w+: ")
+summary = [l for l in lines if not progress.match(l) and not l.startswith("oans-scan: storage")]
+long_lines = [l for l in summary if len(l) > 80]
+assert not long_lines, long_lines
+for tool in ("oans-scan: found ", "oans-plan: found ", "oans-apply: done "):
+    assert any(l.startswith(tool) and re.search(r" in \d+(\.\d)?s$", l) for l in summary), (tool, summary)
+assert any(l.startswith("  skipped ") for l in summary), summary
+PY
+pass "the walk shows an estimated percentage and ETA; no 0 B / 0 B or ETA ?; summaries fit 80 columns"
+rm -rf "$MNT/many"
+
 # Without a terminal: no progress unless asked.
 "$BIN/oans-scan" -o "$WORK/idx2" "$MNT" 2> "$WORK/scan.err"
 grep -q "ETA" "$WORK/scan.err" && fail "progress printed to a non-terminal"

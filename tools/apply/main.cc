@@ -13,6 +13,7 @@
 #include "lib/base/version.h"
 #include "tools/common/cli.h"
 #include "tools/common/progress.h"
+#include "tools/common/summary.h"
 
 using namespace oans;
 
@@ -196,16 +197,22 @@ int main(int argc, char** argv) {
     if (o.hardlink)
       std::fprintf(stderr, "oans-apply: hardlinked %llu files (%s)\n", (unsigned long long)s.files_linked,
                    FormatSize(s.bytes_linked).c_str());
-    std::fprintf(stderr, "oans-apply: %s%llu of %llu rounds, %llu operations; deduped %s of %s planned\n",
-                 o.dry_run ? "dry run: " : "", (unsigned long long)(s.rounds_done + s.rounds_from_journal),
-                 (unsigned long long)s.rounds,
-                 (unsigned long long)s.ops, FormatSize(s.bytes_deduped).c_str(), FormatSize(s.bytes_planned).c_str());
+    std::fputs(cli::WrapSummary(std::string("oans-apply: ") + (o.dry_run ? "dry run: " : "") + "done " +
+                                    std::to_string(s.rounds_done + s.rounds_from_journal) + " of " +
+                                    std::to_string(s.rounds) + " rounds in " + renderer.Elapsed(),
+                                {std::to_string(s.ops) + " operations",
+                                 "deduped " + FormatSize(s.bytes_deduped) + " of " + FormatSize(s.bytes_planned) +
+                                     " planned"})
+                   .c_str(),
+               stderr);
     for (auto& [reason, bytes] : s.skipped)
       std::fprintf(stderr, "  skipped %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
     if (s.rounds_to_retry)
-      std::fprintf(stderr, "  %llu rounds met a passing problem (busy, no space, a writer, an I/O error) and are not "
-                   "journaled as done: run again with the same plan to retry them\n",
-                   (unsigned long long)s.rounds_to_retry);
+      std::fputs(cli::WrapSummary("", {std::to_string(s.rounds_to_retry) +
+                                           " rounds met a passing problem (busy, no space, a writer, an I/O error)",
+                                       "not journaled as done: run again with the same plan to retry them"})
+                     .c_str(),
+                 stderr);
     if (s.rounds_from_journal)
       std::fprintf(stderr, "  %llu rounds were already done by an earlier run\n", (unsigned long long)s.rounds_from_journal);
     if (s.interrupted)

@@ -7,6 +7,7 @@
 
 #include "lib/base/json.h"
 #include "lib/base/units.h"
+#include "tools/common/progress_line.h"
 
 namespace oans::cli {
 
@@ -27,7 +28,7 @@ bool ParseProgressMode(const std::string& s, ProgressMode* out) {
 }
 
 ProgressRenderer::ProgressRenderer(const std::string& tool, ProgressMode mode, bool quiet)
-    : tool_(tool), mode_(mode), quiet_(quiet), start_(std::chrono::steady_clock::now()) {
+    : tool_(tool), mode_(mode), quiet_(quiet), start_(std::chrono::steady_clock::now()), run_start_(start_) {
   if (mode_ == ProgressMode::kAuto) mode_ = ::isatty(STDERR_FILENO) ? ProgressMode::kTty : ProgressMode::kNone;
   if (quiet_ && mode_ == ProgressMode::kTty) mode_ = ProgressMode::kNone;
 }
@@ -56,7 +57,6 @@ void ProgressRenderer::Progress(const ProgressSnapshot& s) {
   }
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double rate = elapsed > 0.2 ? double(s.done_bytes) / elapsed : 0;
-  const double eta = rate > 0 && s.total_bytes >= s.done_bytes ? double(s.total_bytes - s.done_bytes) / rate : -1;
   if (mode_ == ProgressMode::kJson) {
     PrintJsonLine(stderr, Json{{"tool", JsonText(tool_)},
                                {"phase", JsonText(s.phase)},
@@ -64,26 +64,20 @@ void ProgressRenderer::Progress(const ProgressSnapshot& s) {
                                {"total_bytes", s.total_bytes},
                                {"done_items", s.done_items},
                                {"total_items", s.total_items},
+                               {"estimate", s.estimate},
                                {"rate_bytes_per_s", uint64_t(std::llround(rate))},
-                               {"eta_s", Tenths(eta)},
+                               {"eta_s", Tenths(ProgressEta(s, elapsed))},
                                {"elapsed_s", Tenths(elapsed)}});
     std::fflush(stderr);
     return;
   }
-  if (s.total_bytes == 0 && s.total_items == 0) {  // size of the work not known yet
-    std::fprintf(stderr, "\r\033[K%s %s: %s, %llu items, %s/s", tool_.c_str(), s.phase, FormatSize(s.done_bytes).c_str(),
-                 (unsigned long long)s.done_items, FormatSize(uint64_t(rate)).c_str());
-    std::fflush(stderr);
-    line_open_ = true;
-    return;
-  }
-  const double pct = s.total_bytes ? 100.0 * double(s.done_bytes) / double(s.total_bytes) : 100.0;
-  std::fprintf(stderr, "\r\033[K%s %s: %s / %s (%.1f%%), %llu/%llu, %s/s, ETA %s", tool_.c_str(), s.phase,
-               FormatSize(s.done_bytes).c_str(), FormatSize(s.total_bytes).c_str(), pct,
-               (unsigned long long)s.done_items, (unsigned long long)s.total_items, FormatSize(uint64_t(rate)).c_str(),
-               eta < 0 ? "?" : FormatDuration(eta).c_str());
+  std::fprintf(stderr, "\r\033[K%s", ProgressLine(tool_, s, elapsed).c_str());
   std::fflush(stderr);
   line_open_ = true;
+}
+
+std::string ProgressRenderer::Elapsed() const {
+  return FormatDuration(std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start_).count());
 }
 
 void ProgressRenderer::Notice(const std::string& message) {

@@ -1,5 +1,5 @@
-// Renders library progress and notices on stderr: a one-line display with bytes, rate
-// and ETA on a terminal, one JSON object per line for automation, or nothing.
+// Renders library progress and notices on stderr: a one-line display (progress_line.h) on
+// a terminal, one JSON object per line for automation, or nothing.
 #pragma once
 
 #include <chrono>
@@ -26,6 +26,8 @@ class ProgressRenderer : public Observer {
   // Ends the progress line before a summary is printed.
   void Finish();
   bool json() const { return mode_ == ProgressMode::kJson; }
+  // Time since the tool started, for its summary ("12.3s", "4m05s").
+  std::string Elapsed() const;
 
  private:
   void ClearLine();
@@ -35,7 +37,8 @@ class ProgressRenderer : public Observer {
   bool quiet_;
   bool line_open_ = false;
   int notices_ = 0;
-  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point start_;  // of the current phase
+  std::chrono::steady_clock::time_point run_start_;
   std::string phase_;
 };
 

@@ -17,6 +17,7 @@
 #include "lib/base/version.h"
 #include "tools/common/cli.h"
 #include "tools/common/progress.h"
+#include "tools/common/summary.h"
 
 using namespace oans;
 
@@ -243,21 +244,29 @@ int main(int argc, char** argv) {
                                {"skipped_inline", s.skipped_inline}});
   } else if (stats_flag) {
     std::fprintf(stderr,
-                 "oans-plan: %llu files on %llu filesystem(s)\n"
+                 "oans-plan: %llu files on %llu filesystem(s) in %s\n"
                  "  duplicate groups:   %llu (%llu whole-file, %llu block)\n"
                  "  duplicate bytes:    %s\n"
                  "  already shared:     %s\n"
                  "  plan will reclaim:  %s in %llu operations, %llu rounds\n"
                  "  not considered:     %llu files the scan could not read, %llu with inline data\n",
-                 (unsigned long long)s.files, (unsigned long long)s.filesystems,
+                 (unsigned long long)s.files, (unsigned long long)s.filesystems, renderer.Elapsed().c_str(),
                  (unsigned long long)(s.whole_groups + s.block_groups), (unsigned long long)s.whole_groups,
                  (unsigned long long)s.block_groups, FormatSize(s.duplicate_bytes).c_str(),
                  FormatSize(s.shared_bytes).c_str(), FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.ops,
                  (unsigned long long)s.rounds, (unsigned long long)s.skipped_errors,
                  (unsigned long long)s.skipped_inline);
   } else if (!quiet) {
-    std::fprintf(stderr, "oans-plan: %s to reclaim in %llu rounds (%s already shared)\n",
-                 FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.rounds, FormatSize(s.shared_bytes).c_str());
+    using ull = unsigned long long;
+    const std::string head = "oans-plan: found " + std::to_string(s.whole_groups + s.block_groups) +
+                             " duplicate groups in " + std::to_string(s.files) + " files in " + renderer.Elapsed();
+    std::vector<std::string> parts = {FormatSize(s.planned_bytes) + " to reclaim in " + std::to_string(s.rounds) +
+                                          " rounds",
+                                      FormatSize(s.shared_bytes) + " already shared"};
+    for (auto& p : cli::Skipped({cli::Counted(ull(s.skipped_errors), "unreadable in the scan"),
+                                 cli::Counted(ull(s.skipped_inline), "with inline data")}))
+      parts.push_back(std::move(p));
+    std::fputs(cli::WrapSummary(head, parts).c_str(), stderr);
   }
   return report_rc;
 }

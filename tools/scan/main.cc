@@ -9,6 +9,7 @@
 #include "lib/base/version.h"
 #include "tools/common/cli.h"
 #include "tools/common/progress.h"
+#include "tools/common/summary.h"
 
 using namespace oans;
 
@@ -125,14 +126,25 @@ int main(int argc, char** argv) {
                                {"threads", stats.threads},
                                {"order", ReadOrderName(stats.order)}});
   } else if (!quiet) {
-    std::fprintf(stderr,
-                 "oans-scan: %llu files (%s) in %llu directories; read %s, reused %llu from the previous index "
-                 "(%llu not opened); "
-                 "%llu errors, %llu extra hardlinks, %llu symlinks and %llu special files skipped\n",
-                 (unsigned long long)stats.files, FormatSize(stats.bytes).c_str(), (unsigned long long)stats.dirs,
-                 FormatSize(stats.bytes_read).c_str(), (unsigned long long)stats.reused,
-                 (unsigned long long)stats.unopened, (unsigned long long)stats.errors, (unsigned long long)stats.hardlinks,
-                 (unsigned long long)stats.skipped_symlinks, (unsigned long long)stats.skipped_special);
+    using ull = unsigned long long;
+    const std::string found = "oans-scan: found " + std::to_string(stats.files) + " files (" +
+                              FormatSize(stats.bytes) + ") in " + std::to_string(stats.dirs) + " directories in " +
+                              renderer.Elapsed();
+    std::fputs(cli::WrapSummary(found, {"read " + FormatSize(stats.bytes_read),
+                                        "hashed " + std::to_string(stats.hashed) + " files",
+                                        "reused " + std::to_string(stats.reused) + " from the previous index (" +
+                                            std::to_string(stats.unopened) + " not opened)"})
+                   .c_str(),
+               stderr);
+    std::fputs(cli::WrapSummary("", cli::Skipped({cli::Counted(ull(stats.errors), "unreadable"),
+                                                  cli::Counted(ull(stats.hardlinks), "extra hardlinks"),
+                                                  cli::Counted(ull(stats.skipped_symlinks), "symlinks"),
+                                                  cli::Counted(ull(stats.skipped_special), "special files"),
+                                                  cli::Counted(ull(stats.skipped_small), "below --min-size"),
+                                                  cli::Counted(ull(stats.excluded), "excluded"),
+                                                  cli::Counted(ull(stats.skipped_mounts), "mount points")}))
+                   .c_str(),
+               stderr);
   }
   return stats.errors ? cli::kPartial : cli::kOk;
 }
