@@ -244,8 +244,8 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   stats->unopened = state.unopened.load();
   CountWalk(w, stats);
   const uint64_t found = state.found.load();
-  const uint64_t walked = state.walked_bytes.load();
-  observer->Progress({"walk", walked, walked, found, found});  // exact now
+  const uint64_t walked_bytes = state.walked_bytes.load();
+  observer->Progress({"walk", walked_bytes, walked_bytes, found, found});  // exact now
 
   std::vector<Candidate> kept = MergeKept(&w.files, filesystems, stats);
   IndexWriter writer(out);
