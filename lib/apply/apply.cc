@@ -66,12 +66,13 @@ class Run {
   bool discarded_ = false;      // stage 2: a prepared round was not run
   Status plan_error_;           // stage 1
   Status journal_error_;        // stage 2
+  std::atomic<bool> journal_failed_{false};  // stage 2 writes, stage 1 reads
   uint64_t done_bytes_ = 0;     // stage 2
   Clock::time_point last_progress_ = Clock::now();  // stage 2
 };
 
 PreparedRound* Run::Prepare(tbb::flow_control& fc) {
-  if (ShouldStop() || !journal_error_.ok()) {
+  if (ShouldStop() || journal_failed_.load()) {
     stopped_early_ = true;
     fc.stop();
     return nullptr;
@@ -131,7 +132,10 @@ void Run::Finish(PreparedRound* raw) {
   if (r.retry) stats_->rounds_to_retry++;
   if (o_.journal && !o_.dry_run && !r.retry) {
     journal_error_ = o_.journal->MarkDone(p->round.index);
-    if (!journal_error_.ok()) return;
+    if (!journal_error_.ok()) {
+      journal_failed_ = true;
+      return;
+    }
   }
   stats_->rounds_done++;
   if (o_.deadline != Clock::time_point{} && Clock::now() >= o_.deadline) {
