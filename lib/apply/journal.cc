@@ -7,20 +7,14 @@
 #include <cerrno>
 #include <sstream>
 
+#include "lib/base/json.h"
 #include "lib/base/trust.h"
 
 namespace oans {
 namespace {
 
-std::string Hex(const std::string& s) {
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    out += d[c >> 4];
-    out += d[c & 15];
-  }
-  return out.empty() ? "-" : out;
-}
+// A journal field: the bytes in hex (lib/base/json.h), "-" for none.
+std::string Field(const std::string& s) { return s.empty() ? "-" : Hex(s); }
 
 bool Unhex(const std::string& h, std::string* out) {
   out->clear();
@@ -226,7 +220,7 @@ Status Journal::Append(const std::string& line) {
 }
 
 Status Journal::Begin(const LinkIntent& in) {
-  OANS_RETURN_IF_ERROR(Append("link-begin " + Hex(in.dir) + " " + Hex(in.tmp) + " " + std::to_string(in.src_ino) +
+  OANS_RETURN_IF_ERROR(Append("link-begin " + Field(in.dir) + " " + Field(in.tmp) + " " + std::to_string(in.src_ino) +
                               " " + std::to_string(in.dst_ino) + " " + std::to_string(in.dst_size) + " " +
                               std::to_string(in.dst_mtime_ns) + " " + std::to_string(in.dst_ctime_ns)));
   std::lock_guard<std::mutex> lk(mu_);
@@ -235,7 +229,7 @@ Status Journal::Begin(const LinkIntent& in) {
 }
 
 Status Journal::End(const LinkIntent& in) {
-  OANS_RETURN_IF_ERROR(Append("link-end " + Hex(in.dir) + " " + Hex(in.tmp)));
+  OANS_RETURN_IF_ERROR(Append("link-end " + Field(in.dir) + " " + Field(in.tmp)));
   std::lock_guard<std::mutex> lk(mu_);
   pending_.erase(IntentKey(in));
   return Status::Ok();
