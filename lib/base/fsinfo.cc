@@ -1,5 +1,7 @@
 #include "lib/base/fsinfo.h"
 
+#include "lib/base/btrfs_search.h"
+
 #include <fcntl.h>
 #include <linux/btrfs.h>
 #include <linux/btrfs_tree.h>
@@ -123,54 +125,16 @@ Result<FsIdentity> IdentifyFilesystem(int fd) {
 
 Status BtrfsChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) {
   inodes->clear();
-  // One call returns whole items; an item is smaller than a leaf, at most 64 KiB.
-  constexpr size_t kBuffer = 128 * 1024;
-  std::vector<uint64_t> mem((sizeof(btrfs_ioctl_search_args_v2) + kBuffer + 7) / 8);
-  auto* args = reinterpret_cast<btrfs_ioctl_search_args_v2*>(mem.data());
-  const char* buf = reinterpret_cast<const char*>(args->buf);
-  btrfs_ioctl_search_key& key = args->key;
-  std::memset(&key, 0, sizeof key);
-  key.tree_id = 0;  // the subvolume holding fd
-  key.min_objectid = first;
-  key.max_objectid = last;
-  key.min_type = 0;
-  key.max_type = 255;
-  key.min_offset = 0;
-  key.max_offset = UINT64_MAX;
-  key.min_transid = since;
-  key.max_transid = UINT64_MAX;
-  for (;;) {
-    key.nr_items = 4096;
-    args->buf_size = kBuffer;
-    if (::ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) != 0) return Status::Io("BTRFS_IOC_TREE_SEARCH_V2", errno);
-    if (key.nr_items == 0) break;
-    size_t off = 0;
-    btrfs_ioctl_search_header h;
-    for (uint32_t i = 0; i < key.nr_items; ++i) {
-      if (off + sizeof h > kBuffer) return Status::Corrupt("BTRFS_IOC_TREE_SEARCH_V2: result overruns its buffer");
-      std::memcpy(&h, buf + off, sizeof h);
-      off += sizeof h + h.len;
-      if (h.transid < since) continue;
-      if (h.type != BTRFS_INODE_ITEM_KEY && h.type != BTRFS_EXTENT_DATA_KEY) continue;
-      if (inodes->empty() || inodes->back() != h.objectid) inodes->push_back(h.objectid);
-    }
-    // Continue after the last key returned.
-    key.min_objectid = h.objectid;
-    key.min_type = h.type;
-    key.min_offset = h.offset;
-    if (key.min_offset < UINT64_MAX) {
-      key.min_offset++;
-    } else if (key.min_type < 255) {
-      key.min_type++;
-      key.min_offset = 0;
-    } else if (key.min_objectid < last) {
-      key.min_objectid++;
-      key.min_type = 0;
-      key.min_offset = 0;
-    } else {
-      break;
-    }
-  }
+  BtrfsSearch search;
+  search.min = {first, 0, 0};
+  search.max = {last, 255, ~uint64_t(0)};
+  search.min_transid = since;
+  OANS_RETURN_IF_ERROR(BtrfsTreeSearch(fd, search, [&](const BtrfsItem& item) {
+    if (item.transid >= since && (item.key.type == kBtrfsInodeItem || item.key.type == kBtrfsExtentData) &&
+        (inodes->empty() || inodes->back() != item.key.objectid))
+      inodes->push_back(item.key.objectid);
+    return true;
+  }));
   std::sort(inodes->begin(), inodes->end());
   inodes->erase(std::unique(inodes->begin(), inodes->end()), inodes->end());
   return Status::Ok();

@@ -211,6 +211,14 @@ class PosixSys final : public Sys {
     return BtrfsChangedInodes(fd, since, first, last, inodes);
   }
 
+  Status TreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& visit) override {
+    return BtrfsTreeSearch(fd, search, visit);
+  }
+  Result<BtrfsInfo> BtrfsInfoOf(int fd) override { return oans::BtrfsInfoOf(fd); }
+  Result<std::string> DirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino) override {
+    return BtrfsDirectoryPath(fd, tree_id, dir_ino);
+  }
+
   uint64_t Seek(int fd, uint64_t offset, bool hole) override {
     off_t r = ::lseek(fd, off_t(offset), hole ? SEEK_HOLE : SEEK_DATA);
     if (r < 0) return errno == ENXIO ? UINT64_MAX : (hole ? UINT64_MAX : offset);  // unsupported: all data

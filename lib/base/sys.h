@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/base/btrfs_search.h"
 #include "lib/base/status.h"
 
 namespace oans {
@@ -143,6 +144,20 @@ class Sys {
   virtual Status ChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) {
     (void)fd, (void)since, (void)first, (void)last, (void)inodes;
     return Status::Invalid("changed-inode search is not supported here");
+  }
+  // btrfs tree searches and facts (lib/base/btrfs_search.h); CAP_SYS_ADMIN. Elsewhere,
+  // or when refused, an error.
+  virtual Status TreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& visit) {
+    (void)fd, (void)search, (void)visit;
+    return Status::Invalid("btrfs tree search is not supported here");
+  }
+  virtual Result<BtrfsInfo> BtrfsInfoOf(int fd) {
+    (void)fd;
+    return Status::Invalid("BTRFS_IOC_FS_INFO is not supported here");
+  }
+  virtual Result<std::string> DirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino) {
+    (void)fd, (void)tree_id, (void)dir_ino;
+    return Status::Invalid("BTRFS_IOC_INO_LOOKUP is not supported here");
   }
   // Asks the kernel to start reading [offset, offset + length) into the page cache
   // (POSIX_FADV_WILLNEED), without waiting; a hint only. The default does nothing.

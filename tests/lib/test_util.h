@@ -92,6 +92,13 @@ class ForwardingSys : public Sys {
   Status ChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) override {
     return real().ChangedInodes(fd, since, first, last, inodes);
   }
+  Status TreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& visit) override {
+    return real().TreeSearch(fd, search, visit);
+  }
+  Result<BtrfsInfo> BtrfsInfoOf(int fd) override { return real().BtrfsInfoOf(fd); }
+  Result<std::string> DirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino) override {
+    return real().DirectoryPath(fd, tree_id, dir_ino);
+  }
   void WillNeed(int fd, uint64_t offset, uint64_t length) override { real().WillNeed(fd, offset, length); }
   Result<int> OpenDirNoFollow(const std::string& path) override { return real().OpenDirNoFollow(path); }
   Result<std::vector<std::pair<std::string, std::string>>> Xattrs(int fd) override { return real().Xattrs(fd); }

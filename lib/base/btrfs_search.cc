@@ -1,0 +1,210 @@
+#include "lib/base/btrfs_search.h"
+
+#include <endian.h>
+#include <linux/btrfs.h>
+#include <linux/btrfs_tree.h>
+#include <sys/ioctl.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace oans {
+namespace {
+
+template <typename T>
+T Le(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (sizeof(T) == 8) return T(le64toh(uint64_t(v)));
+  else if constexpr (sizeof(T) == 4) return T(le32toh(uint32_t(v)));
+  else if constexpr (sizeof(T) == 2) return T(le16toh(uint16_t(v)));
+  else return v;
+}
+
+int64_t TimeNs(const char* p) { return int64_t(Le<uint64_t>(p)) * 1000000000 + int64_t(Le<uint32_t>(p + 8)); }
+
+std::string Uuid(const uint8_t* u) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  return buf;
+}
+
+}  // namespace
+
+bool BtrfsKey::Next(BtrfsKey* next) const {
+  *next = *this;
+  if (offset < ~uint64_t(0)) {
+    next->offset++;
+  } else if (type < 255) {
+    next->type++;
+    next->offset = 0;
+  } else if (objectid < ~uint64_t(0)) {
+    next->objectid++;
+    next->type = 0;
+    next->offset = 0;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Status BtrfsTreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& visit) {
+  // One call returns whole items; an item is smaller than a leaf (at most 64 KiB).
+  constexpr size_t kBuffer = 256 * 1024;
+  std::vector<uint64_t> mem((sizeof(btrfs_ioctl_search_args_v2) + kBuffer + 7) / 8);
+  auto* args = reinterpret_cast<btrfs_ioctl_search_args_v2*>(mem.data());
+  const char* buf = reinterpret_cast<const char*>(args->buf);
+  BtrfsKey from = search.min;
+  while (!(search.max < from)) {
+    btrfs_ioctl_search_key& key = args->key;
+    std::memset(&key, 0, sizeof key);
+    key.tree_id = search.tree_id;
+    key.min_objectid = from.objectid;
+    key.min_type = from.type;
+    key.min_offset = from.offset;
+    key.max_objectid = search.max.objectid;
+    key.max_type = search.max.type;
+    key.max_offset = search.max.offset;
+    key.min_transid = search.min_transid;
+    key.max_transid = search.max_transid;
+    key.nr_items = 4096;
+    args->buf_size = kBuffer;
+    if (::ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) != 0) return Status::Io("BTRFS_IOC_TREE_SEARCH_V2", errno);
+    if (key.nr_items == 0) break;
+    size_t off = 0;
+    BtrfsKey last;
+    for (uint32_t i = 0; i < key.nr_items; ++i) {
+      btrfs_ioctl_search_header h;
+      if (off + sizeof h > kBuffer) return Status::Corrupt("BTRFS_IOC_TREE_SEARCH_V2: result overruns its buffer");
+      std::memcpy(&h, buf + off, sizeof h);
+      off += sizeof h;
+      if (off + h.len > kBuffer) return Status::Corrupt("BTRFS_IOC_TREE_SEARCH_V2: item overruns its buffer");
+      BtrfsItem item;
+      item.key = {h.objectid, uint8_t(h.type), h.offset};
+      item.transid = h.transid;
+      item.data = std::string_view(buf + off, h.len);
+      off += h.len;
+      last = item.key;
+      if (!visit(item)) return Status::Ok();
+    }
+    if (!last.Next(&from)) break;
+  }
+  return Status::Ok();
+}
+
+Result<BtrfsInfo> BtrfsInfoOf(int fd) {
+  btrfs_ioctl_fs_info_args a;
+  std::memset(&a, 0, sizeof a);
+  a.flags = BTRFS_FS_INFO_FLAG_CSUM_INFO | BTRFS_FS_INFO_FLAG_GENERATION;
+  if (::ioctl(fd, BTRFS_IOC_FS_INFO, &a) != 0) return Status::Io("BTRFS_IOC_FS_INFO", errno);
+  if (!(a.flags & BTRFS_FS_INFO_FLAG_CSUM_INFO))
+    return Status::Invalid("BTRFS_IOC_FS_INFO: the kernel does not report the checksum type");
+  BtrfsInfo info;
+  info.csum_type = a.csum_type;
+  info.csum_size = a.csum_size;
+  info.sector_size = a.sectorsize;
+  info.generation = (a.flags & BTRFS_FS_INFO_FLAG_GENERATION) ? a.generation : 0;
+  info.uuid = Uuid(a.fsid);
+  return info;
+}
+
+Result<std::string> BtrfsDirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino) {
+  btrfs_ioctl_ino_lookup_args a;
+  std::memset(&a, 0, sizeof a);
+  a.treeid = tree_id;
+  a.objectid = dir_ino;
+  if (::ioctl(fd, BTRFS_IOC_INO_LOOKUP, &a) != 0) return Status::Io("BTRFS_IOC_INO_LOOKUP", errno);
+  a.name[sizeof a.name - 1] = 0;
+  std::string path(a.name);
+  if (!path.empty() && path.back() == '/') path.pop_back();
+  return path;
+}
+
+bool DecodeInodeItem(std::string_view d, BtrfsInodeItem* out) {
+  if (d.size() < sizeof(btrfs_inode_item)) return false;
+  const char* p = d.data();
+  out->generation = Le<uint64_t>(p + offsetof(btrfs_inode_item, generation));
+  out->transid = Le<uint64_t>(p + offsetof(btrfs_inode_item, transid));
+  out->size = Le<uint64_t>(p + offsetof(btrfs_inode_item, size));
+  out->nbytes = Le<uint64_t>(p + offsetof(btrfs_inode_item, nbytes));
+  out->nlink = Le<uint32_t>(p + offsetof(btrfs_inode_item, nlink));
+  out->uid = Le<uint32_t>(p + offsetof(btrfs_inode_item, uid));
+  out->gid = Le<uint32_t>(p + offsetof(btrfs_inode_item, gid));
+  out->mode = Le<uint32_t>(p + offsetof(btrfs_inode_item, mode));
+  out->flags = Le<uint64_t>(p + offsetof(btrfs_inode_item, flags));
+  out->mtime_ns = TimeNs(p + offsetof(btrfs_inode_item, mtime));
+  out->ctime_ns = TimeNs(p + offsetof(btrfs_inode_item, ctime));
+  return true;
+}
+
+bool DecodeInodeRefs(std::string_view d, const std::function<void(std::string_view)>& visit) {
+  size_t off = 0;
+  while (off < d.size()) {
+    if (off + sizeof(btrfs_inode_ref) > d.size()) return false;
+    const uint16_t len = Le<uint16_t>(d.data() + off + offsetof(btrfs_inode_ref, name_len));
+    off += sizeof(btrfs_inode_ref);
+    if (off + len > d.size()) return false;
+    visit(d.substr(off, len));
+    off += len;
+  }
+  return true;
+}
+
+bool DecodeInodeExtrefs(std::string_view d, const std::function<void(uint64_t, std::string_view)>& visit) {
+  size_t off = 0;
+  while (off < d.size()) {
+    if (off + sizeof(btrfs_inode_extref) > d.size()) return false;
+    const char* p = d.data() + off;
+    const uint64_t parent = Le<uint64_t>(p + offsetof(btrfs_inode_extref, parent_objectid));
+    const uint16_t len = Le<uint16_t>(p + offsetof(btrfs_inode_extref, name_len));
+    off += sizeof(btrfs_inode_extref);
+    if (off + len > d.size()) return false;
+    visit(parent, d.substr(off, len));
+    off += len;
+  }
+  return true;
+}
+
+bool DecodeDirItems(std::string_view d, const std::function<void(const BtrfsDirEntry&)>& visit) {
+  size_t off = 0;
+  while (off < d.size()) {
+    if (off + sizeof(btrfs_dir_item) > d.size()) return false;
+    const char* p = d.data() + off;
+    BtrfsDirEntry e;
+    const char* loc = p + offsetof(btrfs_dir_item, location);
+    e.location.objectid = Le<uint64_t>(loc + offsetof(btrfs_disk_key, objectid));
+    e.location.type = uint8_t(loc[offsetof(btrfs_disk_key, type)]);
+    e.location.offset = Le<uint64_t>(loc + offsetof(btrfs_disk_key, offset));
+    e.type = uint8_t(p[offsetof(btrfs_dir_item, type)]);
+    const uint16_t name_len = Le<uint16_t>(p + offsetof(btrfs_dir_item, name_len));
+    const uint16_t data_len = Le<uint16_t>(p + offsetof(btrfs_dir_item, data_len));
+    off += sizeof(btrfs_dir_item);
+    if (off + name_len + data_len > d.size()) return false;
+    e.name = d.substr(off, name_len);
+    off += size_t(name_len) + data_len;
+    visit(e);
+  }
+  return true;
+}
+
+bool DecodeFileExtent(std::string_view d, BtrfsFileExtent* out) {
+  const size_t fixed = offsetof(btrfs_file_extent_item, disk_bytenr);
+  if (d.size() < fixed) return false;
+  const char* p = d.data();
+  out->generation = Le<uint64_t>(p + offsetof(btrfs_file_extent_item, generation));
+  out->ram_bytes = Le<uint64_t>(p + offsetof(btrfs_file_extent_item, ram_bytes));
+  out->compression = uint8_t(p[offsetof(btrfs_file_extent_item, compression)]);
+  out->type = uint8_t(p[offsetof(btrfs_file_extent_item, type)]);
+  if (out->type == BTRFS_FILE_EXTENT_INLINE) return true;
+  if (d.size() < sizeof(btrfs_file_extent_item)) return false;
+  out->disk_bytenr = Le<uint64_t>(p + offsetof(btrfs_file_extent_item, disk_bytenr));
+  out->disk_num_bytes = Le<uint64_t>(p + offsetof(btrfs_file_extent_item, disk_num_bytes));
+  out->offset = Le<uint64_t>(p + offsetof(btrfs_file_extent_item, offset));
+  out->num_bytes = Le<uint64_t>(p + offsetof(btrfs_file_extent_item, num_bytes));
+  return true;
+}
+
+}  // namespace oans

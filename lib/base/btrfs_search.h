@@ -1,0 +1,112 @@
+// btrfs tree searches: the items of a btrfs tree in key order (BTRFS_IOC_TREE_SEARCH_V2),
+// the filesystem's checksum facts (BTRFS_IOC_FS_INFO) and the path of a directory inode
+// (BTRFS_IOC_INO_LOOKUP), with the few item layouts oans reads decoded from their
+// little-endian on-disk form. Every call needs CAP_SYS_ADMIN and works on a descriptor of
+// any file or directory of the filesystem; all are safe to call from several threads.
+// Callers go through Sys (TreeSearch, BtrfsInfo, DirectoryPath), so tests can inject.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+#include "lib/base/status.h"
+
+namespace oans {
+
+// A btrfs key: compared as one compound value (objectid, type, offset).
+struct BtrfsKey {
+  uint64_t objectid = 0;
+  uint8_t type = 0;
+  uint64_t offset = 0;
+  bool operator<(const BtrfsKey& o) const {
+    return std::tie(objectid, type, offset) < std::tie(o.objectid, o.type, o.offset);
+  }
+  bool operator==(const BtrfsKey& o) const = default;
+  // The next key, or false past the last one.
+  bool Next(BtrfsKey* next) const;
+};
+
+inline constexpr BtrfsKey kBtrfsKeyMax{~uint64_t(0), 255, ~uint64_t(0)};
+
+// Item types and trees used (linux/btrfs_tree.h).
+inline constexpr uint8_t kBtrfsInodeItem = 1, kBtrfsInodeRef = 12, kBtrfsInodeExtref = 13, kBtrfsXattrItem = 24,
+                         kBtrfsDirItem = 84, kBtrfsDirIndex = 96, kBtrfsExtentData = 108, kBtrfsExtentCsum = 128,
+                         kBtrfsRootItem = 132, kBtrfsRootBackref = 144, kBtrfsRootRef = 156;
+inline constexpr uint64_t kBtrfsRootTree = 1, kBtrfsCsumTree = 7, kBtrfsFsTree = 5;
+inline constexpr uint64_t kBtrfsExtentCsumObjectid = ~uint64_t(0) - 9;  // -10
+
+// One search: the items of tree `tree_id` (0: the subvolume of the descriptor) with keys
+// in [min, max], from tree blocks written in a transaction in [min_transid, max_transid].
+struct BtrfsSearch {
+  uint64_t tree_id = 0;
+  BtrfsKey min, max = kBtrfsKeyMax;
+  uint64_t min_transid = 0, max_transid = ~uint64_t(0);
+};
+
+// One item found. `transid` is the generation of the tree block holding it; `data`
+// points into the search buffer and is valid only during the callback.
+struct BtrfsItem {
+  BtrfsKey key;
+  uint64_t transid = 0;
+  std::string_view data;
+};
+
+// Returns false to stop the search early (not an error).
+using BtrfsVisitor = std::function<bool(const BtrfsItem&)>;
+
+// Calls `visit` for every item of the search, in key order.
+Status BtrfsTreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& visit);
+
+// The filesystem's checksum type (0 crc32c, 1 xxhash64, 2 sha256, 3 blake2) and size, its
+// sector size and current generation.
+struct BtrfsInfo {
+  uint16_t csum_type = 0;
+  uint16_t csum_size = 4;
+  uint32_t sector_size = 4096;
+  uint64_t generation = 0;
+  std::string uuid;
+};
+Result<BtrfsInfo> BtrfsInfoOf(int fd);
+
+// The path of directory `dir_ino` relative to the root of subvolume `tree_id`, "" for the
+// root itself, without a leading or trailing slash.
+Result<std::string> BtrfsDirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino);
+
+// --- Item layouts (the fields oans reads), decoded; false when the item is too short. ---
+
+struct BtrfsInodeItem {
+  uint64_t generation = 0, transid = 0, size = 0, nbytes = 0, flags = 0;
+  uint32_t nlink = 0, uid = 0, gid = 0, mode = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+};
+bool DecodeInodeItem(std::string_view data, BtrfsInodeItem* out);
+
+// An INODE_REF item holds one or more (index, name) of links in directory key.offset.
+// Calls visit(name) for each.
+bool DecodeInodeRefs(std::string_view data, const std::function<void(std::string_view name)>& visit);
+
+// An INODE_EXTREF item holds (parent, index, name) entries.
+bool DecodeInodeExtrefs(std::string_view data, const std::function<void(uint64_t parent, std::string_view name)>& visit);
+
+// A DIR_ITEM/DIR_INDEX item: the location key (an inode, or a ROOT_ITEM for a subvolume)
+// and the name, per entry.
+struct BtrfsDirEntry {
+  BtrfsKey location;
+  uint8_t type = 0;  // BTRFS_FT_*
+  std::string_view name;
+};
+bool DecodeDirItems(std::string_view data, const std::function<void(const BtrfsDirEntry&)>& visit);
+
+// An EXTENT_DATA item's fixed part.
+struct BtrfsFileExtent {
+  uint64_t generation = 0;
+  uint8_t compression = 0, type = 0;  // type: 0 inline, 1 regular, 2 prealloc
+  uint64_t disk_bytenr = 0, disk_num_bytes = 0, offset = 0, num_bytes = 0;  // regular/prealloc only
+  uint64_t ram_bytes = 0;
+};
+bool DecodeFileExtent(std::string_view data, BtrfsFileExtent* out);
+
+}  // namespace oans
