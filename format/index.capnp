@@ -19,6 +19,9 @@ struct IndexHeader {
   excludes @8 :List(Text);       # --exclude globs
   hostname @9 :Text;             # machine that wrote it
   commandLine @10 :List(Text);   # argv of the scan, for the record
+  directories @11 :Bool;         # every directory read is recorded (IndexBatch.dirs), all of
+                                 # them in batches before the first file record; a later
+                                 # scan that follows btrfs changes needs them
 }
 
 struct FileRecord {
@@ -42,8 +45,15 @@ struct FileRecord {
   reused @17 :Bool;              # hashes taken from the previous index (--previous)
 }
 
+struct DirRecord {
+  path @0 :Data;                 # absolute path (raw bytes)
+  fs @1 :UInt32;                 # index into IndexHeader.filesystems
+  ino @2 :UInt64;                # st_ino
+}
+
 struct IndexBatch {
   files @0 :List(FileRecord);    # at most a few thousand records per batch
+  dirs @1 :List(DirRecord);      # directories read (IndexHeader.directories)
 }
 
 struct IndexFrame {

@@ -47,6 +47,7 @@ Status DecodeHeader(schema::IndexHeader::Reader h, const std::string& name, Inde
   for (auto e : h.getExcludes()) header->excludes.push_back(e);
   header->hostname = h.getHostname();
   for (auto c : h.getCommandLine()) header->command_line.push_back(c);
+  header->directories = h.getDirectories();
   if (header->block_size == 0 || header->block_size % 512 != 0)
     return Status::Corrupt(name + " is damaged (block size " + std::to_string(header->block_size) + ")");
   return Status::Ok();
@@ -107,6 +108,19 @@ Status DecodeBatch(schema::IndexBatch::Reader b, const std::string& name, const 
   return Status::Ok();
 }
 
+// Decodes the directory records of batch frame `b` into *dirs (emptied first).
+Status DecodeDirs(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
+                  std::vector<IndexDir>* dirs, IndexTotals* seen) {
+  dirs->clear();
+  for (auto d : b.getDirs()) {
+    if (d.getFs() >= header.filesystems.size())
+      return Status::Corrupt(name + " is damaged (a directory record names an unknown filesystem)");
+    dirs->push_back({FromData(d.getPath()), d.getFs(), d.getIno()});
+    seen->dirs++;
+  }
+  return Status::Ok();
+}
+
 // Whether a section's trailer counts the records and batches that were read.
 Status CheckTrailer(schema::Trailer::Reader t, const std::string& name, const IndexTotals& seen) {
   if (t.getRecords() != seen.records || t.getBatches() != seen.batches)
@@ -154,6 +168,7 @@ Status IndexWriter::AppendFrames(const TempFile& spool, const IndexTotals& spool
   totals_.batches += spooled.batches;
   totals_.errors += spooled.errors;
   totals_.bytes += spooled.bytes;
+  totals_.dirs += spooled.dirs;
   return Status::Ok();
 }
 
@@ -175,6 +190,7 @@ Status IndexWriter::WriteHeader(const IndexHeader& h) {
   hb.setHostname(h.hostname);
   auto cl = hb.initCommandLine(unsigned(h.command_line.size()));
   for (unsigned i = 0; i < h.command_line.size(); ++i) cl.set(i, h.command_line[i]);
+  hb.setDirectories(h.directories);
   return frames_.Write(msg);
 }
 
@@ -188,10 +204,28 @@ Status IndexWriter::Add(FileEntry entry) {
   return Status::Ok();
 }
 
+Status IndexWriter::AddDir(IndexDir dir) {
+  batch_bytes_ += 32 + dir.path.size();
+  totals_.dirs++;
+  pending_dirs_.push_back(std::move(dir));
+  if (pending_dirs_.size() >= batch_records_ * 4 || batch_bytes_ >= (8u << 20)) return FlushBatch();
+  return Status::Ok();
+}
+
 Status IndexWriter::FlushBatch() {
-  if (pending_.empty()) return Status::Ok();
+  if (pending_.empty() && pending_dirs_.empty()) return Status::Ok();
   capnp::MallocMessageBuilder msg;
-  auto files = msg.initRoot<schema::IndexFrame>().initBatch().initFiles(unsigned(pending_.size()));
+  auto batch = msg.initRoot<schema::IndexFrame>().initBatch();
+  if (!pending_dirs_.empty()) {
+    auto dirs = batch.initDirs(unsigned(pending_dirs_.size()));
+    for (unsigned i = 0; i < pending_dirs_.size(); ++i) {
+      dirs[i].setPath(Bytes(pending_dirs_[i].path));
+      dirs[i].setFs(pending_dirs_[i].fs);
+      dirs[i].setIno(pending_dirs_[i].ino);
+    }
+    pending_dirs_.clear();
+  }
+  auto files = batch.initFiles(unsigned(pending_.size()));
   for (unsigned i = 0; i < pending_.size(); ++i) {
     const FileEntry& e = pending_[i];
     auto f = files[i];
@@ -257,6 +291,7 @@ Result<IndexReadResult> ReadIndex(
   IndexTotals seen;
   enum { kWantHeader, kInBody, kAfterTrailer } state = kWantHeader;
   std::vector<FileEntry> batch;
+  std::vector<IndexDir> dirs;
   for (uint64_t frame_no = 0;; ++frame_no) {
     kj::Array<capnp::word> words;
     auto next = frames.Next(&words);
@@ -297,6 +332,11 @@ Result<IndexReadResult> ReadIndex(
                                                               : " is damaged (records after the trailer)"));
             return;
           }
+          if (options.on_dirs && frame.getBatch().getDirs().size() > 0) {
+            st = DecodeDirs(frame.getBatch(), name, header, &dirs, &seen);
+            if (st.ok()) st = options.on_dirs(header, dirs);
+            if (!st.ok()) return;
+          }
           st = DecodeBatch(frame.getBatch(), name, header, &batch, &seen);
           if (!st.ok()) return;
           seen.batches++;
@@ -313,6 +353,7 @@ Result<IndexReadResult> ReadIndex(
           result.totals.batches += seen.batches;
           result.totals.errors += seen.errors;
           result.totals.bytes += seen.bytes;
+          result.totals.dirs += seen.dirs;
           state = kAfterTrailer;
           return;
         default:

@@ -45,6 +45,16 @@ struct IndexHeader {
   std::vector<std::string> excludes;
   std::string hostname;
   std::vector<std::string> command_line;
+  // Every directory read is recorded, before the first file record (IndexDir).
+  bool directories = false;
+};
+
+// A directory the scan read, so that a later scan following btrfs changes knows the
+// paths below a directory that was renamed or removed.
+struct IndexDir {
+  std::string path;
+  uint32_t fs = 0;
+  uint64_t ino = 0;
 };
 
 struct FileEntry {
@@ -89,6 +99,7 @@ struct FileIdentity {
 
 struct IndexTotals {
   uint64_t records = 0, batches = 0, errors = 0, bytes = 0;
+  uint64_t dirs = 0;  // directory records (not in the trailer's count)
 };
 
 class IndexWriter {
@@ -99,6 +110,7 @@ class IndexWriter {
   IndexWriter(int fd, std::string name, size_t batch_records = 2048);
   Status WriteHeader(const IndexHeader& header);
   Status Add(FileEntry entry);
+  Status AddDir(IndexDir dir);
   // Flushes the last batch and writes the trailer.
   Status Finish();
   // Writes the pending batch without a trailer (an interrupted scan).
@@ -116,6 +128,7 @@ class IndexWriter {
   size_t batch_records_;
   size_t batch_bytes_ = 0;
   std::vector<FileEntry> pending_;
+  std::vector<IndexDir> pending_dirs_;
   IndexTotals totals_;
 };
 
@@ -125,6 +138,9 @@ struct IndexReadOptions {
   // of failing, and only the complete frames before the cut are handed out. Damage (a
   // frame whose checksum fails, a message that does not parse) is an error all the same.
   bool allow_truncated = false;
+  // Called with each batch's directory records (IndexHeader::directories), before the
+  // batch's files; unset, they are skipped.
+  std::function<Status(const IndexHeader&, std::vector<IndexDir>&)> on_dirs;
 };
 
 struct IndexReadResult {

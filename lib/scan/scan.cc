@@ -15,6 +15,7 @@
 #include "lib/scan/entry.h"
 #include "lib/scan/estimate.h"
 #include "lib/scan/filesystems.h"
+#include "lib/scan/follow.h"
 #include "lib/scan/kept.h"
 #include "lib/scan/previous.h"
 #include "lib/scan/sink.h"
@@ -41,6 +42,7 @@ Status StartHeader(const ScanOptions& o, IndexHeader* header) {
   header->excludes = o.excludes;
   header->hostname = Hostname();
   header->command_line = o.command_line;
+  header->directories = true;
   for (const auto& r : o.roots) {
     auto n = NormalizeRoot(r);
     if (!n.ok()) return n.status().Prepend("scan root");
@@ -161,6 +163,10 @@ WalkOptions WalkOptionsFor(WalkState& s, int threads) {
   wo.threads = s.read_in_walk ? threads : std::max(8, threads);
   wo.files_found = &s.found;
   wo.on_file = [&s](int fd, WalkEntry* w) -> bool { return OnOpenFile(s, fd, w); };
+  wo.on_dir = [&s](int fd, const std::string& path, uint32_t root) {
+    auto st = s.sys.Fstat(fd);
+    if (st.ok()) s.sink.AddDir({path, s.filesystems.Of(st->dev, fd, path, root), st->ino});
+  };
   if (!s.o.previous.empty())
     wo.without_open = [&s](int dirfd, const std::string& name, uint64_t ino, WalkEntry* w) -> bool {
       return OnUnopenedFile(s, dirfd, name, ino, w);
@@ -222,6 +228,12 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   if (!observer) observer = &quiet;
   IndexHeader header;
   OANS_RETURN_IF_ERROR(StartHeader(o, &header));
+  if (!o.previous.empty()) {
+    bool followed = false;
+    OANS_RETURN_IF_ERROR(FollowScan(sys, o, header, out, observer, stats, &followed));
+    if (followed) return Status::Ok();
+    *stats = ScanStats();
+  }
   std::unique_ptr<PreviousIndex> prev;
   OANS_RETURN_IF_ERROR(LoadPrevious(o, observer, stats, &prev));
   Filesystems filesystems(sys, header.roots, *prev, !o.refresh_extents, observer);
@@ -229,8 +241,10 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
 
   auto spool = TempFile::Create(TempDirectory(o.temp_dir));
   if (!spool.ok()) return spool.status();
+  auto dir_spool = TempFile::Create(TempDirectory(o.temp_dir));
+  if (!dir_spool.ok()) return dir_spool.status();
   const bool previous_whole = !o.previous.empty() && !stats->previous_truncated && !stats->previous_damaged;
-  Sink sink(std::move(*spool), stats, observer,
+  Sink sink(std::move(*spool), std::move(*dir_spool), stats, observer,
             EstimateWalk(sys, header.roots, stats->previous_records, stats->previous_bytes, previous_whole));
   WalkState state{sys, o, *prev, filesystems, sink};
   state.read_in_walk = stats->order == ReadOrder::kNone;

@@ -65,6 +65,8 @@ struct ScanStats {
   uint64_t dirs = 0, skipped_special = 0, skipped_symlinks = 0, skipped_mounts = 0, skipped_small = 0,
            excluded = 0;
   uint64_t previous_files = 0;
+  bool followed = false;        // btrfs changes followed instead of a walk (lib/scan/follow.h)
+  uint64_t changed_inodes = 0;  // inodes in tree blocks written since the previous index
   uint64_t previous_records = 0, previous_bytes = 0;  // the previous index's totals (walk estimate)
   bool previous_truncated = false;
   bool previous_damaged = false;  // ignored as damaged (previous_damaged_rescan)

@@ -76,6 +76,7 @@ class Walker {
     }
     auto handle = std::make_shared<DirHandle>(sys_, *fd);
     L.dirs++;
+    if (o_.on_dir) o_.on_dir(handle->fd(), path, root);
     const std::string prefix = path == "/" ? "/" : path + "/";
     std::vector<DirEntry> batch;
     size_t next = 0;

@@ -35,6 +35,9 @@ struct WalkOptions {
   // means the visitor finished the file itself (entry.path and root are set for it, and
   // entry.st.dev is the directory's device: a hint, only the file's own stat says).
   std::function<bool(int dirfd, const std::string& name, uint64_t ino, WalkEntry* entry)> without_open;
+  // When set, called from a walker thread for each directory once it is open, with
+  // its descriptor (valid only during the call), path and root.
+  std::function<void(int fd, const std::string& path, uint32_t root)> on_dir;
   const std::atomic<bool>* stop = nullptr;  // when set, no further directory is read
 };
 

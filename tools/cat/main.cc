@@ -52,6 +52,7 @@ Json IndexHeaderJson(const IndexHeader& h) {
   j["min_size"] = h.min_size;
   j["excludes"] = JsonTextArray(h.excludes);
   j["command_line"] = JsonTextArray(h.command_line);
+  j["directories"] = h.directories;
   return j;
 }
 
@@ -91,6 +92,17 @@ Json FileJson(const FileEntry& e, bool blocks) {
 int CatIndex(const std::string& path, bool blocks) {
   IndexReadOptions ro;
   ro.allow_truncated = true;
+  ro.on_dirs = [](const IndexHeader&, std::vector<IndexDir>& dirs) {
+    for (const auto& d : dirs) {
+      Json j = Json::object();
+      j["type"] = "dir";
+      AddPath(j, "path", d.path);
+      j["fs"] = d.fs;
+      j["ino"] = d.ino;
+      PrintJsonLine(stdout, j);
+    }
+    return Status::Ok();
+  };
   auto r = ReadIndex(
       path, ro,
       [](const IndexHeader& h) {
@@ -105,6 +117,7 @@ int CatIndex(const std::string& path, bool blocks) {
   Json end = Json::object();
   end["type"] = "index-end";
   end["records"] = r->totals.records;
+  end["dirs"] = r->totals.dirs;
   end["batches"] = r->totals.batches;
   end["errors"] = r->totals.errors;
   end["bytes"] = r->totals.bytes;

@@ -124,7 +124,9 @@ int main(int argc, char** argv) {
                                {"excluded", stats.excluded},
                                {"storage", StorageKindName(stats.storage.kind)},
                                {"threads", stats.threads},
-                               {"order", ReadOrderName(stats.order)}});
+                               {"order", ReadOrderName(stats.order)},
+                               {"followed", stats.followed},
+                               {"changed_inodes", stats.changed_inodes}});
   } else if (!quiet) {
     using ull = unsigned long long;
     const std::string found = "oans-scan: found " + std::to_string(stats.files) + " files (" +
@@ -133,7 +135,10 @@ int main(int argc, char** argv) {
     std::fputs(cli::WrapSummary(found, {"read " + FormatSize(stats.bytes_read),
                                         "hashed " + std::to_string(stats.hashed) + " files",
                                         "reused " + std::to_string(stats.reused) + " from the previous index (" +
-                                            std::to_string(stats.unopened) + " not opened)"})
+                                            std::to_string(stats.unopened) + " not opened)",
+                                        stats.followed ? "followed btrfs changes: " +
+                                                             std::to_string(stats.changed_inodes) + " inodes looked at"
+                                                       : "walked the tree"})
                    .c_str(),
                stderr);
     std::fputs(cli::WrapSummary("", cli::Skipped({cli::Counted(ull(stats.errors), "unreadable"),

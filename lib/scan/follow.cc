@@ -1,0 +1,116 @@
+#include "lib/scan/follow.h"
+
+#include <sys/stat.h>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "lib/base/spill.h"
+#include "lib/scan/follow_changes.h"
+#include "lib/scan/follow_state.h"
+
+namespace oans {
+namespace {
+
+// The previous index's header, read alone; false when it has none that parses.
+bool ReadPreviousHeader(const std::string& path, IndexHeader* header) {
+  bool seen = false;
+  IndexReadOptions ro;
+  ro.allow_truncated = true;
+  (void)ReadIndex(
+      path, ro,
+      [&](const IndexHeader& h) {
+        *header = h;
+        seen = true;
+        return Status::Interrupted("header read");
+      },
+      [](const IndexHeader&, std::vector<FileEntry>&) { return Status::Ok(); });
+  return seen;
+}
+
+// Why the previous index's header cannot be followed from, or "".
+std::string HeaderMismatch(const ScanOptions& o, const IndexHeader& start, const IndexHeader& prev) {
+  if (!prev.directories) return "the previous index does not record directories (made by an older oans)";
+  if (prev.roots != start.roots) return "the previous index was made for other roots";
+  if (prev.block_size != start.block_size || prev.min_size != start.min_size || prev.excludes != start.excludes)
+    return "the previous index was made with another --block-size, --min-size or --exclude";
+  if (o.refresh_extents) return "--refresh-extents asks for every file to be mapped again";
+  return "";
+}
+
+// Opens and identifies each root and matches it with the previous index's subvolume.
+std::string OpenRoots(Sys& sys, const IndexHeader& prev, FollowState* f) {
+  std::vector<bool> matched(prev.filesystems.size(), false);
+  for (uint32_t i = 0; i < prev.roots.size(); ++i) {
+    FollowRoot r;
+    r.path = prev.roots[i];
+    auto fd = sys.OpenDirNoFollow(r.path);
+    if (!fd.ok()) return r.path + ": " + fd.status().message();
+    r.fd = *fd;
+    f->roots.push_back(r);  // closed by FollowState
+    FollowRoot& root = f->roots.back();
+    auto st = sys.Fstat(root.fd);
+    auto id = sys.Identify(root.fd);
+    if (!st.ok() || !id.ok()) return root.path + ": cannot identify its filesystem";
+    if (id->type != "btrfs" || id->subvolume_uuid.empty() || id->generation == 0) return root.path + " is not on btrfs";
+    root.dev = st->dev;
+    root.id = *id;
+    int found = -1;
+    for (uint32_t k = 0; k < prev.filesystems.size(); ++k)
+      if (prev.filesystems[k].uuid == id->uuid && prev.filesystems[k].subvolume == id->subvolume) found = int(k);
+    if (found < 0) return root.path + ": its subvolume is not the one the previous index knew";
+    const FsRecord& was = prev.filesystems[found];
+    if (was.subvolume_uuid != id->subvolume_uuid) return root.path + ": another subvolume now has its id";
+    if (was.generation == 0 || was.generation > id->generation)
+      return root.path + ": the previous index's generation is unknown or newer than the filesystem's";
+    if (matched[found]) return "two roots lie in one subvolume";
+    matched[found] = true;
+    root.fs = uint32_t(found);
+    root.since = was.generation + 1;
+    if (st->ino != kBtrfsFirstInode) {
+      auto rel = sys.DirectoryPath(root.fd, 0, st->ino);
+      if (!rel.ok()) return root.path + ": " + rel.status().message();
+      root.rel = *rel;
+    }
+  }
+  for (bool m : matched)
+    if (!m) return "the previous index holds a subvolume below the roots";
+  return "";
+}
+
+}  // namespace
+
+Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, OutputFile* out, Observer* observer,
+                  ScanStats* stats, bool* followed) {
+  *followed = false;
+  IndexHeader prev;
+  if (!ReadPreviousHeader(o.previous, &prev)) return Status::Ok();  // the walk says what is wrong with it
+  FollowState f(sys, o, observer, stats);
+  std::string why = HeaderMismatch(o, start, prev);
+  if (why.empty()) why = OpenRoots(sys, prev, &f);
+  if (why.empty()) why = f.FindChanges();
+  if (why.empty()) why = f.StreamPrevious(prev);
+  if (why.empty()) why = f.FinishChanged();
+  if (!why.empty()) {
+    observer->Notice("not following btrfs changes: " + why + "; walking the tree");
+    return Status::Ok();
+  }
+  IndexHeader header = start;
+  header.filesystems = prev.filesystems;
+  for (const auto& r : f.roots) {
+    header.filesystems[r.fs].generation = r.id.generation;
+    header.filesystems[r.fs].dev = r.dev;
+  }
+  OANS_RETURN_IF_ERROR(f.WriteInto(header, out));
+  stats->followed = true;
+  *followed = true;
+  if (o.stop && o.stop->load()) {
+    stats->interrupted = true;
+    return Status::Interrupted("scan interrupted");
+  }
+  return Status::Ok();
+}
+
+}  // namespace oans

@@ -1,0 +1,103 @@
+// What a scan following btrfs changes (lib/scan/follow.h) learns and carries: the roots,
+// the inodes btrfs says changed, the entries of the directories that changed, the paths
+// below renamed or removed directories, the previous records of changed inodes, and
+// the new index's records, spooled to unnamed temporary files (directories first) until
+// the header can be written. Owned by FollowScan; its methods run on FollowScan's thread
+// in the order declared, except that the changed files are read on TBB's threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/base/observer.h"
+#include "lib/base/spill.h"
+#include "lib/base/sys.h"
+#include "lib/format/frame_stream.h"
+#include "lib/format/index_file.h"
+#include "lib/scan/follow_changes.h"
+#include "lib/scan/path_map.h"
+#include "lib/scan/previous.h"
+#include "lib/scan/scan.h"
+
+namespace oans {
+
+struct FollowRoot {
+  std::string path;  // absolute, as in the index header
+  std::string rel;   // the same directory within its subvolume ("" for the subvolume's root)
+  int fd = -1;
+  uint64_t dev = 0;
+  uint32_t fs = 0;  // in the previous (and new) header's filesystems
+  uint64_t since = 0;
+  FsIdentity id;
+  SubvolumeChanges changes;
+  std::unordered_map<uint64_t, const ChangedInode*> changed;  // by inode
+};
+
+// A changed directory that still exists below its root: its path now and its entries.
+struct ChangedDir {
+  std::string path;
+  std::map<std::string, uint64_t> entries;  // name -> inode
+  bool known = false;                       // the previous index recorded it
+};
+
+class FollowState {
+ public:
+  FollowState(Sys& sys, const ScanOptions& o, Observer* observer, ScanStats* stats)
+      : sys_(sys), o_(o), observer_(observer), stats_(stats) {}
+  ~FollowState();
+  FollowState(const FollowState&) = delete;
+  FollowState& operator=(const FollowState&) = delete;
+
+  std::vector<FollowRoot> roots;
+
+  // Each of these returns why the changes cannot be followed, or "".
+  // The change search of every root's subvolume, and the changed directories read.
+  std::string FindChanges();
+  // The previous index, streamed: directories, then files carried or set aside.
+  std::string StreamPrevious(const IndexHeader& prev);
+  // The changed files (and those the previous scan could not read) opened and recorded.
+  std::string FinishChanged();
+  // The new index: `header`, then the spooled directories and files, then the trailer
+  // (none when the scan was stopped).
+  Status WriteInto(const IndexHeader& header, OutputFile* out);
+
+ private:
+  std::string ReadChangedDir(FollowRoot& r, const ChangedInode& c);
+  std::string FinishDirs();
+  std::string CarryFile(FileEntry& e);
+  std::optional<std::string> PathOf(FollowRoot& r, uint64_t dir_ino, const std::string& name);
+  bool Excluded(const FollowRoot& r, const std::string& path) const;
+  bool RecordFile(FollowRoot& r, uint64_t ino, const std::vector<std::string>& paths, FileEntry* out);
+  Status Add(FileEntry e);
+  void KeepWrite(Status s) {
+    if (write_status_.ok() && !s.ok()) write_status_ = std::move(s);
+  }
+
+  Sys& sys_;
+  const ScanOptions& o_;
+  Observer* observer_;
+  ScanStats* stats_;
+  std::vector<int> root_of_fs_;                   // previous header's filesystem -> root, or -1
+  std::map<std::pair<uint32_t, uint64_t>, ChangedDir> dirs_;  // (fs, inode)
+  std::map<std::string, const ChangedDir*> dirs_by_old_path_;
+  std::map<std::pair<uint32_t, uint64_t>, std::optional<std::string>> dir_paths_;  // (fs, inode) -> path now
+  std::vector<IndexDir> prev_dirs_;
+  bool dirs_done_ = false;
+  PathMap moved_;
+  std::map<std::pair<uint32_t, uint64_t>, FileEntry> before_;  // previous records of changed inodes
+  std::vector<FileEntry> retry_;                                // previous records with an error
+  std::unique_ptr<TempFile> dir_spool_, file_spool_;
+  std::unique_ptr<IndexWriter> dir_writer_, file_writer_;
+  std::string why_;
+  Status write_status_;
+  PreviousIndex nothing_;  // ReadOpen's reuse source: changed files are matched here
+  std::atomic<uint64_t> bytes_read_{0};
+};
+
+}  // namespace oans

@@ -1,0 +1,44 @@
+// Paths below directories that were renamed, moved or removed since a previous scan:
+// old directory path -> its new path, or removed. A path is decided by its longest
+// directory prefix in the map, so a directory moved out of a removed one keeps its files.
+// Built on one thread, then read-only.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace oans {
+
+inline std::string PathJoin(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+inline std::string PathDirname(const std::string& p) {
+  const size_t at = p.rfind('/');
+  return at == 0 || at == std::string::npos ? "/" : p.substr(0, at);
+}
+inline std::string PathBasename(const std::string& p) { return p.substr(p.rfind('/') + 1); }
+
+class PathMap {
+ public:
+  void Rename(const std::string& from, const std::string& to) { map_[from] = to; }
+  void Remove(const std::string& dir) { map_[dir] = std::nullopt; }
+  bool empty() const { return map_.empty(); }
+  // The path now: unchanged, rewritten below a renamed directory, or nullopt when it
+  // lies below a removed one.
+  std::optional<std::string> Map(const std::string& path) const {
+    if (map_.empty()) return path;
+    for (size_t end = path.size(); end != std::string::npos && end > 0; end = path.rfind('/', end - 1)) {
+      auto it = map_.find(path.substr(0, end));
+      if (it == map_.end()) continue;
+      if (!it->second) return std::nullopt;
+      return *it->second + path.substr(end);
+    }
+    return path;
+  }
+
+ private:
+  std::map<std::string, std::optional<std::string>> map_;
+};
+
+}  // namespace oans

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# A scan that follows btrfs changes (oans-scan --previous on btrfs, as root) writes the
+# same index as a cold walk of the same tree, record for record (paths, hardlinks,
+# identity, extents, hashes, directories), after random batches of every kind of change:
+# new, deleted, modified, appended, truncated files, renames and moves of files and of
+# directories, removed directory trees, new and removed hardlinks, a rewrite with the old
+# mtime restored, chattr, data deduped or defragmented by other tools, reflinked copies.
+# OANS_FOLLOW_SEEDS (default 12) sets how many batches run, each from the last index.
+# Then: nothing changed costs no directory read, stat or open; a new subvolume below the
+# root is seen by a walk, said once; content is unchanged throughout.
+source "$(dirname "$0")/lib.sh"
+it_init "$1"
+PY="$(dirname "$0")/follow_changes.py"
+mkfs_mount btrfs 512M
+T=$MNT/tree
+mkdir "$T"
+python3 "$PY" make "$T" 1
+sync
+"$BIN/oans-scan" --quiet "$T" -o "$WORK/g0.idx"
+prev=$WORK/g0.idx
+json_field() { python3 -c "import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])[sys.argv[2]])" "$1" "$2"; }
+
+seeds=${OANS_FOLLOW_SEEDS:-12}
+for seed in $(seq 1 "$seeds"); do
+  made=$(python3 "$PY" change "$T" "$seed" 6)
+  sync
+  "$BIN/oans-scan" --json --previous "$prev" "$T" -o "$WORK/w$seed.idx" 2> "$WORK/w$seed.json" ||
+    fail "seed $seed: following scan failed: $(cat "$WORK/w$seed.json")"
+  [ "$(json_field "$WORK/w$seed.json" followed)" = True ] ||
+    fail "seed $seed: the scan did not follow btrfs changes: $(cat "$WORK/w$seed.json")"
+  "$BIN/oans-scan" --quiet "$T" -o "$WORK/c$seed.idx"
+  "$BIN/oans-cat" --blocks "$WORK/w$seed.idx" > "$WORK/w$seed.jsonl"
+  "$BIN/oans-cat" --blocks "$WORK/c$seed.idx" > "$WORK/c$seed.jsonl"
+  out=$(python3 "$PY" compare "$WORK/w$seed.jsonl" "$WORK/c$seed.jsonl") ||
+    fail "seed $seed ($made): the followed index differs from a cold scan's:
+$out"
+  pass "seed $seed ($made): $out"
+  prev=$WORK/w$seed.idx
+done
+
+# Nothing changed: no directory is read, no file stat'ed or opened.
+sync
+strace -f -y -o "$WORK/strace.txt" -e trace=openat,openat2,open,newfstatat,statx,fstat,getdents64 \
+  "$BIN/oans-scan" --json --previous "$prev" "$T" -o "$WORK/warm.idx" 2> "$WORK/warm.json"
+[ "$(json_field "$WORK/warm.json" followed)" = True ] || fail "warm scan did not follow: $(cat "$WORK/warm.json")"
+[ "$(json_field "$WORK/warm.json" changed_inodes)" = 0 ] || fail "warm scan saw changes: $(cat "$WORK/warm.json")"
+# Calls on the tree (strace -y names each descriptor's path): the root's open and stat only.
+calls=$(grep -c "$T/" "$WORK/strace.txt" || true)
+[ "$calls" -eq 0 ] || fail "warm scan made $calls calls below the root: $(grep "$T/" "$WORK/strace.txt" | head)"
+grep "getdents64" "$WORK/strace.txt" | grep -q "$T" && fail "warm scan read a directory of the tree"
+python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/warm.idx") <("$BIN/oans-cat" --blocks "$prev") >/dev/null ||
+  fail "warm index differs from the previous one"
+pass "unchanged: 0 inodes looked at, no directory read and no file opened or stat'ed below the root, the same records"
+
+# A new subvolume below the root: the walk takes over, and says so once.
+btrfs subvolume create "$T/sub" >/dev/null
+echo data > "$T/sub/file"
+sync
+"$BIN/oans-scan" --previous "$prev" "$T" -o "$WORK/sub.idx" 2> "$WORK/sub.err"
+[ "$(grep -c 'not following btrfs changes' "$WORK/sub.err")" = 1 ] || fail "no single notice: $(cat "$WORK/sub.err")"
+grep -q 'subvolume' "$WORK/sub.err" || fail "the notice does not say why: $(cat "$WORK/sub.err")"
+pass "a new subvolume below the root: walked, said once"
