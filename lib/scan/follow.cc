@@ -91,6 +91,7 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, Outp
   std::string why = HeaderMismatch(o, start, prev);
   if (why.empty()) why = OpenRoots(sys, prev, &f);
   if (why.empty()) why = f.FindChanges();
+  if (why.empty()) why = f.MapChanged();
   if (why.empty()) why = f.StreamPrevious(prev);
   if (why.empty()) why = f.FinishChanged();
   if (!why.empty()) {

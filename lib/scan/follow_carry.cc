@@ -103,6 +103,7 @@ std::string FollowState::CarryFile(FileEntry& e) {
   if (e.ino == 0) return "the previous scan could not read " + e.path;
   if (e.fs >= root_of_fs_.size() || root_of_fs_[e.fs] < 0) return "a file record names no root's filesystem";
   FollowRoot& r = roots[root_of_fs_[e.fs]];
+  if (!by_first_physical_.empty()) MatchExtents(e);
   if (r.changed.count(e.ino)) {
     before_[{e.fs, e.ino}] = std::move(e);
     return "";

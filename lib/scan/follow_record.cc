@@ -1,4 +1,4 @@
-// FollowState: the changed files recorded, and the new index written.
+// FollowState: the changed files mapped, matched, hashed and recorded; the new index written.
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -11,74 +11,128 @@
 #include "lib/scan/follow_state.h"
 
 namespace oans {
+namespace {
 
-std::string FollowState::FinishChanged() {
-  struct Todo {
-    FollowRoot* root;
-    uint64_t ino;
-    std::vector<std::string> paths;
-  };
-  std::vector<Todo> todo;
+// Extents that name their data by physical address alone: no inline data, no delayed
+// allocation, nothing encoded (a compressed extent's address does not say which part).
+bool PlainExtents(const std::vector<FiemapExtent>& x) {
+  for (const auto& e : x)
+    if (e.flags & (kExtentInline | kExtentDelalloc | kExtentUnknown | kExtentEncoded)) return false;
+  return !x.empty();
+}
+
+bool SameExtents(const std::vector<FiemapExtent>& a, const std::vector<FiemapExtent>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].logical != b[i].logical || a[i].physical != b[i].physical || a[i].length != b[i].length ||
+        (a[i].flags & ~kExtentShared) != (b[i].flags & ~kExtentShared))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+std::string FollowState::MapChanged() {
   for (auto& r : roots)
     for (const auto& c : r.changes.inodes) {
       if (!c.exists || !S_ISREG(c.item.mode)) continue;
-      std::vector<std::string> paths;
+      ChangedFile f;
       for (const auto& [dir, name] : c.links) {
         auto p = PathOf(r, dir, name);
-        if (p && !Excluded(r, *p)) paths.push_back(*p);
+        if (p && !Excluded(r, *p)) f.paths.push_back(*p);
       }
-      if (paths.empty()) continue;  // outside the roots, or excluded
-      std::sort(paths.begin(), paths.end());
-      todo.push_back({&r, c.ino, std::move(paths)});
+      if (f.paths.empty()) continue;  // outside the roots, or excluded
+      std::sort(f.paths.begin(), f.paths.end());
+      f.root = &r;
+      f.ino = c.ino;
+      files_.push_back(std::move(f));
     }
+  tbb::parallel_for(size_t(0), files_.size(), [&](size_t i) { MapFile(&files_[i]); });
+  for (size_t i = 0; i < files_.size(); ++i)
+    if (files_[i].present && files_[i].mapped && PlainExtents(files_[i].entry.extents))
+      by_first_physical_[files_[i].entry.extents[0].physical].push_back(i);
+  return "";
+}
+
+void FollowState::MapFile(ChangedFile* f) {
+  if (o_.stop && o_.stop->load()) return;
+  auto fd = sys_.OpenNoFollow(f->paths[0]);
+  if (!fd.ok()) return;  // gone since the search: the next scan sees its directory change
+  auto st = sys_.Fstat(*fd);
+  // Another inode at this path now was itself changed, and is recorded by its own number.
+  if (st.ok() && st->ino == f->ino && st->dev == f->root->dev && S_ISREG(st->mode) && st->size > 0 &&
+      st->size >= o_.min_size) {
+    WalkEntry w{f->paths[0], *st, uint32_t(f->root - roots.data())};
+    f->entry = EntryOf(w, f->root->fs);
+    f->entry.other_paths.assign(f->paths.begin() + 1, f->paths.end());
+    f->mapped = sys_.Fiemap(*fd, &f->entry.extents).ok();
+    f->entry.inode_flags = sys_.InodeFlags(*fd);
+    f->present = true;
+  }
+  sys_.Close(*fd);
+}
+
+void FollowState::MatchExtents(const FileEntry& e) {
+  if (!e.hashed || !e.error.empty() || e.extents.empty()) return;
+  auto it = by_first_physical_.find(e.extents[0].physical);
+  if (it == by_first_physical_.end()) return;
+  const std::string& uuid = roots[root_of_fs_[e.fs]].id.uuid;  // addresses are per filesystem
+  for (size_t i : it->second) {
+    ChangedFile& f = files_[i];
+    if (f.root->id.uuid != uuid) continue;
+    if (f.same_extents || f.entry.size != e.size || !SameExtents(f.entry.extents, e.extents)) continue;
+    f.same_extents = true;
+    f.hash = e.hash;
+    f.block_hashes = e.block_hashes;
+  }
+}
+
+std::string FollowState::FinishChanged() {
   // Files the previous scan could not read are tried again, by their recorded paths.
   for (auto& e : retry_) {
-    std::vector<std::string> paths{e.path};
-    paths.insert(paths.end(), e.other_paths.begin(), e.other_paths.end());
-    todo.push_back({&roots[root_of_fs_[e.fs]], e.ino, std::move(paths)});
+    ChangedFile f;
+    f.root = &roots[root_of_fs_[e.fs]];
+    f.ino = e.ino;
+    f.paths.push_back(e.path);
+    f.paths.insert(f.paths.end(), e.other_paths.begin(), e.other_paths.end());
+    MapFile(&f);
+    files_.push_back(std::move(f));
   }
   std::vector<FileEntry>().swap(retry_);
-  // Changed files are opened, mapped and (unless unchanged in data) read in parallel.
   std::mutex mu;
-  tbb::parallel_for(size_t(0), todo.size(), [&](size_t i) {
-    FileEntry e;
-    if (!RecordFile(*todo[i].root, todo[i].ino, todo[i].paths, &e)) return;
+  tbb::parallel_for(size_t(0), files_.size(), [&](size_t i) {
+    if (!files_[i].present || !HashFile(&files_[i])) return;
     std::lock_guard<std::mutex> lock(mu);
-    KeepWrite(Add(std::move(e)));
+    if (files_[i].same_extents && files_[i].entry.reused) stats_->same_extents++;
+    KeepWrite(Add(std::move(files_[i].entry)));
   });
   stats_->bytes_read = bytes_read_.load();
   return "";
 }
 
-bool FollowState::RecordFile(FollowRoot& r, uint64_t ino, const std::vector<std::string>& paths, FileEntry* out) {
-  if (o_.stop && o_.stop->load()) return false;
-  auto fd = sys_.OpenNoFollow(paths[0]);
-  if (!fd.ok()) return false;  // gone since the search: the next scan sees its directory change
-  auto st = sys_.Fstat(*fd);
-  // Another inode at this path now was itself changed, and is recorded by its own number.
-  if (!st.ok() || st->ino != ino || st->dev != r.dev || !S_ISREG(st->mode) || st->size == 0 ||
-      st->size < o_.min_size) {
-    sys_.Close(*fd);
-    return false;
-  }
-  WalkEntry w{paths[0], *st, uint32_t(&r - roots.data())};
-  FileEntry e = EntryOf(w, r.fs);
-  e.other_paths.assign(paths.begin() + 1, paths.end());
-  const bool mapped = sys_.Fiemap(*fd, &e.extents).ok();
-  e.inode_flags = sys_.InodeFlags(*fd);
-  bool done = true;
-  auto before = before_.find({r.fs, ino});
-  if (mapped && before != before_.end() && before->second.hashed &&
+bool FollowState::HashFile(ChangedFile* f) {
+  FileEntry& e = f->entry;
+  auto before = before_.find({f->root->fs, f->ino});
+  if (f->mapped && before != before_.end() && before->second.hashed &&
       FileIdentity::Of(e).HashesStillValid(FileIdentity::Of(before->second))) {
     e.hash = before->second.hash;
     e.block_hashes = before->second.block_hashes;
     e.hashed = e.reused = true;
-  } else {
-    thread_local std::vector<char> buffer;
-    done = ReadOpen(sys_, *fd, mapped, "", nothing_, o_, &buffer, &bytes_read_, &e);
+    f->same_extents = false;  // counted as the same inode's
+    return true;
   }
+  if (f->mapped && f->same_extents) {
+    e.hash = f->hash;
+    e.block_hashes = std::move(f->block_hashes);
+    e.hashed = e.reused = true;
+    return true;
+  }
+  if (o_.stop && o_.stop->load()) return false;
+  auto fd = sys_.OpenNoFollow(f->paths[0]);
+  if (!fd.ok()) return false;
+  thread_local std::vector<char> buffer;
+  const bool done = ReadOpen(sys_, *fd, f->mapped, "", nothing_, o_, &buffer, &bytes_read_, &e);
   sys_.Close(*fd);
-  *out = std::move(e);
   return done;
 }
 

@@ -39,6 +39,22 @@ struct FollowRoot {
   std::unordered_map<uint64_t, const ChangedInode*> changed;  // by inode
 };
 
+// A changed file: its paths now, and once mapped its record so far (identity, extents)
+// and where its hashes may come from without reading it.
+struct ChangedFile {
+  FollowRoot* root = nullptr;
+  uint64_t ino = 0;
+  std::vector<std::string> paths;
+  bool present = false;  // opened and mapped: a regular file of the root's subvolume
+  bool mapped = false;   // FIEMAP answered
+  FileEntry entry;
+  // Hashes of a previous record with the very same extents (a reflinked copy, data
+  // shared since): the same bytes, so the same hashes.
+  bool same_extents = false;
+  Hash128 hash;
+  std::vector<Hash128> block_hashes;
+};
+
 // A changed directory that still exists below its root: its path now and its entries.
 struct ChangedDir {
   std::string path;
@@ -59,9 +75,13 @@ class FollowState {
   // Each of these returns why the changes cannot be followed, or "".
   // The change search of every root's subvolume, and the changed directories read.
   std::string FindChanges();
+  // The changed regular files below the roots, opened and mapped (in parallel).
+  std::string MapChanged();
   // The previous index, streamed: directories, then files carried or set aside.
   std::string StreamPrevious(const IndexHeader& prev);
-  // The changed files (and those the previous scan could not read) opened and recorded.
+  // The changed files (and those the previous scan could not read) hashed, or given the
+  // hashes of the same inode unchanged in data or of a record with the same extents,
+  // and recorded.
   std::string FinishChanged();
   // The new index: `header`, then the spooled directories and files, then the trailer
   // (none when the scan was stopped).
@@ -73,7 +93,9 @@ class FollowState {
   std::string CarryFile(FileEntry& e);
   std::optional<std::string> PathOf(FollowRoot& r, uint64_t dir_ino, const std::string& name);
   bool Excluded(const FollowRoot& r, const std::string& path) const;
-  bool RecordFile(FollowRoot& r, uint64_t ino, const std::vector<std::string>& paths, FileEntry* out);
+  void MapFile(ChangedFile* f);
+  bool HashFile(ChangedFile* f);
+  void MatchExtents(const FileEntry& e);
   Status Add(FileEntry e);
   void KeepWrite(Status s) {
     if (write_status_.ok() && !s.ok()) write_status_ = std::move(s);
@@ -92,6 +114,8 @@ class FollowState {
   PathMap moved_;
   std::map<std::pair<uint32_t, uint64_t>, FileEntry> before_;  // previous records of changed inodes
   std::vector<FileEntry> retry_;                                // previous records with an error
+  std::vector<ChangedFile> files_;
+  std::unordered_map<uint64_t, std::vector<size_t>> by_first_physical_;  // files_ with a plain extent map
   std::unique_ptr<TempFile> dir_spool_, file_spool_;
   std::unique_ptr<IndexWriter> dir_writer_, file_writer_;
   std::string why_;

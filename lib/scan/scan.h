@@ -67,6 +67,7 @@ struct ScanStats {
   uint64_t previous_files = 0;
   bool followed = false;        // btrfs changes followed instead of a walk (lib/scan/follow.h)
   uint64_t changed_inodes = 0;  // inodes in tree blocks written since the previous index
+  uint64_t same_extents = 0;    // of the files reused, those given the hashes of a record with the same extents
   uint64_t previous_records = 0, previous_bytes = 0;  // the previous index's totals (walk estimate)
   bool previous_truncated = false;
   bool previous_damaged = false;  // ignored as damaged (previous_damaged_rescan)

@@ -34,7 +34,7 @@ for seed in $(seq 1 "$seeds"); do
   out=$(python3 "$PY" compare "$WORK/w$seed.jsonl" "$WORK/c$seed.jsonl") ||
     fail "seed $seed ($made): the followed index differs from a cold scan's:
 $out"
-  pass "seed $seed ($made): $out"
+  pass "seed $seed ($made): $out; $(json_field "$WORK/w$seed.json" changed_inodes) inodes looked at"
   prev=$WORK/w$seed.idx
 done
 
@@ -51,6 +51,23 @@ grep "getdents64" "$WORK/strace.txt" | grep -q "$T" && fail "warm scan read a di
 python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/warm.idx") <("$BIN/oans-cat" --blocks "$prev") >/dev/null ||
   fail "warm index differs from the previous one"
 pass "unchanged: 0 inodes looked at, no directory read and no file opened or stat'ed below the root, the same records"
+
+# A reflinked copy is given the hashes of the file whose extents it shares; only the
+# new file is read.
+big=$(find "$T" -type f -size +150k -print | sort | sed -n 1p)
+[ -n "$big" ] || fail "no large file to copy"
+cp --reflink=always "$big" "$T/d0/reflinked"
+rand_file "$T/d0/fresh" 300000 77
+sync
+"$BIN/oans-scan" --json --previous "$WORK/warm.idx" "$T" -o "$WORK/reflink.idx" 2> "$WORK/reflink.json"
+[ "$(json_field "$WORK/reflink.json" same_extents)" = 1 ] || fail "reflinked copy not matched: $(cat "$WORK/reflink.json")"
+[ "$(json_field "$WORK/reflink.json" hashed)" = 1 ] || fail "more than the new file read: $(cat "$WORK/reflink.json")"
+[ "$(json_field "$WORK/reflink.json" bytes_read)" = 300000 ] || fail "bytes read: $(cat "$WORK/reflink.json")"
+"$BIN/oans-scan" --quiet "$T" -o "$WORK/reflink-cold.idx"
+python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/reflink.idx") <("$BIN/oans-cat" --blocks "$WORK/reflink-cold.idx") ||
+  fail "after a reflinked copy the followed index differs from a cold scan's"
+pass "a reflinked copy took the hashes of the extents it shares: 1 file and 300000 bytes read"
+prev=$WORK/reflink.idx
 
 # A new subvolume below the root: the walk takes over, and says so once.
 btrfs subvolume create "$T/sub" >/dev/null

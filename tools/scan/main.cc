@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
                                {"threads", stats.threads},
                                {"order", ReadOrderName(stats.order)},
                                {"followed", stats.followed},
-                               {"changed_inodes", stats.changed_inodes}});
+                               {"changed_inodes", stats.changed_inodes},
+                               {"same_extents", stats.same_extents}});
   } else if (!quiet) {
     using ull = unsigned long long;
     const std::string found = "oans-scan: found " + std::to_string(stats.files) + " files (" +
