@@ -98,6 +98,8 @@ class FrameReader {
   const std::string& name() const { return name_; }
   // Byte offset in the file of the frame of the last message read (or being read).
   uint64_t offset() const { return offset_; }
+  // The offset just past the frame of the last message read (checked).
+  uint64_t end_offset() const { return z_.frame_end(); }
   // After an error from Next: true when the file was cut (it ends inside a frame, as an
   // interrupted writer leaves it), false when it is damaged.
   bool cut() const { return z_.cut(); }

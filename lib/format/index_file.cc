@@ -146,31 +146,6 @@ IndexWriter::IndexWriter(OutputFile* out, size_t batch_records)
 IndexWriter::IndexWriter(int fd, std::string name, size_t batch_records)
     : fd_(fd), name_(name), frames_(fd, std::move(name)), batch_records_(batch_records) {}
 
-Status IndexWriter::AppendFrames(const TempFile& spool, const IndexTotals& spooled) {
-  OANS_RETURN_IF_ERROR(FlushBatch());
-  struct stat st;
-  if (fstat(spool.fd(), &st) != 0) return Status::Io("reading the scan's temporary spool", errno);
-  std::vector<char> buf(1u << 20);
-  for (uint64_t at = 0; at < uint64_t(st.st_size);) {
-    size_t want = size_t(std::min<uint64_t>(buf.size(), uint64_t(st.st_size) - at));
-    OANS_RETURN_IF_ERROR(spool.ReadAt(at, buf.data(), want));
-    for (size_t done = 0; done < want;) {
-      ssize_t w = write(fd_, buf.data() + done, want - done);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return Status::Io("writing " + name_, errno);
-      }
-      done += size_t(w);
-    }
-    at += want;
-  }
-  totals_.records += spooled.records;
-  totals_.batches += spooled.batches;
-  totals_.errors += spooled.errors;
-  totals_.bytes += spooled.bytes;
-  totals_.dirs += spooled.dirs;
-  return Status::Ok();
-}
 
 Status IndexWriter::WriteHeader(const IndexHeader& h) {
   capnp::MallocMessageBuilder msg;
@@ -203,6 +178,7 @@ Status IndexWriter::Add(FileEntry entry) {
   if (pending_.size() >= batch_records_ || batch_bytes_ >= (8u << 20)) return FlushBatch();
   return Status::Ok();
 }
+
 
 Status IndexWriter::AddDir(IndexDir dir) {
   batch_bytes_ += 32 + dir.path.size();
@@ -332,6 +308,7 @@ Result<IndexReadResult> ReadIndex(
                                                               : " is damaged (records after the trailer)"));
             return;
           }
+          if (options.span) *options.span = {(*in)->fd(), frames.offset(), frames.end_offset()};
           if (options.on_dirs && frame.getBatch().getDirs().size() > 0) {
             st = DecodeDirs(frame.getBatch(), name, header, &dirs, &seen);
             if (st.ok()) st = options.on_dirs(header, dirs);

@@ -102,6 +102,13 @@ struct IndexTotals {
   uint64_t dirs = 0;  // directory records (not in the trailer's count)
 };
 
+// Where the compressed frame of the batch being handed out lies in the file being read
+// (valid during the callback), so that a reader may copy it verbatim.
+struct FrameSpan {
+  int fd = -1;
+  uint64_t start = 0, end = 0;
+};
+
 class IndexWriter {
  public:
   // Writes to `out` (not owned); call Finish() then out->Commit().
@@ -119,6 +126,9 @@ class IndexWriter {
   // After the header: copies the batches another writer wrote to `spool` (flushed, no
   // header or trailer) and counts them, described by that writer's totals.
   Status AppendFrames(const TempFile& spool, const IndexTotals& spooled);
+  // Copies one batch frame of another index verbatim (bytes [span.start, span.end) of
+  // span.fd, a frame ReadIndex has checked), counted as `counted`.
+  Status AppendFrame(const FrameSpan& span, const IndexTotals& counted);
 
  private:
   Status FlushBatch();
@@ -141,6 +151,8 @@ struct IndexReadOptions {
   // Called with each batch's directory records (IndexHeader::directories), before the
   // batch's files; unset, they are skipped.
   std::function<Status(const IndexHeader&, std::vector<IndexDir>&)> on_dirs;
+  // When set, filled before each batch is handed out.
+  FrameSpan* span = nullptr;
 };
 
 struct IndexReadResult {

@@ -66,6 +66,8 @@ class ZstdReader {
   uint64_t bytes_in() const { return bytes_in_; }
   // Offset in the compressed file of the frame being read (or of the next one).
   uint64_t frame_offset() const { return frame_start_; }
+  // Once a frame is finished: the offset just past it.
+  uint64_t frame_end() const { return next_frame_; }
   // After an error: true when it was a cut (the file ends inside a frame, as a writer that
   // was interrupted leaves it), false when the data is damaged.
   bool cut() const { return cut_; }

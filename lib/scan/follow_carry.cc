@@ -13,7 +13,11 @@ std::string FollowState::StreamPrevious(const IndexHeader& prev) {
   int sections = 0;
   const Status stop = Status::Interrupted("not following");
   IndexReadOptions ro;
+  FrameSpan span;
+  ro.span = &span;
+  bool frame_has_dirs = false;
   ro.on_dirs = [&](const IndexHeader&, std::vector<IndexDir>& dirs) {
+    frame_has_dirs = true;
     if (dirs_done_) {
       why_ = "the previous index has directory records after file records";
       return stop;
@@ -34,8 +38,34 @@ std::string FollowState::StreamPrevious(const IndexHeader& prev) {
           dirs_done_ = true;
           why_ = FinishDirs();
         }
-        for (size_t i = 0; i < batch.size() && why_.empty(); ++i) why_ = CarryFile(batch[i]);
-        return why_.empty() ? Status::Ok() : stop;
+        // Records carried as they were are copied with their frame when the whole frame
+        // is: nothing decoded is encoded again.
+        std::vector<FileEntry*> same;
+        for (size_t i = 0; i < batch.size() && why_.empty(); ++i) {
+          bool untouched = false;
+          why_ = CarryFile(batch[i], &untouched);
+          if (untouched) same.push_back(&batch[i]);
+        }
+        const bool whole = same.size() == batch.size() && !frame_has_dirs;
+        frame_has_dirs = false;
+        if (!why_.empty()) return stop;
+        IndexTotals counted;
+        for (FileEntry* e : same) {
+          stats_->files++;
+          stats_->bytes += e->size;
+          stats_->reused++;
+          stats_->unopened++;
+          stats_->hardlinks += e->other_paths.size();
+          counted.records++;
+          counted.bytes += e->size;
+          if (!whole) {
+            e->reused = true;
+            KeepWrite(file_writer_->Add(std::move(*e)));
+          }
+        }
+        counted.batches = 1;
+        if (whole) KeepWrite(file_writer_->AppendFrame(span, counted));
+        return Status::Ok();
       });
   if (!why_.empty()) return why_;
   if (!r.ok()) return "the previous index cannot be read to its end";
@@ -98,7 +128,7 @@ std::string FollowState::FinishDirs() {
 
 // One file record of the previous index: carried (paths mapped), set aside for the
 // changed files, or dropped with its last link.
-std::string FollowState::CarryFile(FileEntry& e) {
+std::string FollowState::CarryFile(FileEntry& e, bool* untouched) {
   if (o_.stop && o_.stop->load()) return "the scan was stopped";
   if (e.ino == 0) return "the previous scan could not read " + e.path;
   if (e.fs >= root_of_fs_.size() || root_of_fs_[e.fs] < 0) return "a file record names no root's filesystem";
@@ -125,6 +155,11 @@ std::string FollowState::CarryFile(FileEntry& e) {
   keep(e.path);
   for (const auto& p : e.other_paths) keep(p);
   if (paths.empty()) return "";  // removed
+  if (paths.size() == 1 + e.other_paths.size() && paths[0] == e.path &&
+      std::equal(e.other_paths.begin(), e.other_paths.end(), paths.begin() + 1)) {
+    *untouched = true;  // the caller counts and writes it
+    return "";
+  }
   std::sort(paths.begin(), paths.end());
   e.path = paths[0];
   e.other_paths.assign(paths.begin() + 1, paths.end());

@@ -13,11 +13,17 @@
 namespace oans {
 namespace {
 
+constexpr uint32_t kInodeNoCow = 0x800000;  // FS_NOCOW_FL: data is overwritten in place
+
 // Extents that name their data by physical address alone: no inline data, no delayed
-// allocation, nothing encoded (a compressed extent's address does not say which part).
-bool PlainExtents(const std::vector<FiemapExtent>& x) {
+// allocation, nothing encoded (a compressed extent's address does not say which part),
+// nothing preallocated (written in place the first time), and a file whose data is
+// always written in place (nodatacow) never.
+bool PlainExtents(const std::vector<FiemapExtent>& x, uint32_t inode_flags) {
+  if (inode_flags & kInodeNoCow) return false;
   for (const auto& e : x)
-    if (e.flags & (kExtentInline | kExtentDelalloc | kExtentUnknown | kExtentEncoded)) return false;
+    if (e.flags & (kExtentInline | kExtentDelalloc | kExtentUnknown | kExtentEncoded | kExtentUnwritten))
+      return false;
   return !x.empty();
 }
 
@@ -49,7 +55,7 @@ std::string FollowState::MapChanged() {
     }
   tbb::parallel_for(size_t(0), files_.size(), [&](size_t i) { MapFile(&files_[i]); });
   for (size_t i = 0; i < files_.size(); ++i)
-    if (files_[i].present && files_[i].mapped && PlainExtents(files_[i].entry.extents))
+    if (files_[i].present && files_[i].mapped && PlainExtents(files_[i].entry.extents, files_[i].entry.inode_flags))
       by_first_physical_[files_[i].entry.extents[0].physical].push_back(i);
   return "";
 }
@@ -73,7 +79,7 @@ void FollowState::MapFile(ChangedFile* f) {
 }
 
 void FollowState::MatchExtents(const FileEntry& e) {
-  if (!e.hashed || !e.error.empty() || e.extents.empty()) return;
+  if (!e.hashed || !e.error.empty() || !PlainExtents(e.extents, e.inode_flags)) return;
   auto it = by_first_physical_.find(e.extents[0].physical);
   if (it == by_first_physical_.end()) return;
   const std::string& uuid = roots[root_of_fs_[e.fs]].id.uuid;  // addresses are per filesystem

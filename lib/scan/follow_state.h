@@ -90,7 +90,8 @@ class FollowState {
  private:
   std::string ReadChangedDir(FollowRoot& r, const ChangedInode& c);
   std::string FinishDirs();
-  std::string CarryFile(FileEntry& e);
+  // Sets *untouched (and writes nothing) when the record is carried exactly as it was.
+  std::string CarryFile(FileEntry& e, bool* untouched);
   std::optional<std::string> PathOf(FollowRoot& r, uint64_t dir_ino, const std::string& name);
   bool Excluded(const FollowRoot& r, const std::string& path) const;
   void MapFile(ChangedFile* f);

@@ -17,7 +17,9 @@ def data(r, n):
 
 
 def size(r):
-    return r.choice([1, 100, 3000, 4096, 5000, 70000, 131072, 200000, 300000])
+    if r.random() < 0.8:
+        return r.choice([1, 100, 3000, 4096, 5000, 9000])
+    return r.choice([70000, 131072, 200000, 300000])
 
 
 def files(root):
@@ -33,16 +35,25 @@ def dirs(root):
 
 def make(root, seed):
     r = random.Random(seed)
-    for i in range(8):
-        for j in range(3):
+    # Enough files for many btrfs leaves, so that most records are carried, not looked at.
+    for i in range(10):
+        for j in range(5):
             d = os.path.join(root, f"d{i}", f"s{j}")
             os.makedirs(d, exist_ok=True)
-            for k in range(6):
+            for k in range(50):
                 with open(os.path.join(d, f"f{k}.bin"), "wb") as f:
                     f.write(data(r, size(r)))
-    fs = files(root)
+    # nodatacow files are overwritten in place: the same extents, new data.
+    os.makedirs(os.path.join(root, "nocow"))
     for k in range(4):
-        os.link(fs[k * 7], os.path.join(root, f"d{k}", f"link{k}"))
+        p = os.path.join(root, "nocow", f"n{k}")
+        open(p, "wb").close()
+        subprocess.run(["chattr", "+C", p], check=True)
+        with open(p, "wb") as f:
+            f.write(r.randbytes(200000))
+    fs = files(root)
+    for k in range(8):
+        os.link(fs[k * 97], os.path.join(root, f"d{k}", f"link{k}"))
 
 
 def change(root, seed, count):
@@ -52,7 +63,7 @@ def change(root, seed, count):
         fs, ds = files(root), dirs(root)
         kind = r.choice(["new", "delete", "modify", "append", "truncate", "rename", "move", "rename_dir",
                          "move_dir", "delete_dir", "link", "unlink_link", "mtime_restored", "chattr",
-                         "dedupe", "defrag", "new_dir", "reflink_copy"])
+                         "dedupe", "defrag", "new_dir", "reflink_copy", "nocow_inplace"])
         f = r.choice(fs) if fs else None
         d = r.choice(ds) if ds else root
         try:
@@ -104,6 +115,16 @@ def change(root, seed, count):
                 os.makedirs(os.path.join(p, "inner"))
                 for k in range(3):
                     with open(os.path.join(p, "inner", f"x{k}"), "wb") as o: o.write(data(r, size(r)))
+            elif kind == "nocow_inplace":
+                # Rewritten in place with its old mtime restored and renamed: only the data
+                # tells; the extents are those recorded.
+                ps = [x for x in fs if "/nocow/" in x]
+                if ps:
+                    p = r.choice(ps)
+                    st = os.stat(p)
+                    with open(p, "r+b") as o: o.write(r.randbytes(8192))
+                    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+                    os.rename(p, p + f".i{seed}_{n}")
             elif kind == "reflink_copy":
                 subprocess.run(["cp", "--reflink=always", f, os.path.join(d, f"c{seed}_{n}")], check=True)
             made.append(kind)

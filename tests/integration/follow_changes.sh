@@ -54,10 +54,10 @@ pass "unchanged: 0 inodes looked at, no directory read and no file opened or sta
 
 # A reflinked copy is given the hashes of the file whose extents it shares; only the
 # new file is read.
-big=$(find "$T" -type f -size +150k -print | sort | sed -n 1p)
+big=$(find "$T" -type f -size +150k -not -path "*/nocow/*" -print | sort | sed -n 1p)
 [ -n "$big" ] || fail "no large file to copy"
-cp --reflink=always "$big" "$T/d0/reflinked"
-rand_file "$T/d0/fresh" 300000 77
+cp --reflink=always "$big" "$T/reflinked"
+rand_file "$T/fresh" 300000 77
 sync
 "$BIN/oans-scan" --json --previous "$WORK/warm.idx" "$T" -o "$WORK/reflink.idx" 2> "$WORK/reflink.json"
 [ "$(json_field "$WORK/reflink.json" same_extents)" = 1 ] || fail "reflinked copy not matched: $(cat "$WORK/reflink.json")"

@@ -35,14 +35,16 @@ meta_before=$(meta)
 
 # A process holds busy/b open for writing during the whole apply and writes afterwards.
 mkfifo "$WORK/go"
-python3 - "$T/busy/b" "$WORK/go" <<'PY' &
+python3 - "$T/busy/b" "$WORK/go" "$WORK/ready" <<'PY' &
 import sys
 f = open(sys.argv[1], "ab")
+open(sys.argv[3], "w").close()    # open for writing now
 open(sys.argv[2]).read()          # until apply is over
 f.write(b"written after the apply"); f.close()
 PY
 writer=$!
-sleep 0.5
+for _ in $(seq 100); do [ -e "$WORK/ready" ] && break; sleep 0.1; done
+[ -e "$WORK/ready" ] || fail "the writer did not start"
 set +e
 "$BIN/oans-apply" --link=hard --journal "$WORK/journal" "$WORK/plan" 2> "$WORK/apply.err"; rc=$?
 set -e

@@ -859,3 +859,58 @@ TEST_F(ScanTest, PreviousThatIsNoIndexIsNotDamage) {
 
 }  // namespace
 }  // namespace oans
+
+namespace oans {
+namespace {
+
+// Where the filesystem cannot answer (here: not btrfs), a scan with --previous says once
+// why it does not follow btrfs changes, and walks: the same records, hashes reused.
+TEST_F(ScanTest, NotFollowingSaysWhyOnceAndWalks) {
+  const std::string idx1 = out_dir_.Join("1.idx");
+  ScanStats s1;
+  ASSERT_OK(Scan(DefaultSys(), Options(), idx1, &s1));
+  ScanOptions o = Options();
+  o.previous = idx1;
+  ScanStats s2;
+  Notices notes;
+  ASSERT_OK(Scan(DefaultSys(), o, out_dir_.Join("2.idx"), &s2, &notes));
+  int said = 0;
+  for (const auto& l : notes.lines) said += l.find("not following btrfs changes") != std::string::npos;
+  EXPECT_EQ(said, 1);
+  EXPECT_FALSE(s2.followed);
+  EXPECT_EQ(s2.files, s1.files);
+  EXPECT_EQ(s2.reused, s1.files);
+  auto a = ReadByPath(idx1);
+  auto b = ReadByPath(out_dir_.Join("2.idx"));
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [p, e] : a) EXPECT_EQ(b[p].hash, e.hash) << p;
+  EXPECT_TRUE(header_.directories);
+}
+
+// The index records every directory read, before the first file record.
+TEST_F(ScanTest, DirectoriesRecordedBeforeFiles) {
+  const std::string idx = out_dir_.Join("d.idx");
+  ScanStats s;
+  ASSERT_OK(Scan(DefaultSys(), Options(), idx, &s));
+  std::vector<std::string> dirs;
+  bool file_seen = false, dir_after_file = false;
+  IndexReadOptions ro;
+  ro.on_dirs = [&](const IndexHeader&, std::vector<IndexDir>& ds) {
+    for (auto& d : ds) dirs.push_back(d.path);
+    dir_after_file |= file_seen && !ds.empty();
+    return Status::Ok();
+  };
+  auto r = ReadIndex(idx, ro, [](const IndexHeader&) { return Status::Ok(); },
+                     [&](const IndexHeader&, std::vector<FileEntry>& b) {
+                       file_seen |= !b.empty();
+                       return Status::Ok();
+                     });
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::sort(dirs.begin(), dirs.end());
+  EXPECT_EQ(dirs, (std::vector<std::string>{dir_.path(), P("sub")}));
+  EXPECT_FALSE(dir_after_file);
+  EXPECT_EQ(r->totals.dirs, 2u);
+}
+
+}  // namespace
+}  // namespace oans

@@ -1,0 +1,62 @@
+// IndexWriter: copying frames written elsewhere (a spool of the same scan, or a batch of
+// a previous index carried verbatim) into the index, counted.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "lib/format/index_file.h"
+
+namespace oans {
+
+Status IndexWriter::AppendFrames(const TempFile& spool, const IndexTotals& spooled) {
+  OANS_RETURN_IF_ERROR(FlushBatch());
+  struct stat st;
+  if (fstat(spool.fd(), &st) != 0) return Status::Io("reading the scan's temporary spool", errno);
+  std::vector<char> buf(1u << 20);
+  for (uint64_t at = 0; at < uint64_t(st.st_size);) {
+    size_t want = size_t(std::min<uint64_t>(buf.size(), uint64_t(st.st_size) - at));
+    OANS_RETURN_IF_ERROR(spool.ReadAt(at, buf.data(), want));
+    for (size_t done = 0; done < want;) {
+      ssize_t w = write(fd_, buf.data() + done, want - done);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return Status::Io("writing " + name_, errno);
+      }
+      done += size_t(w);
+    }
+    at += want;
+  }
+  totals_.records += spooled.records;
+  totals_.batches += spooled.batches;
+  totals_.errors += spooled.errors;
+  totals_.bytes += spooled.bytes;
+  totals_.dirs += spooled.dirs;
+  return Status::Ok();
+}
+
+Status IndexWriter::AppendFrame(const FrameSpan& span, const IndexTotals& counted) {
+  OANS_RETURN_IF_ERROR(FlushBatch());
+  std::vector<char> buf(size_t(span.end - span.start));
+  for (size_t done = 0; done < buf.size();) {
+    ssize_t r = pread(span.fd, buf.data() + done, buf.size() - done, off_t(span.start + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return Status::Io("reading a frame to copy", r < 0 ? errno : EIO);
+    done += size_t(r);
+  }
+  for (size_t done = 0; done < buf.size();) {
+    ssize_t w = write(fd_, buf.data() + done, buf.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return Status::Io("writing " + name_, errno);
+    done += size_t(w);
+  }
+  totals_.records += counted.records;
+  totals_.batches += counted.batches;
+  totals_.errors += counted.errors;
+  totals_.bytes += counted.bytes;
+  totals_.dirs += counted.dirs;
+  return Status::Ok();
+}
+
+}  // namespace oans
