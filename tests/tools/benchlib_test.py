@@ -26,7 +26,7 @@ SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
                        "scripts")
 sys.path.insert(0, SCRIPTS)
 
-from benchlib import common, image, memcap, timing  # noqa: E402
+from benchlib import common, diskmodel, image, memcap, timing, trace  # noqa: E402
 
 
 def load_script(name):
@@ -188,6 +188,94 @@ class Selection(unittest.TestCase):
         self.assertFalse(memcap.stale_cgroup(f"{p}200-2", 100, alive))  # another running benchmark
         self.assertTrue(memcap.stale_cgroup(f"{p}x-2", 100, alive))     # not a pid: ours by name
         self.assertFalse(memcap.stale_cgroup("user.slice", 100, alive))
+
+
+TRACE_TEXT = """\
+# tracer: nop
+#
+     kworker/u4:1-77      [000] ..... 100.000000: block_rq_issue: 7,0 R 4096 () 1000 + 8 none,0,0 [kworker/u4:1]
+     kworker/u4:1-77      [000] ..... 100.001000: block_rq_issue: 7,0 R 8192 () 1008 + 16 none,0,0 [kworker/u4:1]
+               sh-90      [001] ..... 100.002000: tracing_mark_write: phase apply
+     kworker/u4:1-77      [000] ..... 100.003000: block_rq_issue: 7,0 FF 0 () 0 + 0 none,0,0 [kworker/u4:1]
+     kworker/u4:1-77      [000] ..... 100.004000: block_rq_issue: 7,0 W 4096 () 5000 + 8 none,0,0 [kworker/u4:1]
+     kworker/u4:1-77      [000] ..... 100.005000: block_rq_issue: 7,0 RA 4096 () 1024 + 8 none,0,0 [kworker/u4:1]
+"""
+
+
+class BlockTrace(unittest.TestCase):
+    R = trace.Request
+
+    def test_parse(self):
+        reqs, marks = trace.parse_trace(TRACE_TEXT)
+        self.assertEqual(reqs, [self.R(100.0, 1000, 8, "R"), self.R(100.001, 1008, 16, "R"),
+                                self.R(100.004, 5000, 8, "W"), self.R(100.005, 1024, 8, "RA")])
+        self.assertEqual(marks, [(100.002, "phase apply")])
+
+    def test_phases(self):
+        reqs, marks = trace.parse_trace(TRACE_TEXT)
+        ph = trace.split_phases(reqs, marks)
+        self.assertEqual(sorted(ph), ["apply", "start"])
+        self.assertEqual([r.sector for r in ph["start"]], [1000, 1008])
+        self.assertEqual([r.sector for r in ph["apply"]], [5000, 1024])
+        # A phase marked but without requests is still there, empty.
+        self.assertEqual(trace.split_phases(reqs[:2], marks)["apply"], [])
+
+    def test_seeks(self):
+        R = self.R
+        self.assertEqual(trace.count_seeks([]), 0)
+        # The first request counts; a contiguous one does not; going back does.
+        self.assertEqual(trace.count_seeks([R(0, 10, 8), R(0, 18, 8), R(0, 26, 1)]), 1)
+        self.assertEqual(trace.count_seeks([R(0, 10, 8), R(0, 19, 8), R(0, 10, 8), R(0, 18, 8)]), 3)
+
+    def test_physical_floor(self):
+        R = self.R
+        reqs = [R(0, 100, 8), R(0, 0, 8), R(0, 8, 8), R(0, 104, 8), R(0, 300, 2048)]
+        self.assertEqual(trace.merged_extents(reqs), [(0, 16), (100, 112), (300, 2348)])
+        floor = trace.physical_floor(reqs, 1024)
+        self.assertEqual([(r.sector, r.sectors) for r in floor],
+                         [(0, 16), (100, 12), (300, 1024), (1324, 1024)])
+        self.assertEqual(trace.count_seeks(floor), 3)
+        # The same sectors in any order have the same floor.
+        self.assertEqual(trace.physical_floor(list(reversed(reqs)), 1024), floor)
+
+    def test_summary(self):
+        reqs, marks = trace.parse_trace(TRACE_TEXT)
+        m = diskmodel.DiskModel(1 << 30)
+        s = trace.summarize_trace(reqs, marks, m, 1024)
+        self.assertEqual((s["requests"], s["read_requests"], s["read_bytes"], s["write_requests"], s["seeks"]),
+                         (4, 3, 16384, 1, 3))
+        # The reads 1000+8, 1008+16 and (later) 1024+8 are one run on the disk.
+        self.assertEqual(s["floor"], {"requests": 1, "bytes": 16384, "seeks": 1,
+                                      "model_s": round(m.time([self.R(0, 1000, 32)]), 3)})
+        self.assertEqual(s["phases"]["apply"]["requests"], 2)
+        self.assertEqual(s["phases"]["start"]["seeks"], 1)
+        self.assertNotIn("phases", trace.summarize_trace(reqs[:2], [], m, 1024))
+
+    def test_dev_t_and_stale(self):
+        self.assertEqual(trace.dev_t(7, 3), (7 << 20) | 3)
+        names = ["oans-bench-12", "oans-bench-13", "other", "oans-bench-x"]
+        self.assertEqual(trace.stale_instances(names, lambda pid: pid == 13), ["oans-bench-12"])
+
+
+class DiskModel(unittest.TestCase):
+    def test_costs(self):
+        R = trace.Request
+        m = diskmodel.DiskModel(1000 * 10**9)  # 1 TB stroke
+        half_rot = 30000 / 7200
+        self.assertAlmostEqual(m.seek_ms(0), 1.0 + half_rot)
+        self.assertAlmostEqual(m.seek_ms(1000 * 10**9), 15.0 + half_rot)
+        self.assertAlmostEqual(m.seek_ms(-250 * 10**9), 1.0 + 14.0 * 0.5 + half_rot)
+        self.assertAlmostEqual(m.seek_ms(10**15), 15.0 + half_rot)  # no farther than a full stroke
+        self.assertAlmostEqual(m.transfer_ms(150 * 10**6), 1000.0)
+        # 150 MB sequential: one positioning, then transfer only.
+        seq = [R(0, i * 2048, 2048) for i in range(143)]
+        self.assertAlmostEqual(m.time(seq), (1.0 + half_rot + m.transfer_ms(143 * 2048 * 512)) / 1000)
+        # The same requests back and forth cost a seek each.
+        rev = list(reversed(seq))
+        self.assertGreater(m.time(rev), m.time(seq) + 142 * (1.0 + half_rot) / 1000 - 1e-9)
+        self.assertEqual(m.time([]), 0.0)
+        with self.assertRaises(ValueError):
+            diskmodel.DiskModel(0)
 
 
 class SwapList(unittest.TestCase):
