@@ -41,6 +41,21 @@ class DiskModel:
     def transfer_ms(self, nbytes):
         return nbytes / (self.mbps * 1e6) * 1000.0
 
+    def timeline(self, reqs):
+        """The modeled time (s) at which each request of reqs starts being served, and the end."""
+        out, ms, head = [], 0.0, None
+        for r in reqs:
+            out.append(ms / 1000.0)
+            off = r.sector * SECTOR
+            if head is None:
+                ms += self.settle_ms + 30000.0 / self.rpm
+            elif off != head:
+                ms += self.seek_ms(off - head)
+            n = r.sectors * SECTOR
+            ms += self.transfer_ms(n)
+            head = off + n
+        return out, ms / 1000.0
+
     def time(self, reqs):
         """Seconds to serve reqs (objects with .sector and .sectors) in order; the
         head starts where the first request is (no seek is charged for it beyond
