@@ -5,6 +5,11 @@ command queueing, no drive cache). For a request of `n` bytes at byte offset
 `off`, the head being at the end of the previous request:
 
   contiguous (off == head):   n / rate
+  a short skip forward        (off - head) / rate + n / rate
+  (0 < off - head <= track):  the head stays on its track and waits for the skipped
+                              bytes to pass under it, as a drive reading through them
+                              would; track = rate * one revolution (1.25 MB at 150 MB/s
+                              and 7200 rpm)
   otherwise:                  settle + (full_stroke - settle) * sqrt(|off - head| / capacity)
                               + 30000 / rpm ms (half a revolution)
                               + n / rate
@@ -38,6 +43,19 @@ class DiskModel:
         return (self.settle_ms + (self.full_stroke_ms - self.settle_ms) * math.sqrt(frac)
                 + 30000.0 / self.rpm)
 
+    @property
+    def track_bytes(self):
+        """Bytes passing under the head in one revolution."""
+        return self.mbps * 1e6 * 60.0 / self.rpm
+
+    def move_ms(self, distance):
+        """Time to get from the head's position to a request distance bytes away."""
+        if distance == 0:
+            return 0.0
+        if 0 < distance <= self.track_bytes:
+            return self.transfer_ms(distance)
+        return self.seek_ms(distance)
+
     def transfer_ms(self, nbytes):
         return nbytes / (self.mbps * 1e6) * 1000.0
 
@@ -49,8 +67,8 @@ class DiskModel:
             off = r.sector * SECTOR
             if head is None:
                 ms += self.settle_ms + 30000.0 / self.rpm
-            elif off != head:
-                ms += self.seek_ms(off - head)
+            else:
+                ms += self.move_ms(off - head)
             n = r.sectors * SECTOR
             ms += self.transfer_ms(n)
             head = off + n
@@ -65,8 +83,8 @@ class DiskModel:
             off = r.sector * SECTOR
             if head is None:
                 ms += self.settle_ms + 30000.0 / self.rpm
-            elif off != head:
-                ms += self.seek_ms(off - head)
+            else:
+                ms += self.move_ms(off - head)
             n = r.sectors * SECTOR
             ms += self.transfer_ms(n)
             head = off + n

@@ -274,6 +274,16 @@ class DiskModel(unittest.TestCase):
         rev = list(reversed(seq))
         self.assertGreater(m.time(rev), m.time(seq) + 142 * (1.0 + half_rot) / 1000 - 1e-9)
         self.assertEqual(m.time([]), 0.0)
+        # A short skip forward (under one track, 1.25 MB) costs the skipped bytes passing under
+        # the head; backward, or farther than a track, it is a seek.
+        self.assertAlmostEqual(m.track_bytes, 1.25e6)
+        first = 1.0 + half_rot + m.transfer_ms(4096)
+        skip = [R(0, 0, 8), R(0, 136, 8)]  # 64 KiB skipped
+        self.assertAlmostEqual(m.time(skip), (first + m.transfer_ms(65536) + m.transfer_ms(4096)) / 1000)
+        back = [R(0, 136, 8), R(0, 0, 8)]
+        self.assertAlmostEqual(m.time(back), (first + m.seek_ms(-(136 + 8) * 512) + m.transfer_ms(4096)) / 1000)
+        far = [R(0, 0, 8), R(0, 8 + 4096, 8)]  # 2 MiB skipped
+        self.assertAlmostEqual(m.time(far), (first + m.seek_ms(4096 * 512) + m.transfer_ms(4096)) / 1000)
         with self.assertRaises(ValueError):
             diskmodel.DiskModel(0)
 
