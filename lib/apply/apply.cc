@@ -40,6 +40,8 @@ class Run {
 
  private:
   bool ShouldStop() const { return (o_.stop && o_.stop->load()) || deadline_hit_.load(); }
+  // Whether rounds are read into the page cache before and dropped after their dedupe.
+  bool Prefetching() const { return o_.prefetch && !o_.dry_run && !o_.hardlink; }
   // Stage 1: the next round, opened, checked and read ahead; null at the end.
   PreparedRound* Prepare(tbb::flow_control& fc);
   // Stage 2: executes, journals and counts one round.
@@ -89,7 +91,7 @@ PreparedRound* Run::Prepare(tbb::flow_control& fc) {
     return p.release();
   }
   verifier_.OpenAll(p.get());
-  if (o_.prefetch && !o_.dry_run && !o_.hardlink) Prefetch(sys_, o_.order, o_.order_seed, &rate_, &buffer_, p.get());
+  if (Prefetching()) Prefetch(sys_, o_.order, o_.order_seed, &rate_, &buffer_, p.get());
   return p.release();
 }
 
@@ -126,6 +128,7 @@ void Run::Finish(PreparedRound* raw) {
       Progress();
     }
   });
+  if (Prefetching()) Release(sys_, *p);
   Verifier::CloseAll(sys_, p.get());
   r.AddTo(stats_);
   for (const auto& n : r.notices) observer_->Notice(n);

@@ -17,20 +17,36 @@ void RateLimiter::Account(uint64_t bytes) {
   std::this_thread::sleep_until(due);
 }
 
+namespace {
+
+struct R {
+  uint64_t physical;
+  int fd;
+  uint64_t offset, length;
+};
+
+// Every range of the round whose file is open: each operation's source, then its
+// destinations, in the plan's order.
+std::vector<R> Ranges(const PreparedRound& p) {
+  std::vector<R> ranges;
+  for (const auto& op : p.round.ops) {
+    if (p.fds[op.source] < 0) continue;
+    ranges.push_back({op.physical, p.fds[op.source], op.offset, op.length});
+    for (const auto& d : op.dests)
+      if (p.fds[d.file] >= 0) ranges.push_back({d.physical, p.fds[d.file], d.offset, op.length});
+  }
+  return ranges;
+}
+
+}  // namespace
+
+void Release(Sys& sys, const PreparedRound& p) {
+  for (const auto& r : Ranges(p)) sys.DontNeed(r.fd, r.offset, r.length);
+}
+
 void Prefetch(Sys& sys, ApplyOrder order, uint64_t seed, RateLimiter* rate, std::vector<char>* buffer,
               PreparedRound* p) {
-  struct R {
-    uint64_t physical;
-    int fd;
-    uint64_t offset, length;
-  };
-  std::vector<R> ranges;
-  for (const auto& op : p->round.ops) {
-    if (p->fds[op.source] < 0) continue;
-    ranges.push_back({op.physical, p->fds[op.source], op.offset, op.length});
-    for (const auto& d : op.dests)
-      if (p->fds[d.file] >= 0) ranges.push_back({d.physical, p->fds[d.file], d.offset, op.length});
-  }
+  std::vector<R> ranges = Ranges(*p);
   if (order == ApplyOrder::kShuffled) {
     // Seeded by the round's index: the same reads whatever position the round runs at.
     const uint64_t round_seed = seed ^ (0x9e3779b97f4a7c15ull * (p->round.index + 1));

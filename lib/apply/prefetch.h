@@ -3,6 +3,12 @@
 // every range is first requested at once (POSIX_FADV_WILLNEED, by physical offset) so the
 // device has many reads in flight, then read through one buffer in the same order; in
 // shuffled order the ranges are read in a fixed pseudo-random order instead.
+// Once the round is deduped, Release drops what the prefetch read from the page cache
+// again: a finished round's sources would otherwise stay (the kernel's compare made them
+// recently used, and btrfs drops only the destinations' pages), and under a memory limit
+// they push the next rounds' prefetched pages out before those are compared, so the
+// compare reads them again, page by page, alternating between source and destination:
+// traced on a 512 MiB cap, that was a third of apply's disk requests and most of its seeks.
 // RateLimiter keeps the reads of every thread together under --max-rate.
 #pragma once
 
@@ -36,5 +42,9 @@ class RateLimiter {
 // Read errors are left for the dedupe call to meet and report.
 void Prefetch(Sys& sys, ApplyOrder order, uint64_t seed, RateLimiter* rate, std::vector<char>* buffer,
               PreparedRound* r);
+
+// After `r` is deduped (its files still open): drops every range Prefetch read, sources
+// and destinations, from the page cache (POSIX_FADV_DONTNEED; dirty pages are kept).
+void Release(Sys& sys, const PreparedRound& r);
 
 }  // namespace oans

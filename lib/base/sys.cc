@@ -228,6 +228,9 @@ class PosixSys final : public Sys {
   void WillNeed(int fd, uint64_t offset, uint64_t length) override {
     ::posix_fadvise(fd, off_t(offset), off_t(length), POSIX_FADV_WILLNEED);
   }
+  void DontNeed(int fd, uint64_t offset, uint64_t length) override {
+    ::posix_fadvise(fd, off_t(offset), off_t(length), POSIX_FADV_DONTNEED);
+  }
 
   Result<int> OpenDirNoFollow(const std::string& path) override {
     long fd = Openat2(AT_FDCWD, path.c_str(), O_DIRECTORY);

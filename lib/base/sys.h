@@ -162,6 +162,10 @@ class Sys {
   // Asks the kernel to start reading [offset, offset + length) into the page cache
   // (POSIX_FADV_WILLNEED), without waiting; a hint only. The default does nothing.
   virtual void WillNeed(int fd, uint64_t offset, uint64_t length) { (void)fd, (void)offset, (void)length; }
+  // Tells the kernel [offset, offset + length) is not needed again soon
+  // (POSIX_FADV_DONTNEED): its clean pages leave the page cache, dirty ones are written
+  // back first and stay. A hint only; the default does nothing.
+  virtual void DontNeed(int fd, uint64_t offset, uint64_t length) { (void)fd, (void)offset, (void)length; }
   // --- Hardlink mode's primitives (the policy lives in lib/apply/hardlink.h) ---
   // Opens a directory for reading without following a symlink in any component.
   virtual Result<int> OpenDirNoFollow(const std::string& path) {

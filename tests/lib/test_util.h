@@ -100,6 +100,7 @@ class ForwardingSys : public Sys {
     return real().DirectoryPath(fd, tree_id, dir_ino);
   }
   void WillNeed(int fd, uint64_t offset, uint64_t length) override { real().WillNeed(fd, offset, length); }
+  void DontNeed(int fd, uint64_t offset, uint64_t length) override { real().DontNeed(fd, offset, length); }
   Result<int> OpenDirNoFollow(const std::string& path) override { return real().OpenDirNoFollow(path); }
   Result<std::vector<std::pair<std::string, std::string>>> Xattrs(int fd) override { return real().Xattrs(fd); }
   Status SetLease(int fd, bool read) override { return real().SetLease(fd, read); }

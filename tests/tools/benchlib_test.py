@@ -26,7 +26,7 @@ SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
                        "scripts")
 sys.path.insert(0, SCRIPTS)
 
-from benchlib import common, image, memcap, timing  # noqa: E402
+from benchlib import common, diskmodel, image, memcap, plot, timing, trace  # noqa: E402
 
 
 def load_script(name):
@@ -190,6 +190,104 @@ class Selection(unittest.TestCase):
         self.assertFalse(memcap.stale_cgroup("user.slice", 100, alive))
 
 
+TRACE_TEXT = """\
+# tracer: nop
+#
+     kworker/u4:1-77      [000] ..... 100.000000: block_rq_issue: 7,0 R 4096 () 1000 + 8 none,0,0 [kworker/u4:1]
+     kworker/u4:1-77      [000] ..... 100.001000: block_rq_issue: 7,0 R 8192 () 1008 + 16 none,0,0 [kworker/u4:1]
+               sh-90      [001] ..... 100.002000: tracing_mark_write: phase apply
+     kworker/u4:1-77      [000] ..... 100.003000: block_rq_issue: 7,0 FF 0 () 0 + 0 none,0,0 [kworker/u4:1]
+     kworker/u4:1-77      [000] ..... 100.004000: block_rq_issue: 7,0 W 4096 () 5000 + 8 none,0,0 [kworker/u4:1]
+     kworker/u4:1-77      [000] ..... 100.005000: block_rq_issue: 7,0 RA 4096 () 1024 + 8 none,0,0 [kworker/u4:1]
+"""
+
+
+class BlockTrace(unittest.TestCase):
+    R = trace.Request
+
+    def test_parse(self):
+        reqs, marks = trace.parse_trace(TRACE_TEXT)
+        self.assertEqual(reqs, [self.R(100.0, 1000, 8, "R"), self.R(100.001, 1008, 16, "R"),
+                                self.R(100.004, 5000, 8, "W"), self.R(100.005, 1024, 8, "RA")])
+        self.assertEqual(marks, [(100.002, "phase apply")])
+
+    def test_phases(self):
+        reqs, marks = trace.parse_trace(TRACE_TEXT)
+        ph = trace.split_phases(reqs, marks)
+        self.assertEqual(sorted(ph), ["apply", "start"])
+        self.assertEqual([r.sector for r in ph["start"]], [1000, 1008])
+        self.assertEqual([r.sector for r in ph["apply"]], [5000, 1024])
+        # A phase marked but without requests is still there, empty.
+        self.assertEqual(trace.split_phases(reqs[:2], marks)["apply"], [])
+
+    def test_seeks(self):
+        R = self.R
+        self.assertEqual(trace.count_seeks([]), 0)
+        # The first request counts; a contiguous one does not; going back does.
+        self.assertEqual(trace.count_seeks([R(0, 10, 8), R(0, 18, 8), R(0, 26, 1)]), 1)
+        self.assertEqual(trace.count_seeks([R(0, 10, 8), R(0, 19, 8), R(0, 10, 8), R(0, 18, 8)]), 3)
+
+    def test_physical_floor(self):
+        R = self.R
+        reqs = [R(0, 100, 8), R(0, 0, 8), R(0, 8, 8), R(0, 104, 8), R(0, 300, 2048)]
+        self.assertEqual(trace.merged_extents(reqs), [(0, 16), (100, 112), (300, 2348)])
+        floor = trace.physical_floor(reqs, 1024)
+        self.assertEqual([(r.sector, r.sectors) for r in floor],
+                         [(0, 16), (100, 12), (300, 1024), (1324, 1024)])
+        self.assertEqual(trace.count_seeks(floor), 3)
+        # The same sectors in any order have the same floor.
+        self.assertEqual(trace.physical_floor(list(reversed(reqs)), 1024), floor)
+
+    def test_summary(self):
+        reqs, marks = trace.parse_trace(TRACE_TEXT)
+        m = diskmodel.DiskModel(1 << 30)
+        s = trace.summarize_trace(reqs, marks, m, 1024)
+        self.assertEqual((s["requests"], s["read_requests"], s["read_bytes"], s["write_requests"], s["seeks"]),
+                         (4, 3, 16384, 1, 3))
+        # The reads 1000+8, 1008+16 and (later) 1024+8 are one run on the disk.
+        self.assertEqual(s["floor"], {"requests": 1, "bytes": 16384, "seeks": 1,
+                                      "model_s": round(m.time([self.R(0, 1000, 32)]), 3)})
+        self.assertEqual(s["phases"]["apply"]["requests"], 2)
+        self.assertEqual(s["phases"]["start"]["seeks"], 1)
+        self.assertNotIn("phases", trace.summarize_trace(reqs[:2], [], m, 1024))
+
+    def test_dev_t_and_stale(self):
+        self.assertEqual(trace.dev_t(7, 3), (7 << 20) | 3)
+        names = ["oans-bench-12", "oans-bench-13", "other", "oans-bench-x"]
+        self.assertEqual(trace.stale_instances(names, lambda pid: pid == 13), ["oans-bench-12"])
+
+
+class DiskModel(unittest.TestCase):
+    def test_costs(self):
+        R = trace.Request
+        m = diskmodel.DiskModel(1000 * 10**9)  # 1 TB stroke
+        half_rot = 30000 / 7200
+        self.assertAlmostEqual(m.seek_ms(0), 1.0 + half_rot)
+        self.assertAlmostEqual(m.seek_ms(1000 * 10**9), 15.0 + half_rot)
+        self.assertAlmostEqual(m.seek_ms(-250 * 10**9), 1.0 + 14.0 * 0.5 + half_rot)
+        self.assertAlmostEqual(m.seek_ms(10**15), 15.0 + half_rot)  # no farther than a full stroke
+        self.assertAlmostEqual(m.transfer_ms(150 * 10**6), 1000.0)
+        # 150 MB sequential: one positioning, then transfer only.
+        seq = [R(0, i * 2048, 2048) for i in range(143)]
+        self.assertAlmostEqual(m.time(seq), (1.0 + half_rot + m.transfer_ms(143 * 2048 * 512)) / 1000)
+        # The same requests back and forth cost a seek each.
+        rev = list(reversed(seq))
+        self.assertGreater(m.time(rev), m.time(seq) + 142 * (1.0 + half_rot) / 1000 - 1e-9)
+        self.assertEqual(m.time([]), 0.0)
+        # A short skip forward (under one track, 1.25 MB) costs the skipped bytes passing under
+        # the head; backward, or farther than a track, it is a seek.
+        self.assertAlmostEqual(m.track_bytes, 1.25e6)
+        first = 1.0 + half_rot + m.transfer_ms(4096)
+        skip = [R(0, 0, 8), R(0, 136, 8)]  # 64 KiB skipped
+        self.assertAlmostEqual(m.time(skip), (first + m.transfer_ms(65536) + m.transfer_ms(4096)) / 1000)
+        back = [R(0, 136, 8), R(0, 0, 8)]
+        self.assertAlmostEqual(m.time(back), (first + m.seek_ms(-(136 + 8) * 512) + m.transfer_ms(4096)) / 1000)
+        far = [R(0, 0, 8), R(0, 8 + 4096, 8)]  # 2 MiB skipped
+        self.assertAlmostEqual(m.time(far), (first + m.seek_ms(4096 * 512) + m.transfer_ms(4096)) / 1000)
+        with self.assertRaises(ValueError):
+            diskmodel.DiskModel(0)
+
+
 class SwapList(unittest.TestCase):
     def test_restore_reads_the_list_of_a_killed_run(self):
         with tempfile.TemporaryDirectory() as d:
@@ -316,8 +414,10 @@ DEDUPE_RUNS = {
             ("oans", "cold", 0, 3.5, 0.5, 66000), ("duperemove", "cold", 0, 8.0, 4.0, None),
             ("oans", "hash", 0, 0.5, 0.1, 64000), ("duperemove", "hash", 1, 9.0, 1.0, None),
             ("duperemove", "warm", 0, 4.0, 1.0, 1 << 20), ("oans", "warm", 0, 0.25, 0.05, 60000)]],
-    "bounds": [{"bound": k, "parallel": n, "rc": 0, "wall": w}
-               for k, n, w in [("read", 1, 0.5), ("read", 4, 0.375), ("stat", 1, 0.25), ("stat", 4, 0.2)]],
+    "bounds": [{"bound": k, "method": m, "parallel": n, "rc": 0, "wall": w}
+               for k, m, n, w in [("read", "treeread", 1, 0.5), ("read", "treeread", 4, 0.375),
+                                  ("read", "xargs-cat", 4, 0.45), ("stat", "treeread", 1, 0.25),
+                                  ("stat", "treeread", 4, 0.2), ("stat", "find", 1, 0.3)]],
     "order_read": [{"order": o, "rc": 0, "wall": w} for o, w in [("physical", 0.28), ("shuffled", 0.31)]],
     "order_hdd": [{"tool": t, "order": o, "rc": 0, "wall": w, "disk_busy_s": b}
                   for t, o, w, b in [("scan", "physical", 0.3, 0.25), ("scan", "none", 0.33, None),
@@ -354,8 +454,13 @@ duperemove  warm            1      4.00     4.00     4.00    1.00    0.50   11.7
 oans        warm            1      0.25     0.25     0.25    0.05    0.50   11.7 MiB   30.0 MiB   58.6 KiB   16.00x
 (vs base = baseline median wall / candidate median wall; >1 means faster than baseline)
 
-bound, read every file once: best 0.38 s with 4 parallel (x1: 0.50 s, x4: 0.38 s)
-bound, parallel stat walk: best 0.20 s with 4 parallel (x1: 0.25 s, x4: 0.20 s)
+bound, read every file once: best 0.38 s with treeread x4 (treeread x1: 0.50 s, treeread x4: 0.38 s, xargs-cat x4: 0.45 s)
+bound, parallel stat walk: best 0.20 s with treeread x4 (treeread x1: 0.25 s, treeread x4: 0.20 s, find x1: 0.30 s)
+oans cold vs read floor: wall 8.00x (3.00 / 0.38 s)
+duperemove cold vs read floor: wall 21.33x (8.00 / 0.38 s)
+oans hash vs read floor: wall 1.33x (0.50 / 0.38 s)
+duperemove warm vs stat floor: wall 20.00x (4.00 / 0.20 s)
+oans warm vs stat floor: wall 1.25x (0.25 / 0.20 s)
 
 order-read physical : median 0.28 s (min 0.28, max 0.28)
 order-read shuffled : median 0.31 s (min 0.31, max 0.31)
@@ -370,7 +475,7 @@ order-hdd oans-apply none / physical: 1.86x
 
 """
 
-DEDUPE_SUMMARY = '{"table": [{"candidate": "oans", "scenario": "cold", "runs": 3, "failed": 0, "wall_median": 3.0, "wall_min": 1.0, "wall_max": 3.5, "user_median": 0.375, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 65000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 2.667}, {"candidate": "duperemove", "scenario": "cold", "runs": 1, "failed": 0, "wall_median": 8.0, "wall_min": 8.0, "wall_max": 8.0, "user_median": 4.0, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": null, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 1.0}, {"candidate": "oans", "scenario": "hash", "runs": 1, "failed": 0, "wall_median": 0.5, "wall_min": 0.5, "wall_max": 0.5, "user_median": 0.1, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 64000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null}, {"candidate": "duperemove", "scenario": "hash", "runs": 1, "failed": 1}, {"candidate": "duperemove", "scenario": "warm", "runs": 1, "failed": 0, "wall_median": 4.0, "wall_min": 4.0, "wall_max": 4.0, "user_median": 1.0, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 1048576, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 1.0}, {"candidate": "oans", "scenario": "warm", "runs": 1, "failed": 0, "wall_median": 0.25, "wall_min": 0.25, "wall_max": 0.25, "user_median": 0.05, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 60000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 16.0}], "bounds": {"read": {"median_by_parallelism": {"1": 0.5, "4": 0.375}, "best_parallelism": 4, "best_wall_median": 0.375}, "stat": {"median_by_parallelism": {"1": 0.25, "4": 0.2}, "best_parallelism": 4, "best_wall_median": 0.2}}, "order_read": {"physical": {"wall_median": 0.28, "wall_min": 0.28, "wall_max": 0.28, "runs": 1}, "shuffled": {"wall_median": 0.31, "wall_min": 0.31, "wall_max": 0.31, "runs": 1}, "shuffled_over_physical": 1.107}, "order_hdd": {"scan": {"physical": {"wall_median": 0.3, "wall_min": 0.3, "wall_max": 0.3, "disk_busy_s_median": 0.25, "runs": 1}, "none": {"wall_median": 0.33, "wall_min": 0.33, "wall_max": 0.33, "disk_busy_s_median": null, "runs": 1}, "none_over_physical": 1.1}, "apply": {"physical": {"wall_median": 0.14, "wall_min": 0.14, "wall_max": 0.14, "disk_busy_s_median": 0.1, "runs": 1}, "none": {"wall_median": 0.26, "wall_min": 0.26, "wall_max": 0.26, "disk_busy_s_median": 0.2, "runs": 1}, "none_over_physical": 1.857}}}'
+DEDUPE_SUMMARY = '{"table": [{"candidate": "oans", "scenario": "cold", "runs": 3, "failed": 0, "wall_median": 3.0, "wall_min": 1.0, "wall_max": 3.5, "user_median": 0.375, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 65000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 2.667, "vs_floor": {"bound": "read", "times": 1, "wall_s": 0.375, "wall_ratio": 8.0, "floor_beaten": false}}, {"candidate": "duperemove", "scenario": "cold", "runs": 1, "failed": 0, "wall_median": 8.0, "wall_min": 8.0, "wall_max": 8.0, "user_median": 4.0, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": null, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 1.0, "vs_floor": {"bound": "read", "times": 1, "wall_s": 0.375, "wall_ratio": 21.333, "floor_beaten": false}}, {"candidate": "oans", "scenario": "hash", "runs": 1, "failed": 0, "wall_median": 0.5, "wall_min": 0.5, "wall_max": 0.5, "user_median": 0.1, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 64000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "vs_floor": {"bound": "read", "times": 1, "wall_s": 0.375, "wall_ratio": 1.333, "floor_beaten": false}}, {"candidate": "duperemove", "scenario": "hash", "runs": 1, "failed": 1}, {"candidate": "duperemove", "scenario": "warm", "runs": 1, "failed": 0, "wall_median": 4.0, "wall_min": 4.0, "wall_max": 4.0, "user_median": 1.0, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 1048576, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 1.0, "vs_floor": {"bound": "stat", "times": 1, "wall_s": 0.2, "wall_ratio": 20.0, "floor_beaten": false}}, {"candidate": "oans", "scenario": "warm", "runs": 1, "failed": 0, "wall_median": 0.25, "wall_min": 0.25, "wall_max": 0.25, "user_median": 0.05, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 60000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 16.0, "vs_floor": {"bound": "stat", "times": 1, "wall_s": 0.2, "wall_ratio": 1.25, "floor_beaten": false}}], "bounds": {"read": {"median_by_reader": {"treeread x1": 0.5, "treeread x4": 0.375, "xargs-cat x4": 0.45}, "best_reader": "treeread x4", "best_wall_median": 0.375}, "stat": {"median_by_reader": {"treeread x1": 0.25, "treeread x4": 0.2, "find x1": 0.3}, "best_reader": "treeread x4", "best_wall_median": 0.2}}, "order_read": {"physical": {"wall_median": 0.28, "wall_min": 0.28, "wall_max": 0.28, "runs": 1}, "shuffled": {"wall_median": 0.31, "wall_min": 0.31, "wall_max": 0.31, "runs": 1}, "shuffled_over_physical": 1.107}, "order_hdd": {"scan": {"physical": {"wall_median": 0.3, "wall_min": 0.3, "wall_max": 0.3, "disk_busy_s_median": 0.25, "runs": 1}, "none": {"wall_median": 0.33, "wall_min": 0.33, "wall_max": 0.33, "disk_busy_s_median": null, "runs": 1}, "none_over_physical": 1.1}, "apply": {"physical": {"wall_median": 0.14, "wall_min": 0.14, "wall_max": 0.14, "disk_busy_s_median": 0.1, "runs": 1}, "none": {"wall_median": 0.26, "wall_min": 0.26, "wall_max": 0.26, "disk_busy_s_median": 0.2, "runs": 1}, "none_over_physical": 1.857}}}'
 
 
 class Reports(unittest.TestCase):
@@ -415,6 +520,82 @@ class Reports(unittest.TestCase):
         runs["order_read"][0]["wall"] = 0.28
         summary = dedupe.summarize(runs, "duperemove")
         self.assertIn("shuffled / physical: 0.00x", self.printed(dedupe.print_report, summary, DEDUPE_FACTS))
+
+
+    def test_floor_beaten_says_the_floor_is_wrong(self):
+        dedupe = load_script("bench-dedupe")
+        runs = dict(DEDUPE_RUNS)
+        # oans hash at 0.25 s beats the best reader (0.375 s): no ratio below 1, a warning.
+        runs["runs"] = [dict(r, wall=0.25) if (r["candidate"], r["scenario"]) == ("oans", "hash") else r
+                        for r in DEDUPE_RUNS["runs"]]
+        summary = dedupe.summarize(runs, "duperemove")
+        row = next(r for r in summary["table"] if (r["candidate"], r["scenario"]) == ("oans", "hash"))
+        self.assertTrue(row["vs_floor"]["floor_beaten"])
+        text = self.printed(dedupe.print_report, summary, DEDUPE_FACTS)
+        self.assertIn("FLOOR WRONG: oans hash vs read floor: 0.25 s is below the floor's 0.38 s", text)
+        self.assertNotIn("oans hash vs read floor: wall", text)
+        self.assertIn("oans warm vs stat floor: wall 1.25x", text)
+
+    def test_capped_cold_is_against_twice_the_read_floor_and_traced_figures(self):
+        dedupe = load_script("bench-dedupe")
+        tr = {"requests": 10, "read_requests": 8, "read_bytes": 4096, "write_requests": 2, "seeks": 6,
+              "read_seeks": 4, "model_s": 3.0, "read_model_s": 2.0,
+              "floor": {"requests": 2, "bytes": 4096, "seeks": 2, "model_s": 0.5},
+              "phases": {"apply": {"requests": 4, "read_requests": 3, "read_bytes": 2048, "write_requests": 1,
+                                   "seeks": 3, "read_seeks": 3, "model_s": 1.5, "read_model_s": 1.0,
+                                   "floor": {"requests": 1, "bytes": 2048, "seeks": 1, "model_s": 0.25}}}}
+        runs = {"runs": [{"candidate": "oans", "scenario": "cold", "rc": 0, "timed_out": False, "wall": 1.0,
+                          "cap_bytes": 1 << 29, "trace": tr}],
+                "bounds": [{"bound": "read", "method": "treeread", "parallel": 1, "rc": 0, "wall": 0.4,
+                            "trace": dict(tr, floor=dict(tr["floor"], model_s=1.0))}],
+                "order_read": [], "order_hdd": []}
+        summary = dedupe.summarize(runs, None)
+        f = summary["table"][0]["vs_floor"]
+        self.assertEqual((f["times"], f["wall_s"], f["wall_ratio"], f["model_s"], f["model_ratio"]),
+                         (2, 0.8, 1.25, 2.0, 1.5))
+        text = self.printed(dedupe.print_report, summary, DEDUPE_FACTS)
+        self.assertIn("oans cold vs 2 x read floor: wall 1.25x (1.00 / 0.80 s)", text)
+        self.assertIn("oans cold vs 2 x read floor: modeled disk 1.50x (3.0 / 2.0 s)", text)
+        self.assertIn("the same sectors once in physical order: 2 requests, 2 seeks, modeled disk 1.0 s", text)
+        lines = [l.split() for l in text.splitlines() if l.split()[:3] in (["oans", "cold", "all"],
+                                                                           ["oans", "cold", "apply"])]
+        self.assertEqual(lines[0][2:], ["all", "10", "8", "4.0", "KiB", "2", "6", "4", "3.0", "2", "0.5",
+                                        "2.00x", "6.00x"])
+        self.assertEqual(lines[1][2:], ["apply", "4", "3", "2.0", "KiB", "1", "3", "3", "1.5", "1", "0.2",
+                                        "3.00x", "6.00x"])
+        # A modeled time below the floor's is reported as a wrong floor, too.
+        runs["runs"][0]["trace"] = dict(tr, model_s=1.0)
+        text = self.printed(dedupe.print_report, dedupe.summarize(runs, None), DEDUPE_FACTS)
+        self.assertIn("FLOOR WRONG: oans cold vs 2 x read floor: modeled disk 1.0 s is below", text)
+
+
+class Plot(unittest.TestCase):
+    def test_svg(self):
+        import xml.etree.ElementTree as ET
+        R = trace.Request
+        m = diskmodel.DiskModel(1 << 30)
+        reads = [R(0, i * 8, 8, "R") for i in range(5000)]
+        mixed = [R(0, 0, 8, "R"), R(0, (1 << 30) // 512 - 8, 8, "W"), R(0, 8, 8, "R")]
+        text = plot.svg("t & t", [("reads", reads, [("apply", 2500)]), ("mixed", mixed, ())], m)
+        root = ET.fromstring(text)
+        rects = [e for e in root if e.tag.endswith("rect")]
+        # Two frames, and the 5000 contiguous reads fill at most one cell per column.
+        self.assertLessEqual(len(rects), 2 + plot.COLS + 3)
+        fills = {e.get("fill") for e in rects}
+        self.assertIn(plot.COLOURS[1], fills)
+        self.assertIn(plot.COLOURS[2], fills)
+        self.assertIn("t &amp; t", text)
+        self.assertEqual(len([e for e in root if e.tag.endswith("line")]), 1)
+        # The write at the top of the device is drawn in the top row of its panel.
+        c = plot.cells(mixed, m.timeline(mixed)[0], m.time(mixed), m.capacity)
+        self.assertEqual(c[(0, 0)], 1)
+        self.assertIn(2, [v for (col, row), v in c.items() if row == plot.ROWS - 1])
+
+    def test_phase_starts(self):
+        R = trace.Request
+        reqs = [R(1.0, 0, 8), R(2.0, 8, 8), R(3.0, 16, 8)]
+        self.assertEqual(plot.phase_starts(reqs, [(0.5, "phase scan"), (2.5, "phase apply"), (2.7, "x")]),
+                         [("scan", 0), ("apply", 2)])
 
 
 if __name__ == "__main__":

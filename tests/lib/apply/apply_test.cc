@@ -69,6 +69,16 @@ class FakeSys : public test::ForwardingSys {
     hints_.push_back({fds_.count(fd) ? fds_[fd] : "?", offset});
     (void)length;
   }
+  void DontNeed(int fd, uint64_t offset, uint64_t length) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    events_.push_back("drop " + (fds_.count(fd) ? fds_[fd] : "?") + " " + std::to_string(offset) + "+" +
+                      std::to_string(length));
+  }
+  // Dedupe calls ("dedupe SRC") and page cache drops ("drop PATH OFFSET+LENGTH"), in order.
+  std::vector<std::string> events() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return events_;
+  }
   // Every read-ahead hint in the order made: path, offset.
   std::vector<std::pair<std::string, uint64_t>> hints() {
     std::lock_guard<std::mutex> lk(mu_);
@@ -90,6 +100,7 @@ class FakeSys : public test::ForwardingSys {
       c.length = length;
       for (const auto& d : *dests) c.dests.push_back({fds_.count(d.fd) ? fds_[d.fd] : "?", d.offset});
       calls_.push_back(c);
+      events_.push_back("dedupe " + c.src);
       if (calls_.size() > 1000) return Status::Io("endless loop", ELOOP);
     }
     if (dests->empty() || dests->size() > kMaxDedupeDests) ADD_FAILURE() << "bad destination count";
@@ -123,6 +134,7 @@ class FakeSys : public test::ForwardingSys {
     calls_.clear();
     reads_.clear();
     hints_.clear();
+    events_.clear();
     opened_paths_.clear();
     preads_ = 0;
   }
@@ -135,7 +147,7 @@ class FakeSys : public test::ForwardingSys {
   std::mutex mu_;
   std::map<int, std::string> fds_;
   std::vector<Call> calls_;
-  std::vector<std::string> opened_paths_;
+  std::vector<std::string> opened_paths_, events_;
   std::vector<std::pair<std::string, uint64_t>> reads_, hints_;
   int preads_ = 0;
 };
@@ -755,6 +767,47 @@ TEST_F(ApplyTest, PrefetchReadOrder) {
   ASSERT_OK(Apply(Header(1), {r}, &s2, o));
   EXPECT_EQ(sys_.reads(), shuffled) << "not repeatable";
   EXPECT_TRUE(sys_.hints().empty()) << "no read-ahead hint without disk order";
+}
+
+// A finished round's ranges leave the page cache, after its dedupe: otherwise, under a
+// memory limit, the sources the compare just used push the next round's prefetched pages
+// out before they are compared, and the compare reads them again from the disk.
+TEST_F(ApplyTest, FinishedRoundsLeaveThePageCache) {
+  std::vector<PlanRound> rounds = Rounds(3);
+  rounds[1] = Round(1, {Ref(P("s")), Ref(P("a")), Ref(P("b"))}, {{0, {1, 2}}}, 4096);
+  rounds[1].ops[0].offset = 8192;
+  rounds[1].ops[0].dests[1].offset = 4096;
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(3), rounds, &stats));
+  const auto ev = sys_.events();
+  auto at = [&](const std::string& e) {
+    auto it = std::find(ev.begin(), ev.end(), e);
+    EXPECT_NE(it, ev.end()) << e << " missing";
+    EXPECT_EQ(std::count(ev.begin(), ev.end(), e), 1) << e << " more than once";
+    return it - ev.begin();
+  };
+  for (int i : {0, 2}) {
+    const std::string a = P("r" + std::to_string(i) + ".a"), b = P("r" + std::to_string(i) + ".b");
+    const auto done = at("dedupe " + a);
+    EXPECT_GT(at("drop " + a + " 0+8192"), done);
+    EXPECT_GT(at("drop " + b + " 0+8192"), done);
+  }
+  const auto done = at("dedupe " + P("s"));
+  EXPECT_GT(at("drop " + P("s") + " 8192+4096"), done);
+  EXPECT_GT(at("drop " + P("a") + " 0+4096"), done);
+  EXPECT_GT(at("drop " + P("b") + " 4096+4096"), done);
+  EXPECT_EQ(ev.size(), 3u + 7u) << "three calls, seven ranges";
+
+  // Without prefetch (nothing was read ahead) and in a dry run, nothing is dropped.
+  for (bool dry : {false, true}) {
+    sys_.ClearRecords();
+    ApplyOptions o;
+    o.prefetch = dry;
+    o.dry_run = dry;
+    ApplyStats s;
+    ASSERT_OK(Apply(Header(3), Rounds(3), &s, o));
+    for (const auto& e : sys_.events()) EXPECT_EQ(e.rfind("drop ", 0), std::string::npos) << e;
+  }
 }
 
 }  // namespace
