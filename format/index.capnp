@@ -22,6 +22,9 @@ struct IndexHeader {
   directories @11 :Bool;         # every directory read is recorded (IndexBatch.dirs), all of
                                  # them in batches before the first file record; a later
                                  # scan that follows btrfs changes needs them
+  followedFrom @12 :Int64;       # made by following btrfs changes since the index whose
+                                 # createdNs this is (0: by a walk)
+  sameAsFollowed @13 :Bool;      # and every record equals one of that index, none missing
 }
 
 struct FileRecord {

@@ -1,5 +1,5 @@
 // IndexWriter: copying frames written elsewhere (a spool of the same scan, or a batch of
-// a previous index carried verbatim) into the index, counted.
+// a previous index carried verbatim) into the index, counted; an index's header alone.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,6 +57,24 @@ Status IndexWriter::AppendFrame(const FrameSpan& span, const IndexTotals& counte
   totals_.bytes += counted.bytes;
   totals_.dirs += counted.dirs;
   return Status::Ok();
+}
+
+Result<IndexHeader> ReadIndexHeader(const std::string& path) {
+  IndexHeader header;
+  bool seen = false;
+  IndexReadOptions ro;
+  ro.allow_truncated = true;
+  auto r = ReadIndex(
+      path, ro,
+      [&](const IndexHeader& h) {
+        header = h;
+        seen = true;
+        return Status::Interrupted("the header is read");
+      },
+      [](const IndexHeader&, std::vector<FileEntry>&) { return Status::Ok(); });
+  if (seen) return header;
+  if (!r.ok()) return r.status();
+  return Status::Corrupt(path + " is not an oans index (no header)");
 }
 
 }  // namespace oans

@@ -48,6 +48,8 @@ Status DecodeHeader(schema::IndexHeader::Reader h, const std::string& name, Inde
   header->hostname = h.getHostname();
   for (auto c : h.getCommandLine()) header->command_line.push_back(c);
   header->directories = h.getDirectories();
+  header->followed_from = h.getFollowedFrom();
+  header->same_as_followed = h.getSameAsFollowed();
   if (header->block_size == 0 || header->block_size % 512 != 0)
     return Status::Corrupt(name + " is damaged (block size " + std::to_string(header->block_size) + ")");
   return Status::Ok();
@@ -166,6 +168,8 @@ Status IndexWriter::WriteHeader(const IndexHeader& h) {
   auto cl = hb.initCommandLine(unsigned(h.command_line.size()));
   for (unsigned i = 0; i < h.command_line.size(); ++i) cl.set(i, h.command_line[i]);
   hb.setDirectories(h.directories);
+  hb.setFollowedFrom(h.followed_from);
+  hb.setSameAsFollowed(h.same_as_followed);
   return frames_.Write(msg);
 }
 

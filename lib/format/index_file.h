@@ -47,6 +47,10 @@ struct IndexHeader {
   std::vector<std::string> command_line;
   // Every directory read is recorded, before the first file record (IndexDir).
   bool directories = false;
+  // Made by following btrfs changes since the index created at `followed_from` (0: by a
+  // walk), and then whether every record equals one of that index, none missing.
+  int64_t followed_from = 0;
+  bool same_as_followed = false;
 };
 
 // A directory the scan read, so that a later scan following btrfs changes knows the
@@ -169,6 +173,9 @@ Result<IndexReadResult> ReadIndex(
     const std::string& path, const IndexReadOptions& options,
     const std::function<Status(const IndexHeader&)>& on_header,
     const std::function<Status(const IndexHeader&, std::vector<FileEntry>&)>& on_batch);
+
+// The header of the index at `path` alone (its first frame).
+Result<IndexHeader> ReadIndexHeader(const std::string& path);
 
 // Reads a whole index into memory (tests, small tools).
 struct IndexContents {

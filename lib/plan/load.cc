@@ -112,7 +112,33 @@ Status Loader::File(FileEntry& e) {
   return Status::Ok();
 }
 
+// Whether the one index to plan was made from --since OLD by a scan that followed btrfs
+// changes and found none: then no file is new or changed since OLD.
+bool UnchangedSince(const PlanOptions& o) {
+  if (o.since.empty() || o.indexes.size() != 1) return false;
+  auto old = ReadIndexHeader(o.since);
+  auto now = ReadIndexHeader(o.indexes[0]);
+  return old.ok() && now.ok() && now->same_as_followed && now->followed_from != 0 &&
+         now->followed_from == old->created_ns && now->roots == old->roots && now->hostname == old->hostname;
+}
+
 Status Loader::Run() {
+  if (UnchangedSince(st_.o)) {
+    st_.stats->unchanged_since = true;
+    st_.observer->Notice(st_.o.indexes[0] + " holds exactly what " + st_.o.since +
+                         " held (btrfs reported no change): nothing new to plan");
+    Status header;
+    (void)ReadIndex(
+        st_.o.indexes[0], IndexReadOptions{},
+        [&](const IndexHeader& h) {
+          header = Section(st_.o.indexes[0], h);
+          return Status::Interrupted("the header is read");
+        },
+        [](const IndexHeader&, std::vector<FileEntry>&) { return Status::Ok(); });
+    OANS_RETURN_IF_ERROR(header);
+    st_.stats->filesystems = pair_index_.size();
+    return Status::Ok();
+  }
   if (since_) {
     bool truncated = false;
     OANS_RETURN_IF_ERROR(since_->LoadOld(st_.o.since, &st_.fs_ids, &truncated));

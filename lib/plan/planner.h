@@ -59,6 +59,9 @@ struct PlanStats {
   uint64_t ops = 0, rounds = 0;
   uint64_t filesystems = 0;
   bool since_truncated = false;
+  // --since OLD with one index that a scan following btrfs changes made from OLD without
+  // a single change: only its header was read, and nothing is planned.
+  bool unchanged_since = false;
   bool spilled = false;          // records did not fit --memory and went to temporary files
 };
 

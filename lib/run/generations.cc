@@ -35,6 +35,14 @@ bool ParseNumbered(const std::string& name, const std::string& prefix, const std
 std::string IndexName(uint64_t n) { return Numbered("gen-", n, ".idx"); }
 std::string PlanName(uint64_t n) { return Numbered("plan-", n, ".capnp"); }
 std::string JournalName(uint64_t n) { return Numbered("plan-", n, ".capnp.journal"); }
+std::string AppliedName(uint64_t n) { return Numbered("applied-", n, ""); }
+
+Status MarkApplied(int state_fd, uint64_t n) {
+  int fd = ::openat(state_fd, AppliedName(n).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::Io("marking generation " + std::to_string(n) + " applied", errno);
+  ::close(fd);
+  return Status::Ok();
+}
 
 Result<std::vector<Generation>> ListGenerations(int state_fd) {
   int fd = ::openat(state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -52,6 +60,7 @@ Result<std::vector<Generation>> ListGenerations(int state_fd) {
     if (ParseNumbered(name, "gen-", ".idx", &n)) gens[n].index = true;
     else if (ParseNumbered(name, "plan-", ".capnp", &n)) gens[n].plan = true;
     else if (ParseNumbered(name, "plan-", ".capnp.journal", &n)) gens[n].journal = true;
+    else if (ParseNumbered(name, "applied-", "", &n)) gens[n].applied = true;
     else continue;
     gens[n].number = n;
   }
@@ -76,7 +85,7 @@ Status RemoveOldGenerations(int state_fd, uint32_t keep, std::vector<uint64_t>* 
   uint64_t oldest_kept = complete[complete.size() - keep];
   for (const auto& g : gens) {
     if (g.number >= oldest_kept) break;
-    for (const auto& name : {JournalName(g.number), PlanName(g.number), IndexName(g.number)})
+    for (const auto& name : {AppliedName(g.number), JournalName(g.number), PlanName(g.number), IndexName(g.number)})
       if (::unlinkat(state_fd, name.c_str(), 0) != 0 && errno != ENOENT)
         return Status::Io("removing " + name + " of an old generation", errno);
     removed->push_back(g.number);

@@ -20,11 +20,16 @@ struct Generation {
   bool index = false;  // gen-N.idx exists
   bool plan = false;   // plan-N.capnp exists
   bool journal = false;
+  bool applied = false;  // applied-N: its plan was applied to the end, nothing left out
 };
 
 std::string IndexName(uint64_t n);
 std::string PlanName(uint64_t n);
 std::string JournalName(uint64_t n);
+std::string AppliedName(uint64_t n);
+
+// Marks generation n's plan as applied to the end (applied-N, created beside it).
+Status MarkApplied(int state_fd, uint64_t n);
 
 // The generations present in the state directory, oldest first. Names that are not a
 // generation's are ignored.

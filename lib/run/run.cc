@@ -71,6 +71,9 @@ void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out
   std::vector<std::string> planv = {req.tool_dir + "/oans-plan", "-o", plan};
   planv.insert(planv.end(), req.per_run_args.begin(), req.per_run_args.end());
   planv.insert(planv.end(), c.plan_args.begin(), c.plan_args.end());
+  // After a plan applied to the end, every duplicate among the files it knew is shared
+  // or was refused: only what changed since needs planning.
+  if (prev && prev->applied) planv.insert(planv.end(), {"--since", dir + "/" + IndexName(prev->number)});
   planv.insert(planv.end(), {"--", idx});
   if (!step.Tool("the plan", planv, &plan_rc)) return;
   out->plan = plan;
@@ -81,6 +84,7 @@ void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out
     apply.insert(apply.end(), {"--", plan});
     bool go_on = step.Tool("the apply", apply, &apply_rc);
     out->applied = go_on;
+    if (go_on && apply_rc == 0 && out->exit_code != 3) (void)MarkApplied(fd, out->generation);
     if (!go_on && out->exit_code != 3) return;
   }
   // The generation is complete (its plan exists): older ones can go.

@@ -14,22 +14,6 @@
 namespace oans {
 namespace {
 
-// The previous index's header, read alone; false when it has none that parses.
-bool ReadPreviousHeader(const std::string& path, IndexHeader* header) {
-  bool seen = false;
-  IndexReadOptions ro;
-  ro.allow_truncated = true;
-  (void)ReadIndex(
-      path, ro,
-      [&](const IndexHeader& h) {
-        *header = h;
-        seen = true;
-        return Status::Interrupted("header read");
-      },
-      [](const IndexHeader&, std::vector<FileEntry>&) { return Status::Ok(); });
-  return seen;
-}
-
 // Why the previous index's header cannot be followed from, or "".
 std::string HeaderMismatch(const ScanOptions& o, const IndexHeader& start, const IndexHeader& prev) {
   if (!prev.directories) return "the previous index does not record directories (made by an older oans)";
@@ -85,8 +69,9 @@ std::string OpenRoots(Sys& sys, const IndexHeader& prev, FollowState* f) {
 Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, OutputFile* out, Observer* observer,
                   ScanStats* stats, bool* followed) {
   *followed = false;
-  IndexHeader prev;
-  if (!ReadPreviousHeader(o.previous, &prev)) return Status::Ok();  // the walk says what is wrong with it
+  auto read = ReadIndexHeader(o.previous);
+  if (!read.ok()) return Status::Ok();  // the walk says what is wrong with it
+  const IndexHeader& prev = *read;
   FollowState f(sys, o, observer, stats);
   std::string why = HeaderMismatch(o, start, prev);
   if (why.empty()) why = OpenRoots(sys, prev, &f);
@@ -100,6 +85,8 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, Outp
   }
   IndexHeader header = start;
   header.filesystems = prev.filesystems;
+  header.followed_from = prev.created_ns;
+  header.same_as_followed = f.unchanged();
   for (const auto& r : f.roots) {
     header.filesystems[r.fs].generation = r.id.generation;
     header.filesystems[r.fs].dev = r.dev;

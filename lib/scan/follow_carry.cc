@@ -100,8 +100,10 @@ std::string FollowState::FinishDirs() {
     auto e = parent->second->entries.find(PathBasename(d.path));
     if (e == parent->second->entries.end() || e->second != d.ino) moved_.Remove(d.path);
   }
+  if (!moved_.empty()) changes_++;
   for (const auto& [key, dir] : dirs_) {
     if (dir.known) continue;
+    changes_++;
     const FollowRoot& r = roots[root_of_fs_[key.first]];
     // A new directory holds only new (changed) inodes, unless one was moved in from
     // outside the roots with everything below it: that needs a walk.
@@ -139,6 +141,7 @@ std::string FollowState::CarryFile(FileEntry& e, bool* untouched) {
     return "";
   }
   if (!e.error.empty()) {
+    changes_++;
     retry_.push_back(std::move(e));
     return "";
   }
@@ -154,6 +157,7 @@ std::string FollowState::CarryFile(FileEntry& e, bool* untouched) {
   };
   keep(e.path);
   for (const auto& p : e.other_paths) keep(p);
+  changes_++;                     // removed, or its paths changed
   if (paths.empty()) return "";  // removed
   if (paths.size() == 1 + e.other_paths.size() && paths[0] == e.path &&
       std::equal(e.other_paths.begin(), e.other_paths.end(), paths.begin() + 1)) {

@@ -7,11 +7,26 @@
 
 #include <tbb/parallel_for.h>
 
+#include "lib/base/tsan.h"
 #include "lib/scan/entry.h"
 #include "lib/scan/follow_state.h"
 
 namespace oans {
 namespace {
+
+// tbb::parallel_for, with the orderings it gives (the bodies run after the code before
+// it, the code after it runs after every body) stated for ThreadSanitizer (lib/base/tsan.h).
+template <typename F>
+void ParallelFor(size_t n, const F& body) {
+  char start = 0, done = 0;
+  OANS_TSAN_RELEASE(&start);
+  tbb::parallel_for(size_t(0), n, [&](size_t i) {
+    OANS_TSAN_ACQUIRE(&start);
+    body(i);
+    OANS_TSAN_RELEASE(&done);
+  });
+  OANS_TSAN_ACQUIRE(&done);
+}
 
 constexpr uint32_t kInodeNoCow = 0x800000;  // FS_NOCOW_FL: data is overwritten in place
 
@@ -36,6 +51,14 @@ bool SameExtents(const std::vector<FiemapExtent>& a, const std::vector<FiemapExt
   return true;
 }
 
+// Whether a changed inode's new record says all its previous one said.
+bool SameRecord(const FileEntry& a, const FileEntry& b) {
+  return a.path == b.path && a.other_paths == b.other_paths && a.size == b.size && a.mtime_ns == b.mtime_ns &&
+         a.ctime_ns == b.ctime_ns && a.nlink == b.nlink && a.inode_flags == b.inode_flags && a.hashed == b.hashed &&
+         a.hash == b.hash && a.block_hashes == b.block_hashes && a.error == b.error &&
+         SameExtents(a.extents, b.extents);
+}
+
 }  // namespace
 
 std::string FollowState::MapChanged() {
@@ -53,7 +76,7 @@ std::string FollowState::MapChanged() {
       f.ino = c.ino;
       files_.push_back(std::move(f));
     }
-  tbb::parallel_for(size_t(0), files_.size(), [&](size_t i) { MapFile(&files_[i]); });
+  ParallelFor(files_.size(), [&](size_t i) { MapFile(&files_[i]); });
   for (size_t i = 0; i < files_.size(); ++i)
     if (files_[i].present && files_[i].mapped && PlainExtents(files_[i].entry.extents, files_[i].entry.inode_flags))
       by_first_physical_[files_[i].entry.extents[0].physical].push_back(i);
@@ -106,12 +129,17 @@ std::string FollowState::FinishChanged() {
   }
   std::vector<FileEntry>().swap(retry_);
   std::mutex mu;
-  tbb::parallel_for(size_t(0), files_.size(), [&](size_t i) {
+  size_t matched = 0;
+  ParallelFor(files_.size(), [&](size_t i) {
     if (!files_[i].present || !HashFile(&files_[i])) return;
     std::lock_guard<std::mutex> lock(mu);
     if (files_[i].same_extents && files_[i].entry.reused) stats_->same_extents++;
+    auto before = before_.find({files_[i].root->fs, files_[i].ino});
+    if (before == before_.end() || !SameRecord(files_[i].entry, before->second)) changes_++;
+    else matched++;
     KeepWrite(Add(std::move(files_[i].entry)));
   });
+  changes_ += before_.size() - matched;  // previous records of inodes gone or not recorded now
   stats_->bytes_read = bytes_read_.load();
   return "";
 }

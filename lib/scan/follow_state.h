@@ -71,6 +71,8 @@ class FollowState {
   FollowState& operator=(const FollowState&) = delete;
 
   std::vector<FollowRoot> roots;
+  // Whether every record written equals one of the previous index and none is missing.
+  bool unchanged() const { return changes_ == 0; }
 
   // Each of these returns why the changes cannot be followed, or "".
   // The change search of every root's subvolume, and the changed directories read.
@@ -120,6 +122,7 @@ class FollowState {
   std::unique_ptr<TempFile> dir_spool_, file_spool_;
   std::unique_ptr<IndexWriter> dir_writer_, file_writer_;
   std::string why_;
+  uint64_t changes_ = 0;  // records (and directories) written otherwise than they were, or dropped
   Status write_status_;
   PreviousIndex nothing_;  // ReadOpen's reuse source: changed files are matched here
   std::atomic<uint64_t> bytes_read_{0};

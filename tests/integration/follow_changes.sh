@@ -51,6 +51,14 @@ grep "getdents64" "$WORK/strace.txt" | grep -q "$T" && fail "warm scan read a di
 python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/warm.idx") <("$BIN/oans-cat" --blocks "$prev") >/dev/null ||
   fail "warm index differs from the previous one"
 pass "unchanged: 0 inodes looked at, no directory read and no file opened or stat'ed below the root, the same records"
+# oans-plan --since: an index that holds exactly what the previous one held plans
+# nothing, from the headers alone; one change and it plans again.
+"$BIN/oans-plan" --json --since "$prev" "$WORK/warm.idx" -o "$WORK/warm.plan" 2> "$WORK/warm-plan.json"
+[ "$(json_field "$WORK/warm-plan.json" unchanged_since)" = True ] ||
+  fail "the plan read an unchanged index: $(cat "$WORK/warm-plan.json")"
+[ "$(json_field "$WORK/warm-plan.json" planned_bytes)" = 0 ] || fail "unchanged index, yet a plan"
+"$BIN/oans-apply" --quiet "$WORK/warm.plan" || fail "the empty plan does not apply"
+pass "plan --since of the unchanged index: headers only, nothing planned, applied"
 
 # A reflinked copy is given the hashes of the file whose extents it shares; only the
 # new file is read.
@@ -67,6 +75,8 @@ sync
 python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/reflink.idx") <("$BIN/oans-cat" --blocks "$WORK/reflink-cold.idx") ||
   fail "after a reflinked copy the followed index differs from a cold scan's"
 pass "a reflinked copy took the hashes of the extents it shares: 1 file and 300000 bytes read"
+"$BIN/oans-plan" --json --since "$WORK/warm.idx" "$WORK/reflink.idx" -o "$WORK/reflink.plan" 2> "$WORK/reflink-plan.json"
+[ "$(json_field "$WORK/reflink-plan.json" unchanged_since)" = False ] || fail "a changed index taken for unchanged"
 prev=$WORK/reflink.idx
 
 # A new subvolume below the root: the walk takes over, and says so once.

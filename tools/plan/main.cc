@@ -238,6 +238,7 @@ int main(int argc, char** argv) {
                                {"duplicate_bytes", s.duplicate_bytes},
                                {"shared_bytes", s.shared_bytes},
                                {"planned_bytes", s.planned_bytes},
+                               {"unchanged_since", s.unchanged_since},
                                {"operations", s.ops},
                                {"rounds", s.rounds},
                                {"skipped_errors", s.skipped_errors},
