@@ -40,6 +40,25 @@ struct FileRecord {
   errnum @15 :Int32;             # errno for error, 0 when fine
   otherPaths @16 :List(Data);    # further hardlinks to the same inode seen in the walk
   reused @17 :Bool;              # hashes taken from the previous index (--previous)
+  # Ordinals 18-29 are left to fields of another change being made at the same time;
+  # Cap'n Proto allows no gap in ordinals, and Void fields take no space on the wire.
+  unused18 @18 :Void;
+  unused19 @19 :Void;
+  unused20 @20 :Void;
+  unused21 @21 :Void;
+  unused22 @22 :Void;
+  unused23 @23 :Void;
+  unused24 @24 :Void;
+  unused25 @25 :Void;
+  unused26 @26 :Void;
+  unused27 @27 :Void;
+  unused28 @28 :Void;
+  unused29 @29 :Void;
+  # Added in format version 2 (docs/format.md, "Sector sums and key kinds"):
+  sumKind @30 :UInt8;            # what made sectorSums: 0 none, 1 crc32c, 2 xxhash64, 3 sha256, 4 blake2
+  sectorSums @31 :Data;          # 4 bytes (little-endian) per 4 KiB sector, the last zero-padded
+  keyKind @32 :UInt8;            # what made hashHi/Lo and blockHashes: 0 XXH3-128 of the data,
+                                 # else derived from sector sums of this kind (equal to sumKind)
 }
 
 struct IndexBatch {

@@ -29,7 +29,8 @@ Status PreviousIndex::Load(const std::string& path, uint32_t block_size, ScanSta
       [&](const IndexHeader& h, std::vector<FileEntry>& batch) {
         if (h.block_size != block_size) return Status::Ok();  // other block size: nothing reusable
         for (auto& f : batch) {
-          if (!f.hashed) continue;
+          // Keys made from btrfs checksums are found again without reading: not reused.
+          if (!f.hashed || f.key_kind != 0) continue;
           Rec rec;
           rec.fs = fs_of[f.fs];
           rec.ino = f.ino;
