@@ -197,6 +197,10 @@ Result<bool> Checksums::Fill(int fd, const std::string& fs_key, uint32_t block_s
   if (e->inode_flags & kNoCowFlag) return *why = ReadWhy::kNoCow, false;
   if (e->extents.empty() && e->size > 0) return *why = ReadWhy::kOther, false;
   const std::vector<Segment> segments = SegmentsOf(*e);
+  // Inline data is the whole of a small file: read as before, its keys are reused by
+  // --previous (keys from checksums are looked up again instead).
+  for (const auto& s : segments)
+    if (s.type == Segment::kRead && s.why == ReadWhy::kInline) return *why = ReadWhy::kInline, false;
   if (!Computable(fs.kind))
     for (const auto& s : segments)
       if (s.type != Segment::kSums) return *why = s.type == Segment::kRead ? s.why : ReadWhy::kOther, false;

@@ -1,6 +1,7 @@
 #include "lib/scan/previous.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace oans {
 
@@ -29,8 +30,7 @@ Status PreviousIndex::Load(const std::string& path, uint32_t block_size, ScanSta
       [&](const IndexHeader& h, std::vector<FileEntry>& batch) {
         if (h.block_size != block_size) return Status::Ok();  // other block size: nothing reusable
         for (auto& f : batch) {
-          // Keys made from btrfs checksums are found again without reading: not reused.
-          if (!f.hashed || f.key_kind != 0) continue;
+          if (!f.hashed) continue;
           Rec rec;
           rec.fs = fs_of[f.fs];
           rec.ino = f.ino;
@@ -47,6 +47,12 @@ Status PreviousIndex::Load(const std::string& path, uint32_t block_size, ScanSta
           rec.extents = uint32_t(f.extents.size());
           rec.first_block = blocks_.Append(f.block_hashes);
           rec.blocks = uint32_t(f.block_hashes.size());
+          rec.sum_kind = f.sum_kind;  // the keys' kind travels with them
+          rec.key_kind = f.key_kind;
+          std::vector<uint32_t> sums(f.sector_sums.size() / 4);
+          std::memcpy(sums.data(), f.sector_sums.data(), sums.size() * 4);
+          rec.first_sum = sums_.Append(sums);
+          rec.sums = uint32_t(sums.size());
           keys_.push_back({rec.ino, rec.fs, uint32_t(recs_.size())});
           recs_.push_back(rec);
         }
@@ -111,6 +117,9 @@ bool PreviousIndex::Reuse(const std::string& fs_key, FileEntry* e, bool unopened
   e->hash = it->hash;
   const Hash128* b = blocks_.Get(it->first_block);
   e->block_hashes.assign(b, b + it->blocks);
+  e->sum_kind = it->sum_kind;
+  e->key_kind = it->key_kind;
+  e->sector_sums.assign(reinterpret_cast<const char*>(sums_.Get(it->first_sum)), size_t(it->sums) * 4);
   e->hashed = true;
   e->reused = true;
   return true;
