@@ -4,6 +4,15 @@
 #include <cstring>
 
 namespace oans {
+namespace {
+
+std::vector<uint32_t> SumsOf(const std::string& sums) {
+  std::vector<uint32_t> out(sums.size() / 4);
+  std::memcpy(out.data(), sums.data(), out.size() * 4);
+  return out;
+}
+
+}  // namespace
 
 Status PreviousIndex::Load(const std::string& path, uint32_t block_size, ScanStats* stats, Observer* observer) {
   IndexReadOptions ro;
@@ -49,10 +58,8 @@ Status PreviousIndex::Load(const std::string& path, uint32_t block_size, ScanSta
           rec.blocks = uint32_t(f.block_hashes.size());
           rec.sum_kind = f.sum_kind;  // the keys' kind travels with them
           rec.key_kind = f.key_kind;
-          std::vector<uint32_t> sums(f.sector_sums.size() / 4);
-          std::memcpy(sums.data(), f.sector_sums.data(), sums.size() * 4);
-          rec.first_sum = sums_.Append(sums);
-          rec.sums = uint32_t(sums.size());
+          rec.first_sum = sums_.Append(SumsOf(f.sector_sums));
+          rec.sums = uint32_t(f.sector_sums.size() / 4);
           keys_.push_back({rec.ino, rec.fs, uint32_t(recs_.size())});
           recs_.push_back(rec);
         }
