@@ -46,6 +46,11 @@ struct FileRecord {
   errnum @15 :Int32;             # errno for error, 0 when fine
   otherPaths @16 :List(Data);    # further hardlinks to the same inode seen in the walk
   reused @17 :Bool;              # hashes taken from the previous index (--previous)
+  # Added in format version 2 (docs/format.md, "Sector sums and key kinds"):
+  sumKind @18 :UInt8;            # what made sectorSums: 0 none, 1 crc32c, 2 xxhash64, 3 sha256, 4 blake2
+  sectorSums @19 :Data;          # 4 bytes (little-endian) per 4 KiB sector, the last zero-padded
+  keyKind @20 :UInt8;            # what made hashHi/Lo and blockHashes: 0 XXH3-128 of the data,
+                                 # else derived from sector sums of this kind (equal to sumKind)
 }
 
 struct DirRecord {

@@ -106,6 +106,7 @@ Result<BtrfsInfo> BtrfsInfoOf(int fd) {
   info.csum_type = a.csum_type;
   info.csum_size = a.csum_size;
   info.sector_size = a.sectorsize;
+  info.node_size = a.nodesize;
   info.generation = (a.flags & BTRFS_FS_INFO_FLAG_GENERATION) ? a.generation : 0;
   info.uuid = Uuid(a.fsid);
   return info;

@@ -66,6 +66,7 @@ struct BtrfsInfo {
   uint16_t csum_type = 0;
   uint16_t csum_size = 4;
   uint32_t sector_size = 4096;
+  uint32_t node_size = 16384;  // bounds how many sectors one checksum item covers
   uint64_t generation = 0;
   std::string uuid;
 };

@@ -215,6 +215,10 @@ class PosixSys final : public Sys {
     return BtrfsTreeSearch(fd, search, visit);
   }
   Result<BtrfsInfo> BtrfsInfoOf(int fd) override { return oans::BtrfsInfoOf(fd); }
+  Status Syncfs(int fd) override {
+    if (::syncfs(fd) != 0) return Status::Io("syncfs", errno);
+    return Status::Ok();
+  }
   Result<std::string> DirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino) override {
     return BtrfsDirectoryPath(fd, tree_id, dir_ino);
   }

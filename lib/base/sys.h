@@ -159,6 +159,12 @@ class Sys {
     (void)fd, (void)tree_id, (void)dir_ino;
     return Status::Invalid("BTRFS_IOC_INO_LOOKUP is not supported here");
   }
+  // syncfs(2) on fd's filesystem: written data reaches disk (and btrfs inserts its
+  // checksums). The default does nothing.
+  virtual Status Syncfs(int fd) {
+    (void)fd;
+    return Status::Ok();
+  }
   // Asks the kernel to start reading [offset, offset + length) into the page cache
   // (POSIX_FADV_WILLNEED), without waiting; a hint only. The default does nothing.
   virtual void WillNeed(int fd, uint64_t offset, uint64_t length) { (void)fd, (void)offset, (void)length; }

@@ -21,7 +21,7 @@ using schema_io::FromData;
 using schema_io::ReadFs;
 
 size_t EstimateBytes(const FileEntry& e) {
-  return 128 + e.path.size() + e.extents.size() * 32 + e.block_hashes.size() * 16;
+  return 128 + e.path.size() + e.extents.size() * 32 + e.block_hashes.size() * 16 + e.sector_sums.size();
 }
 
 // Decodes the header frame `h` of index `name` into *header, refusing another kind of
@@ -52,6 +52,22 @@ Status DecodeHeader(schema::IndexHeader::Reader h, const std::string& name, Inde
   header->same_as_followed = h.getSameAsFollowed();
   if (header->block_size == 0 || header->block_size % 512 != 0)
     return Status::Corrupt(name + " is damaged (block size " + std::to_string(header->block_size) + ")");
+  return Status::Ok();
+}
+
+// The sector sums and key kinds of record `f` into *e: known kinds, keys made from sums
+// only of the sums' kind, and one sum per 4 KiB of the file when there are any.
+Status DecodeSums(schema::FileRecord::Reader f, const std::string& name, FileEntry* e) {
+  constexpr uint8_t kLastKind = 4;  // SumKind::kBlake2
+  e->sum_kind = f.getSumKind();
+  e->key_kind = f.getKeyKind();
+  auto sums = f.getSectorSums();
+  e->sector_sums.assign(reinterpret_cast<const char*>(sums.begin()), sums.size());
+  if (e->sum_kind > kLastKind || e->key_kind > kLastKind || (e->key_kind != 0 && e->key_kind != e->sum_kind))
+    return Status::Corrupt(name + " is damaged (a record has an unknown kind of sector sums or keys)");
+  if (!e->sector_sums.empty() &&
+      (e->sum_kind == 0 || e->sector_sums.size() != (e->size + 4095) / 4096 * 4))
+    return Status::Corrupt(name + " is damaged (sector sums do not match the file size)");
   return Status::Ok();
 }
 
@@ -87,6 +103,7 @@ Status DecodeRecord(schema::FileRecord::Reader f, const std::string& name, const
   if (e->hashed && !e->block_hashes.empty() &&
       e->block_hashes.size() != (e->size + header.block_size - 1) / header.block_size)
     return Status::Corrupt(name + " is damaged (block hashes do not match the file size)");
+  OANS_RETURN_IF_ERROR(DecodeSums(f, name, e));
   e->error = f.getError();
   e->errnum = f.getErrnum();
   for (auto p : f.getOtherPaths()) e->other_paths.push_back(FromData(p));
@@ -236,6 +253,10 @@ Status IndexWriter::FlushBatch() {
         std::memcpy(d.begin() + j * 16 + 8, &e.block_hashes[j].lo, 8);
       }
     }
+    f.setSumKind(e.sum_kind);
+    f.setKeyKind(e.key_kind);
+    if (!e.sector_sums.empty())
+      f.setSectorSums(Bytes(e.sector_sums));
     f.setError(e.error);
     f.setErrnum(e.errnum);
     auto op = f.initOtherPaths(unsigned(e.other_paths.size()));

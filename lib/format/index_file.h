@@ -18,7 +18,9 @@
 
 namespace oans {
 
-inline constexpr uint32_t kIndexFormatVersion = 1;
+// 2: sector sums and key kinds (FileEntry::sum_kind, sector_sums, key_kind); a version 1
+// reader would pair keys made from btrfs checksums with keys of data.
+inline constexpr uint32_t kIndexFormatVersion = 2;
 inline constexpr char kIndexMagic[] = "oans-index";
 
 struct FsRecord {
@@ -72,6 +74,11 @@ struct FileEntry {
   bool reused = false;
   Hash128 hash;
   std::vector<Hash128> block_hashes;
+  // Sector sums (lib/scan/sector_sums.h): their kind (SumKind, 0 none) and 4 bytes per
+  // 4 KiB sector; and what made `hash` and `block_hashes`: 0 XXH3-128 of the data, else
+  // the sums of that kind. Keys of different kinds never pair.
+  uint8_t sum_kind = 0, key_kind = 0;
+  std::string sector_sums;
   std::string error;
   int32_t errnum = 0;
   std::vector<std::string> other_paths;

@@ -43,7 +43,16 @@ struct BlockLess {
     return std::tie(x.pair, x.hash, x.file, x.blk) < std::tie(y.pair, y.hash, y.file, y.blk);
   }
 };
-struct PairKey {  // one identical block of a source and a destination
+struct AnchorKey {  // a content-defined position in a file's sector sums (anchors.h)
+  uint64_t hash;
+  uint32_t pair, file, sector, unused = 0;
+};
+struct AnchorLess {
+  bool operator()(const AnchorKey& x, const AnchorKey& y) const {
+    return std::tie(x.pair, x.hash, x.file, x.sector) < std::tie(y.pair, y.hash, y.file, y.sector);
+  }
+};
+struct PairKey {  // one identical block (or anchor sector) of a source and a destination
   uint32_t src, dst, sblk, dblk;
   int64_t delta() const { return int64_t(dblk) - int64_t(sblk); }
 };

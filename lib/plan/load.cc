@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "lib/plan/anchors.h"
 #include "lib/plan/ranges.h"
 #include "lib/plan/since.h"
 
@@ -11,6 +12,7 @@ namespace oans {
 namespace {
 
 constexpr uint32_t kNoCowFlag = 0x00800000;  // FS_NOCOW_FL
+constexpr uint32_t kKinds = 8;               // key and sum kinds (lib/scan/sector_sums.h) fit below
 
 class Loader {
  public:
@@ -101,13 +103,22 @@ Status Loader::File(FileEntry& e) {
   std::sort(d.extents.begin(), d.extents.end(),
             [](const FiemapExtent& a, const FiemapExtent& b) { return a.logical < b.logical; });
   OANS_ASSIGN_OR_RETURN(auto id, st_.details.Add(d, e.path));
-  // btrfs refuses to share between nodatacow and ordinary files: never pair them.
-  const uint32_t pair = pairs_of_section_[e.fs] * 2 + ((e.inode_flags & kNoCowFlag) ? 1 : 0);
+  // btrfs refuses to share between nodatacow and ordinary files: never pair them. Keys
+  // pair only with keys of the same kind: the kind is part of the pairing.
+  const uint32_t base = pairs_of_section_[e.fs] * 2 + ((e.inode_flags & kNoCowFlag) ? 1 : 0);
+  const uint32_t pair = base * kKinds + e.key_kind;
   st_.changed.push_back(true);
   if (since_) OANS_RETURN_IF_ERROR(since_->AddNew(ids_of_section_[e.fs], e.ino, id, FileIdentity::Of(e)));
   OANS_RETURN_IF_ERROR(st_.whole.Add({pair, id, d.size, e.hash, LayoutOf(d.extents)}));
   if (st_.sections > 1) OANS_RETURN_IF_ERROR(st_.inodes.Add({d.ino, d.fs, id}));
-  if (st_.o.blocks) OANS_RETURN_IF_ERROR(BlockKeys(e, d, pair, id));
+  const bool anchors = st_.o.blocks && !e.sector_sums.empty() && e.sum_kind != 0;
+  st_.sums_at.push_back(UINT64_MAX);
+  if (anchors) {
+    OANS_ASSIGN_OR_RETURN(st_.sums_at[id], st_.sums.Add(e.sector_sums));
+    OANS_RETURN_IF_ERROR(AddAnchors(st_, e.sector_sums, base * kKinds + e.sum_kind, id));
+  } else if (st_.o.blocks) {
+    OANS_RETURN_IF_ERROR(BlockKeys(e, d, pair, id));
+  }
   if (st_.details.size() == UINT32_MAX) return Status::Invalid("more than 4 billion files in one plan");
   return Status::Ok();
 }

@@ -1,6 +1,7 @@
 #include "lib/plan/planner.h"
 
 #include "lib/base/version.h"
+#include "lib/plan/anchors.h"
 #include "lib/plan/blocks.h"
 #include "lib/plan/group.h"
 #include "lib/plan/load.h"
@@ -18,6 +19,8 @@ PlanState::PlanState(const PlanOptions& options, Observer* obs, PlanStats* plan_
       whole(dir, options.memory / 5),
       inodes(dir, options.memory / 10),
       blocks(dir, options.memory / 5),
+      anchors(dir, options.memory / 8),
+      sums(dir, options.memory / 8),
       ops(dir, options.memory / 4),
       op_store(dir, options.memory / 10) {}
 
@@ -45,6 +48,8 @@ Status RunPlan(const PlanOptions& o, OutputFile* out, Observer* observer, PlanSt
   if (o.whole_files) OANS_RETURN_IF_ERROR(GroupWholeFiles(st, reports));
   OANS_RETURN_IF_ERROR(st.CheckStop());
   if (o.blocks) OANS_RETURN_IF_ERROR(PlanBlocks(st));
+  OANS_RETURN_IF_ERROR(st.CheckStop());
+  if (o.blocks) OANS_RETURN_IF_ERROR(PlanAnchors(st));
   OANS_RETURN_IF_ERROR(st.CheckStop());
   stats->spilled = st.details.spilled() || st.whole.runs() > 0 || st.ops.runs() > 0;
   return WriteRounds(st, out);

@@ -8,6 +8,8 @@
 //   -> source (source.h)             per group: the largest set already sharing extents;
 //                                    drop ranges a destination already shares (ranges.h)
 //   -> blocks (blocks.h)             runs of identical blocks between the other files
+//   -> anchors (anchors.h)           runs of identical 4 KiB sectors at any alignment,
+//                                    for files with sector sums
 //   -> ops (ops.h)                   split into operations of at most 127 destinations and
 //                                    one round's size, by the source's physical offset
 //   -> rounds (rounds.h)             packed into rounds, written
@@ -34,6 +36,9 @@ struct PlanOptions {
   uint64_t round_size = 32u << 20;    // bytes read per round: source plus destinations
   bool whole_files = true;            // plan whole-file duplicates
   bool blocks = true;                 // plan runs of identical blocks between other files
+  // Shortest partial match planned from sector sums (anchors.h): shorter runs would split
+  // extents into slivers for little space.
+  uint64_t min_run = 64u << 10;
   std::string since;                  // only groups touching files new/changed since this index
   // Memory for the planner's sorted records and file details; past it they spill to
   // temporary files in temp_dir (default $TMPDIR, else /var/tmp). Beyond it: 9 bytes per
@@ -56,6 +61,7 @@ struct PlanStats {
   uint64_t duplicate_bytes = 0;  // bytes of destinations identical to their source
   uint64_t shared_bytes = 0;     // of those, already sharing the source's extents
   uint64_t planned_bytes = 0;    // bytes the plan will dedupe
+  uint64_t partial_bytes = 0;    // of duplicate_bytes, found as 4 KiB partial matches
   uint64_t ops = 0, rounds = 0;
   uint64_t filesystems = 0;
   bool since_truncated = false;

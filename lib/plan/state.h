@@ -37,6 +37,9 @@ struct PlanState {
   ExternalSorter<WholeKey, WholeLess> whole;   // load -> group
   ExternalSorter<InodeKey, InodeLess> inodes;  // load -> duplicate inodes
   ExternalSorter<BlockKey, BlockLess> blocks;  // load -> blocks
+  ExternalSorter<AnchorKey, AnchorLess> anchors;  // load -> anchors (4 KiB partial matches)
+  RecordStore sums;                            // sector sums of files with anchors
+  ChunkedArray<uint64_t> sums_at;              // by file id: where its sums are in `sums`
   ExternalSorter<OpKey, OpLess> ops;           // source, blocks -> rounds (via ops.h)
   RecordStore op_store;                        // operations with several destinations
 };

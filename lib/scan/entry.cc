@@ -24,10 +24,26 @@ void FailEntry(FileEntry* e, const Status& s) {
   e->errnum = s.errnum();
   e->hashed = false;
   e->block_hashes.clear();
+  e->sector_sums.clear();
+  e->sum_kind = e->key_kind = 0;
 }
 
+namespace {
+
+// Whether the file kept its size, mtime and ctime while it was read.
+bool Unchanged(Sys& sys, int fd, FileEntry* e) {
+  auto after = sys.Fstat(fd);
+  if (!after.ok()) return FailEntry(e, after.status()), false;
+  if (after->size != e->size || after->mtime_ns != e->mtime_ns || after->ctime_ns != e->ctime_ns)
+    return FailEntry(e, Status::Mismatch("changed while being read")), false;
+  return true;
+}
+
+}  // namespace
+
 bool ReadOpen(Sys& sys, int fd, bool mapped, const std::string& fs_key, const PreviousIndex& prev,
-              const ScanOptions& o, std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read, FileEntry* e) {
+              const ScanOptions& o, Checksums* checksums, std::vector<char>* buffer,
+              std::atomic<uint64_t>* bytes_read, FileEntry* e) {
   auto st = sys.Fstat(fd);
   if (!st.ok()) return FailEntry(e, st.status()), true;
   if (st->dev != e->dev || st->ino != e->ino || !S_ISREG(st->mode))
@@ -43,17 +59,25 @@ bool ReadOpen(Sys& sys, int fd, bool mapped, const std::string& fs_key, const Pr
   }
   if (e->size == 0) return FailEntry(e, Status::Mismatch("became empty since the walk")), true;
   if (prev.Reuse(fs_key, e)) return true;
+  ReadWhy why = ReadWhy::kNotBtrfs;
+  if (checksums) {
+    auto done = checksums->Fill(fd, fs_key, o.block_size, buffer, bytes_read, o.stop, e, &why);
+    if (done.status().code() == Status::Code::kInterrupted) return false;
+    if (!done.ok()) return FailEntry(e, done.status()), true;
+    if (*done) return Unchanged(sys, fd, e), true;
+  }
   auto h = HashFile(sys, fd, e->size, o.block_size, buffer,
                     [](void* ctx, uint64_t n) { static_cast<std::atomic<uint64_t>*>(ctx)->fetch_add(n); },
                     bytes_read, o.stop);
   if (h.status().code() == Status::Code::kInterrupted) return false;  // left for the next scan
   if (!h.ok()) return FailEntry(e, h.status()), true;
-  auto after = sys.Fstat(fd);
-  if (!after.ok()) return FailEntry(e, after.status()), true;
-  if (after->size != e->size || after->mtime_ns != e->mtime_ns || after->ctime_ns != e->ctime_ns)
-    return FailEntry(e, Status::Mismatch("changed while being read")), true;
+  if (checksums) checksums->CountRead(why, h->bytes_read);
+  if (!Unchanged(sys, fd, e)) return true;
   e->hash = h->whole;
   e->block_hashes = std::move(h->blocks);
+  e->sector_sums = std::move(h->sector_sums);
+  e->sum_kind = e->sector_sums.empty() ? 0 : uint8_t(SumKind::kCrc32c);
+  e->key_kind = 0;
   e->hashed = true;
   return true;
 }

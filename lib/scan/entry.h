@@ -11,6 +11,7 @@
 #include "lib/base/status.h"
 #include "lib/base/sys.h"
 #include "lib/format/index_file.h"
+#include "lib/scan/csum.h"
 #include "lib/scan/previous.h"
 #include "lib/scan/scan.h"
 #include "lib/scan/walk.h"
@@ -24,9 +25,11 @@ FileEntry EntryOf(const WalkEntry& w, uint32_t fs);
 void FailEntry(FileEntry* e, const Status& s);
 
 // Fills e (identity from the walk) from the open file: extents unless `mapped`, then
-// hashes, reused from the previous index when unchanged. Problems become e's error.
-// False when the scan was stopped while reading: e is then not to be recorded.
+// hashes, reused from the previous index when unchanged, else from btrfs checksums
+// where `checksums` (may be null) can (lib/scan/csum.h), else read. Problems become e's
+// error. False when the scan was stopped while reading: e is then not to be recorded.
 bool ReadOpen(Sys& sys, int fd, bool mapped, const std::string& fs_key, const PreviousIndex& prev,
-              const ScanOptions& o, std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read, FileEntry* e);
+              const ScanOptions& o, Checksums* checksums, std::vector<char>* buffer,
+              std::atomic<uint64_t>* bytes_read, FileEntry* e);
 
 }  // namespace oans

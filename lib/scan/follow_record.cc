@@ -51,11 +51,22 @@ bool SameExtents(const std::vector<FiemapExtent>& a, const std::vector<FiemapExt
   return true;
 }
 
+// The keys (and sector sums) of `from`, a record of the same data.
+void TakeKeys(const FileEntry& from, FileEntry* e) {
+  e->hash = from.hash;
+  e->block_hashes = from.block_hashes;
+  e->sum_kind = from.sum_kind;
+  e->key_kind = from.key_kind;
+  e->sector_sums = from.sector_sums;
+  e->hashed = e->reused = true;
+}
+
 // Whether a changed inode's new record says all its previous one said.
 bool SameRecord(const FileEntry& a, const FileEntry& b) {
   return a.path == b.path && a.other_paths == b.other_paths && a.size == b.size && a.mtime_ns == b.mtime_ns &&
          a.ctime_ns == b.ctime_ns && a.nlink == b.nlink && a.inode_flags == b.inode_flags && a.hashed == b.hashed &&
-         a.hash == b.hash && a.block_hashes == b.block_hashes && a.error == b.error &&
+         a.hash == b.hash && a.block_hashes == b.block_hashes && a.error == b.error && a.sum_kind == b.sum_kind &&
+         a.key_kind == b.key_kind && a.sector_sums == b.sector_sums &&
          SameExtents(a.extents, b.extents);
 }
 
@@ -111,8 +122,7 @@ void FollowState::MatchExtents(const FileEntry& e) {
     if (f.root->id.uuid != uuid) continue;
     if (f.same_extents || f.entry.size != e.size || !SameExtents(f.entry.extents, e.extents)) continue;
     f.same_extents = true;
-    f.hash = e.hash;
-    f.block_hashes = e.block_hashes;
+    f.keys = e;
   }
 }
 
@@ -141,6 +151,7 @@ std::string FollowState::FinishChanged() {
   });
   changes_ += before_.size() - matched;  // previous records of inodes gone or not recorded now
   stats_->bytes_read = bytes_read_.load();
+  stats_->checksums = checksums_.counts();
   return "";
 }
 
@@ -149,23 +160,20 @@ bool FollowState::HashFile(ChangedFile* f) {
   auto before = before_.find({f->root->fs, f->ino});
   if (f->mapped && before != before_.end() && before->second.hashed &&
       FileIdentity::Of(e).HashesStillValid(FileIdentity::Of(before->second))) {
-    e.hash = before->second.hash;
-    e.block_hashes = before->second.block_hashes;
-    e.hashed = e.reused = true;
+    TakeKeys(before->second, &e);
     f->same_extents = false;  // counted as the same inode's
     return true;
   }
   if (f->mapped && f->same_extents) {
-    e.hash = f->hash;
-    e.block_hashes = std::move(f->block_hashes);
-    e.hashed = e.reused = true;
+    TakeKeys(f->keys, &e);
     return true;
   }
   if (o_.stop && o_.stop->load()) return false;
   auto fd = sys_.OpenNoFollow(f->paths[0]);
   if (!fd.ok()) return false;
   thread_local std::vector<char> buffer;
-  const bool done = ReadOpen(sys_, *fd, f->mapped, "", nothing_, o_, &buffer, &bytes_read_, &e);
+  const std::string key = f->root->id.uuid + "/" + std::to_string(f->root->id.subvolume);
+  const bool done = ReadOpen(sys_, *fd, f->mapped, key, nothing_, o_, &checksums_, &buffer, &bytes_read_, &e);
   sys_.Close(*fd);
   return done;
 }

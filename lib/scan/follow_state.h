@@ -20,6 +20,7 @@
 #include "lib/base/sys.h"
 #include "lib/format/frame_stream.h"
 #include "lib/format/index_file.h"
+#include "lib/scan/csum.h"
 #include "lib/scan/follow_changes.h"
 #include "lib/scan/path_map.h"
 #include "lib/scan/previous.h"
@@ -51,8 +52,7 @@ struct ChangedFile {
   // Hashes of a previous record with the very same extents (a reflinked copy, data
   // shared since): the same bytes, so the same hashes.
   bool same_extents = false;
-  Hash128 hash;
-  std::vector<Hash128> block_hashes;
+  FileEntry keys;  // that record (its keys and sums are taken)
 };
 
 // A changed directory that still exists below its root: its path now and its entries.
@@ -65,7 +65,7 @@ struct ChangedDir {
 class FollowState {
  public:
   FollowState(Sys& sys, const ScanOptions& o, Observer* observer, ScanStats* stats)
-      : sys_(sys), o_(o), observer_(observer), stats_(stats) {}
+      : sys_(sys), o_(o), observer_(observer), stats_(stats), checksums_(sys, o.read_data) {}
   ~FollowState();
   FollowState(const FollowState&) = delete;
   FollowState& operator=(const FollowState&) = delete;
@@ -124,6 +124,7 @@ class FollowState {
   std::string why_;
   uint64_t changes_ = 0;  // records (and directories) written otherwise than they were, or dropped
   Status write_status_;
+  Checksums checksums_;    // sector sums from btrfs instead of data, as in a walk
   PreviousIndex nothing_;  // ReadOpen's reuse source: changed files are matched here
   std::atomic<uint64_t> bytes_read_{0};
 };

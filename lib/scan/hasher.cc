@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lib/scan/sector_sums.h"
+
 namespace oans {
 
 Hash128 HashBytes(const void* data, size_t len) {
@@ -20,7 +22,7 @@ constexpr XXH64_hash_t kSparseSeed = 0x6f616e732d737073ull;  // "oans-sps"
 // The running state of one file's hashes.
 class FileHasher {
  public:
-  FileHasher(uint64_t size, uint32_t block_size) : size_(size), block_size_(block_size) {
+  FileHasher(uint64_t size, uint32_t block_size) : size_(size), block_size_(block_size), sums_(size) {
     data_ = XXH3_createState();
     holes_ = XXH3_createState();
     XXH3_128bits_reset(data_);
@@ -40,6 +42,7 @@ class FileHasher {
     if (keep_blocks_)
       for (size_t b = 0; b < len; b += block_size_)
         out_.blocks.push_back(HashBytes(p + b, std::min<size_t>(block_size_, len - b)));
+    sums_.Data(p, len);
     out_.bytes_read += len;
   }
 
@@ -47,6 +50,7 @@ class FileHasher {
   // `zero_block` is the hash of one block of zeros.
   void Hole(uint64_t off, uint64_t len, const Hash128& zero_block) {
     out_.sparse = true;
+    sums_.Hole(len);
     const uint64_t where[2] = {off, len};
     XXH3_128bits_update(holes_, where, sizeof where);
     if (keep_blocks_ && size_ / block_size_ + 1 > kMaxSparseBlockHashes) {
@@ -58,6 +62,7 @@ class FileHasher {
 
   FileHashes Finish() {
     XXH128_hash_t d = XXH3_128bits_digest(data_);
+    out_.sector_sums = sums_.Take();
     if (!out_.sparse) {
       out_.whole = {d.high64, d.low64};
       return std::move(out_);
@@ -75,6 +80,7 @@ class FileHasher {
   XXH3_state_t* data_;
   XXH3_state_t* holes_;
   bool keep_blocks_ = true;
+  DataSums sums_;
   FileHashes out_;
 };
 

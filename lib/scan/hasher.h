@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "lib/base/status.h"
@@ -26,6 +27,9 @@ struct FileHashes {
   std::vector<Hash128> blocks;
   uint64_t bytes_read = 0;
   bool sparse = false;  // holes were skipped: `whole` is the sparse key (see HashFile)
+  // crc32c of every 4 KiB sector (lib/scan/sector_sums.h), 4 bytes each, little-endian;
+  // empty past kMaxKeptSums sectors.
+  std::string sector_sums;
 };
 
 // Most block hashes kept for a file with holes (16 MiB of them): past it, hashes of
@@ -42,7 +46,8 @@ inline constexpr uint64_t kMaxSparseBlockHashes = uint64_t(1) << 20;
 // bytes as `whole`; one with holes gets the sparse key instead, a differently seeded
 // XXH3-128 over its size, the hash of the bytes read and the list of holes skipped: two
 // files can share it only if they have the same data at the same offsets and holes in
-// the same places, so it never stands for a dense file's content.
+// the same places, so it never stands for a dense file's content. Every 4 KiB sector also
+// gets its crc32c (holes the zero sector's), for 4 KiB partial matching.
 Result<FileHashes> HashFile(Sys& sys, int fd, uint64_t size, uint32_t block_size,
                             std::vector<char>* buffer, void (*on_bytes)(void*, uint64_t) = nullptr,
                             void* ctx = nullptr, const std::atomic<bool>* stop = nullptr);

@@ -26,7 +26,7 @@ struct Item {
 
 // The parallel stage: opens kept file `c` without following symlinks and reads it.
 Item* ReadOne(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Filesystems& filesystems, Candidate& c,
-              size_t i, std::atomic<uint64_t>* bytes_read) {
+              size_t i, Checksums* checksums, std::atomic<uint64_t>* bytes_read) {
   thread_local std::vector<char> buffer;
   auto* it = new Item{i, EntryOf(c.entry, c.fs)};
   it->e.other_paths = std::move(c.other_paths);
@@ -35,7 +35,7 @@ Item* ReadOne(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Filesys
     FailEntry(&it->e, fd.status());
     return it;
   }
-  it->finished = ReadOpen(sys, *fd, false, filesystems.Key(c.fs), prev, o, &buffer, bytes_read, &it->e);
+  it->finished = ReadOpen(sys, *fd, false, filesystems.Key(c.fs), prev, o, checksums, &buffer, bytes_read, &it->e);
   sys.Close(*fd);
   return it;
 }
@@ -75,7 +75,7 @@ std::vector<Candidate> MergeKept(std::vector<WalkEntry>* walked, Filesystems& fi
 }
 
 Status ReadKept(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Filesystems& filesystems,
-                std::vector<Candidate>& kept, uint64_t found, std::atomic<uint64_t>* bytes_read,
+                std::vector<Candidate>& kept, uint64_t found, Checksums* checksums, std::atomic<uint64_t>* bytes_read,
                 IndexWriter* writer, Observer* observer, ScanStats* stats, KeptProgress* progress) {
   // Readers wait on I/O, so there may be more of them than cores.
   tbb::global_control allow(tbb::global_control::max_allowed_parallelism,
@@ -99,7 +99,7 @@ Status ReadKept(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Files
   auto read = [&](size_t i) -> Item* {
     OANS_TSAN_ACQUIRE(&order.start);
     OANS_TSAN_ACQUIRE(&kept[i]);
-    Item* it = ReadOne(sys, o, prev, filesystems, kept[i], i, bytes_read);
+    Item* it = ReadOne(sys, o, prev, filesystems, kept[i], i, checksums, bytes_read);
     if (it) OANS_TSAN_RELEASE(it);
     return it;
   };

@@ -17,6 +17,7 @@
 #include "lib/base/status.h"
 #include "lib/base/sys.h"
 #include "lib/format/index_file.h"
+#include "lib/scan/csum.h"
 #include "lib/scan/filesystems.h"
 #include "lib/scan/previous.h"
 #include "lib/scan/scan.h"
@@ -45,7 +46,7 @@ struct KeptProgress {
 // Reads `kept` in order and writes their records to `writer`, until done, a write
 // fails or options.stop is set. Returns the first write error.
 Status ReadKept(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Filesystems& filesystems,
-                std::vector<Candidate>& kept, uint64_t found, std::atomic<uint64_t>* bytes_read,
+                std::vector<Candidate>& kept, uint64_t found, Checksums* checksums, std::atomic<uint64_t>* bytes_read,
                 IndexWriter* writer, Observer* observer, ScanStats* stats, KeptProgress* progress);
 
 }  // namespace oans

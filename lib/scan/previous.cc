@@ -1,8 +1,18 @@
 #include "lib/scan/previous.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace oans {
+namespace {
+
+std::vector<uint32_t> SumsOf(const std::string& sums) {
+  std::vector<uint32_t> out(sums.size() / 4);
+  std::memcpy(out.data(), sums.data(), out.size() * 4);
+  return out;
+}
+
+}  // namespace
 
 Status PreviousIndex::Load(const std::string& path, uint32_t block_size, ScanStats* stats, Observer* observer) {
   IndexReadOptions ro;
@@ -46,6 +56,10 @@ Status PreviousIndex::Load(const std::string& path, uint32_t block_size, ScanSta
           rec.extents = uint32_t(f.extents.size());
           rec.first_block = blocks_.Append(f.block_hashes);
           rec.blocks = uint32_t(f.block_hashes.size());
+          rec.sum_kind = f.sum_kind;  // the keys' kind travels with them
+          rec.key_kind = f.key_kind;
+          rec.first_sum = sums_.Append(SumsOf(f.sector_sums));
+          rec.sums = uint32_t(f.sector_sums.size() / 4);
           keys_.push_back({rec.ino, rec.fs, uint32_t(recs_.size())});
           recs_.push_back(rec);
         }
@@ -110,6 +124,9 @@ bool PreviousIndex::Reuse(const std::string& fs_key, FileEntry* e, bool unopened
   e->hash = it->hash;
   const Hash128* b = blocks_.Get(it->first_block);
   e->block_hashes.assign(b, b + it->blocks);
+  e->sum_kind = it->sum_kind;
+  e->key_kind = it->key_kind;
+  e->sector_sums.assign(reinterpret_cast<const char*>(sums_.Get(it->first_sum)), size_t(it->sums) * 4);
   e->hashed = true;
   e->reused = true;
   return true;

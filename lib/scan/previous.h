@@ -70,6 +70,9 @@ class PreviousIndex {
     uint32_t inode_flags = 0, extents = 0;
     bool inline_only = false;  // extents hold inline data only
     bool mapped = false;       // a complete extent map (no delayed allocation)
+    uint8_t sum_kind = 0, key_kind = 0;  // FileEntry's, with its sector sums in sums_
+    uint64_t first_sum = 0;
+    uint32_t sums = 0;
   };
   const Rec* Find(const std::string& fs_key, uint64_t ino) const;
   uint32_t FsId(const std::string& key) { return fs_ids_.emplace(key, uint32_t(fs_ids_.size())).first->second; }
@@ -86,6 +89,7 @@ class PreviousIndex {
   std::vector<Key> keys_;
   RunStore<Hash128> blocks_;
   RunStore<FiemapExtent> extents_;
+  RunStore<uint32_t> sums_;
 };
 
 }  // namespace oans

@@ -97,6 +97,7 @@ struct WalkState {
   const PreviousIndex& prev;
   Filesystems& filesystems;
   Sink& sink;
+  Checksums& checksums;
   // In walk order, files are read while the walk has them open, by the walk's threads,
   // and leave at once: memory stays flat. Other orders keep the files to sort them.
   bool read_in_walk = false;
@@ -128,7 +129,7 @@ bool OnOpenFile(WalkState& s, int fd, WalkEntry* w) {
   }
   if (!s.read_in_walk) return false;
   thread_local std::vector<char> buffer;
-  if (ReadOpen(s.sys, fd, mapped, key, s.prev, s.o, &buffer, &s.bytes_read, &e))
+  if (ReadOpen(s.sys, fd, mapped, key, s.prev, s.o, &s.checksums, &buffer, &s.bytes_read, &e))
     s.sink.Add(std::move(e), s.walked_bytes.load(), s.found.load());
   return true;
 }
@@ -246,7 +247,8 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   const bool previous_whole = !o.previous.empty() && !stats->previous_truncated && !stats->previous_damaged;
   Sink sink(std::move(*spool), std::move(*dir_spool), stats, observer,
             EstimateWalk(sys, header.roots, stats->previous_records, stats->previous_bytes, previous_whole));
-  WalkState state{sys, o, *prev, filesystems, sink};
+  Checksums checksums(sys, o.read_data);
+  WalkState state{sys, o, *prev, filesystems, sink, checksums};
   state.read_in_walk = stats->order == ReadOrder::kNone;
   WalkOptions wo = WalkOptionsFor(state, stats->threads);
   tbb::global_control allow_walkers(tbb::global_control::max_allowed_parallelism,
@@ -265,9 +267,10 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   IndexWriter writer(out);
   OANS_RETURN_IF_ERROR(WriteStart(header, filesystems, sink, &writer));
   KeptProgress progress;
-  Status written = ReadKept(sys, o, *prev, filesystems, kept, found, &state.bytes_read, &writer, observer, stats,
-                            &progress);
+  Status written = ReadKept(sys, o, *prev, filesystems, kept, found, &checksums, &state.bytes_read, &writer,
+                            observer, stats, &progress);
   stats->bytes_read = state.bytes_read.load();
+  stats->checksums = checksums.counts();
   OANS_RETURN_IF_ERROR(written);
   OANS_RETURN_IF_ERROR(RecordProblems(w, o, &writer, observer, stats));
   if (!kept.empty()) observer->Progress({"hash", progress.done, progress.total, stats->files, found});

@@ -27,6 +27,7 @@
 #include "lib/format/index_file.h"
 #include "lib/base/observer.h"
 #include "lib/base/sys.h"
+#include "lib/scan/csum.h"
 
 namespace oans {
 
@@ -48,6 +49,8 @@ struct ScanOptions {
   // Map every file again, even those btrfs says have had no metadata written since the
   // previous index's generation (which are otherwise not opened at all).
   bool refresh_extents = false;
+  // Read every file's data, even on btrfs where its checksums would do (lib/scan/csum.h).
+  bool read_data = false;
   std::string temp_dir;  // for the spool of records finished during the walk ("" = default)
   std::vector<std::string> command_line;
   const std::atomic<bool>* stop = nullptr;  // set by a signal handler: stop cleanly
@@ -75,6 +78,7 @@ struct ScanStats {
   StorageInfo storage;
   int threads = 0;
   ReadOrder order = ReadOrder::kNone;
+  ChecksumCounts checksums;  // bytes whose sums came from btrfs checksums; bytes read, by reason
 };
 
 // Runs a scan and writes the index to `out` (the caller commits it). When stopped by

@@ -96,6 +96,7 @@ class ForwardingSys : public Sys {
     return real().TreeSearch(fd, search, visit);
   }
   Result<BtrfsInfo> BtrfsInfoOf(int fd) override { return real().BtrfsInfoOf(fd); }
+  Status Syncfs(int fd) override { return real().Syncfs(fd); }
   Result<std::string> DirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino) override {
     return real().DirectoryPath(fd, tree_id, dir_ino);
   }

@@ -75,6 +75,14 @@ Json FileJson(const FileEntry& e, bool blocks) {
     j["hash"] = HashHex(e.hash);
     j["block_count"] = e.block_hashes.size();
     if (e.reused) j["reused"] = true;
+    j["key_kind"] = e.key_kind;
+    if (e.sum_kind) j["sum_kind"] = e.sum_kind;
+    if (blocks && !e.sector_sums.empty()) {
+      static const char hex[] = "0123456789abcdef";
+      std::string sums;
+      for (unsigned char c : e.sector_sums) sums += {hex[c >> 4], hex[c & 15]};
+      j["sector_sums"] = sums;  // 8 hex digits (4 bytes, little-endian) per 4 KiB sector
+    }
     if (blocks) {
       Json b = Json::array();
       for (const auto& h : e.block_hashes) b.push_back(HashHex(h));

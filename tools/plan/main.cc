@@ -146,6 +146,9 @@ int main(int argc, char** argv) {
                  "/var/tmp)")
       ->type_name("DIR");
   app.add_flag("--whole-files-only", no_blocks, "Plan whole-file duplicates only, not partial (block) duplicates");
+  cli::AddSize(app, "--min-run", &o.min_run,
+               "Shortest partial duplicate planned from 4 KiB sector sums, a multiple of 4K (default 64K): "
+               "shorter runs would split extents into slivers for little space");
   app.add_option("--format", format,
                  "What to write: plan (default), or a report of the whole-file duplicate groups instead: text, "
                  "json (one group per line) or fdupes (paths, a blank line between groups); or the directories "
@@ -165,6 +168,8 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "Print only errors");
   app.footer(cli::ExitCodesHelp());
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+  if (o.min_run == 0 || o.min_run % 4096 != 0)
+    return cli::Fail("oans-plan", "--min-run must be a positive multiple of 4K, such as 64K");
   if (!fdupes.empty()) {
     if (!o.indexes.empty()) return cli::Fail("oans-plan", "give indexes or --from-list, not both");
     // The list becomes a temporary index, read like any other (in --temp-dir).
@@ -237,6 +242,7 @@ int main(int argc, char** argv) {
                                {"block_groups", s.block_groups},
                                {"duplicate_bytes", s.duplicate_bytes},
                                {"shared_bytes", s.shared_bytes},
+                               {"partial_bytes", s.partial_bytes},
                                {"planned_bytes", s.planned_bytes},
                                {"unchanged_since", s.unchanged_since},
                                {"operations", s.ops},
@@ -247,14 +253,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "oans-plan: %llu files on %llu filesystem(s) in %s\n"
                  "  duplicate groups:   %llu (%llu whole-file, %llu block)\n"
-                 "  duplicate bytes:    %s\n"
+                 "  duplicate bytes:    %s (%s as 4 KiB partial matches)\n"
                  "  already shared:     %s\n"
                  "  plan will reclaim:  %s in %llu operations, %llu rounds\n"
                  "  not considered:     %llu files the scan could not read, %llu with inline data\n",
                  (unsigned long long)s.files, (unsigned long long)s.filesystems, renderer.Elapsed().c_str(),
                  (unsigned long long)(s.whole_groups + s.block_groups), (unsigned long long)s.whole_groups,
                  (unsigned long long)s.block_groups, FormatSize(s.duplicate_bytes).c_str(),
-                 FormatSize(s.shared_bytes).c_str(), FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.ops,
+                 FormatSize(s.partial_bytes).c_str(), FormatSize(s.shared_bytes).c_str(), FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.ops,
                  (unsigned long long)s.rounds, (unsigned long long)s.skipped_errors,
                  (unsigned long long)s.skipped_inline);
   } else if (!quiet) {

@@ -13,6 +13,30 @@
 
 using namespace oans;
 
+// Bytes read, by why they were read rather than taken from btrfs checksums.
+Json ReadByReason(const ChecksumCounts& c) {
+  Json j = Json::object();
+  for (size_t i = 0; i < c.read.size(); ++i)
+    if (c.read[i]) j[ReadWhyName(ReadWhy(i))] = c.read[i];
+  return j;
+}
+
+// "from checksums 2.1 GiB of 1200 files, holes 3 MiB; read for: compressed 12 MiB, ..."
+std::string ChecksumSummary(const ChecksumCounts& c) {
+  std::vector<std::string> parts;
+  if (c.files || c.bytes)
+    parts.push_back("from btrfs checksums " + FormatSize(c.bytes) + " (" + std::to_string(c.files) + " files, " +
+                    std::to_string(c.searches) + " searches)");
+  if (c.hole_bytes) parts.push_back("holes " + FormatSize(c.hole_bytes));
+  bool first = true;
+  for (size_t i = 0; i < c.read.size(); ++i)
+    if (c.read[i]) {
+      parts.push_back(std::string(first ? "read as " : "") + ReadWhyName(ReadWhy(i)) + " " + FormatSize(c.read[i]));
+      first = false;
+    }
+  return cli::WrapSummary("", parts);
+}
+
 int main(int argc, char** argv) {
   CLI::App app{
       "Walk ROOT... (staying on each root's filesystem) and write an extent index: every regular\n"
@@ -49,6 +73,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"refuse", "rescan"}));
   app.add_flag("--refresh-extents", o.refresh_extents,
                "With --previous: map every file's extents again (FIEMAP), even those btrfs says are unchanged");
+  app.add_flag("--read-data", o.read_data,
+               "Read every file's data to hash it, as on other filesystems, even on btrfs where the sums of its "
+               "4 KiB sectors are otherwise taken from the filesystem's checksum tree (as root, after a syncfs)");
   cli::AddSize(app, "--block-size", &block_size, "Bytes per block hash, a multiple of 4K (default 128K)");
   cli::AddSize(app, "--min-size", &o.min_size, "Skip files smaller than SIZE (default: keep every non-empty file)");
   app.add_option("--exclude", o.excludes,
@@ -127,7 +154,12 @@ int main(int argc, char** argv) {
                                {"order", ReadOrderName(stats.order)},
                                {"followed", stats.followed},
                                {"changed_inodes", stats.changed_inodes},
-                               {"same_extents", stats.same_extents}});
+                               {"same_extents", stats.same_extents},
+                               {"checksum_files", stats.checksums.files},
+                               {"checksum_bytes", stats.checksums.bytes},
+                               {"checksum_searches", stats.checksums.searches},
+                               {"hole_bytes", stats.checksums.hole_bytes},
+                               {"read_by_reason", ReadByReason(stats.checksums)}});
   } else if (!quiet) {
     using ull = unsigned long long;
     const std::string found = "oans-scan: found " + std::to_string(stats.files) + " files (" +
@@ -142,6 +174,7 @@ int main(int argc, char** argv) {
                                                        : "walked the tree"})
                    .c_str(),
                stderr);
+    std::fputs(ChecksumSummary(stats.checksums).c_str(), stderr);
     std::fputs(cli::WrapSummary("", cli::Skipped({cli::Counted(ull(stats.errors), "unreadable"),
                                                   cli::Counted(ull(stats.hardlinks), "extra hardlinks"),
                                                   cli::Counted(ull(stats.skipped_symlinks), "symlinks"),

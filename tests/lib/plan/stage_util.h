@@ -33,7 +33,14 @@ struct Stage {
     auto id = st->details.Add(d, "/r/f" + std::to_string(st->details.size()));
     EXPECT_TRUE(id.ok());
     for (auto* v : {&st->changed, &st->dropped, &st->is_dest, &st->op_files}) v->push_back(v == &st->changed);
+    st->sums_at.push_back(UINT64_MAX);
     return *id;
+  }
+  // Sector sums for file `id` (4 bytes each), stored as the load stage stores them.
+  void SetSums(uint32_t id, const std::string& sums) {
+    auto at = st->sums.Add(sums);
+    EXPECT_TRUE(at.ok());
+    st->sums_at[id] = *at;
   }
   TempDir dir;
   PlanOptions options;

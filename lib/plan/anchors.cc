@@ -1,0 +1,167 @@
+#include "lib/plan/anchors.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "lib/plan/blocks.h"
+#include "lib/plan/ranges.h"
+#include "lib/scan/sector_sums.h"
+
+namespace oans {
+namespace {
+
+constexpr uint64_t kAnchorSeed = 0x6f616e732d616e63ull;  // "oans-anc"
+
+bool Repeated(std::string_view sums, size_t at) {
+  for (size_t k = 1; k < kAnchorWindow; ++k)
+    if (std::memcmp(sums.data() + 4 * at, sums.data() + 4 * (at + k), 4) != 0) return false;
+  return true;
+}
+
+// The sums of file `id`, kept while it is extended against others.
+struct Held {
+  uint32_t id = UINT32_MAX;
+  std::string sums;
+  std::shared_ptr<const Detail> detail;
+};
+
+Status Hold(PlanState& st, uint32_t id, Held* h) {
+  if (h->id == id) return Status::Ok();
+  h->id = UINT32_MAX;
+  OANS_RETURN_IF_ERROR(st.sums.Get(st.sums_at[id], &h->sums));
+  OANS_ASSIGN_OR_RETURN(h->detail, st.details.Get(id));
+  h->id = id;
+  return Status::Ok();
+}
+
+// Moves [*from, *to) (bytes) inward so that no compressed extent is partly inside.
+void TrimCompressed(const std::vector<FiemapExtent>& extents, uint64_t* from, uint64_t* to) {
+  for (const auto& x : extents) {
+    if (!(x.flags & kExtentEncoded)) continue;
+    const uint64_t a = x.logical, b = x.logical + x.length;
+    if (b <= *from || a >= *to || (a >= *from && b <= *to)) continue;  // outside, or wholly inside
+    if (a < *from) *from = std::min(*to, b);  // crosses the start
+    else *to = std::max(*from, a);            // crosses the end
+  }
+}
+
+// One run found by extension, checked and made a RunKey: whole sectors of both files,
+// at least the minimum, no compressed extent of either split, not already shared.
+Status AddRun(PlanState& st, const Held& src, const Held& dst, const SectorRun& r, ExternalSorter<RunKey, RunLess>* runs) {
+  const uint64_t ss = src.detail->size / kSectorBytes, ds = dst.detail->size / kSectorBytes;
+  uint64_t len = std::min({r.length, ss > r.s ? ss - r.s : 0, ds > r.d ? ds - r.d : 0});
+  uint64_t from = r.s * kSectorBytes, to = from + len * kSectorBytes;
+  TrimCompressed(src.detail->extents, &from, &to);
+  const uint64_t shift = r.d * kSectorBytes - r.s * kSectorBytes;  // modulo 2^64
+  uint64_t dfrom = from + shift, dto = to + shift;
+  TrimCompressed(dst.detail->extents, &dfrom, &dto);
+  from = dfrom - shift, to = dto - shift;
+  if (to <= from || to - from < st.o.min_run) return Status::Ok();
+  const uint64_t length = to - from;
+  st.stats->partial_bytes += length;
+  st.stats->duplicate_bytes += length;
+  const uint64_t dfirst = from + shift;
+  if (PhysicalAt(src.detail->extents, from) == PhysicalAt(dst.detail->extents, dfirst) &&
+      PhysicalAt(src.detail->extents, to - 1) == PhysicalAt(dst.detail->extents, dfirst + length - 1) &&
+      PhysicalAt(src.detail->extents, from) != UINT64_MAX) {
+    st.stats->shared_bytes += length;
+    return Status::Ok();
+  }
+  if (!Written(src.detail->extents, from) || !Written(dst.detail->extents, dfirst)) return Status::Ok();
+  return runs->Add({src.id, dst.id, from, length, dfirst});
+}
+
+// One group of equal anchors: its first against every other one.
+Status PairAnchors(PlanState& st, const std::vector<AnchorKey>& group, ExternalSorter<PairKey, PairLess>* pairs) {
+  if (group.size() < 2) return Status::Ok();
+  bool any_changed = false;
+  for (const auto& a : group) any_changed |= st.changed[a.file];
+  if (!any_changed) return Status::Ok();
+  const AnchorKey& s = group.front();
+  for (size_t k = 1; k < group.size(); ++k) {
+    const AnchorKey& d = group[k];
+    if (d.file == s.file && d.sector == s.sector) continue;
+    OANS_RETURN_IF_ERROR(pairs->Add({s.file, d.file, s.sector, d.sector}));
+  }
+  return Status::Ok();
+}
+
+Status PairsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs) {
+  std::vector<AnchorKey> group;
+  uint64_t done = 0;
+  OANS_RETURN_IF_ERROR(st.anchors.Drain([&](const AnchorKey& a) -> Status {
+    if (++done % 65536 == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
+    if (st.is_dest[a.file] || st.dropped[a.file]) return Status::Ok();
+    if (!group.empty() && !(a.pair == group.front().pair && a.hash == group.front().hash)) {
+      OANS_RETURN_IF_ERROR(PairAnchors(st, group, pairs));
+      group.clear();
+    }
+    group.push_back(a);
+    return Status::Ok();
+  }));
+  return PairAnchors(st, group, pairs);
+}
+
+// Pairs in (source, destination, difference, sector) order, each extended unless the
+// run found before on the same diagonal already covers it.
+Status RunsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, ExternalSorter<RunKey, RunLess>* runs) {
+  Held src, dst;
+  bool have = false;
+  PairKey last{};
+  uint64_t covered_end = 0, done = 0;
+  OANS_RETURN_IF_ERROR(pairs->Drain([&](const PairKey& p) -> Status {
+    if (++done % 65536 == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
+    const bool same_diagonal = have && p.src == last.src && p.dst == last.dst && p.delta() == last.delta();
+    have = true;
+    last = p;
+    if (same_diagonal && p.sblk < covered_end) return Status::Ok();
+    OANS_RETURN_IF_ERROR(Hold(st, p.src, &src));
+    OANS_RETURN_IF_ERROR(Hold(st, p.dst, &dst));
+    const SectorRun r = Extend(src.sums, dst.sums, p.sblk, p.dblk, p.src == p.dst);
+    covered_end = r.s + std::max<uint64_t>(r.length, 1);
+    return AddRun(st, src, dst, r, runs);
+  }));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status AddAnchors(PlanState& st, std::string_view sums, uint32_t pair, uint32_t id) {
+  const size_t n = sums.size() / 4;
+  for (size_t i = 0; i + kAnchorWindow <= n; ++i) {
+    const uint64_t h = XXH3_64bits_withSeed(sums.data() + 4 * i, 4 * kAnchorWindow, kAnchorSeed);
+    if ((h & ((1u << kAnchorBits) - 1)) != 0 || Repeated(sums, i)) continue;
+    OANS_RETURN_IF_ERROR(st.anchors.Add({h, pair, id, uint32_t(i)}));
+  }
+  return Status::Ok();
+}
+
+SectorRun Extend(std::string_view a, std::string_view b, uint64_t s, uint64_t d, bool same_file) {
+  const uint64_t na = a.size() / 4, nb = b.size() / 4;
+  auto eq = [&](uint64_t i, uint64_t j) { return std::memcmp(a.data() + 4 * i, b.data() + 4 * j, 4) == 0; };
+  SectorRun r;
+  if (s >= na || d >= nb || !eq(s, d)) return r;
+  const uint64_t gap = s > d ? s - d : d - s;  // inside one file, a run is at most this long
+  if (same_file && gap == 0) return r;
+  uint64_t back = 0;
+  while (back < std::min(s, d) && eq(s - back - 1, d - back - 1)) ++back;
+  uint64_t len = back + 1;
+  while (s - back + len < na && d - back + len < nb && eq(s - back + len, d - back + len)) ++len;
+  r.s = s - back;
+  r.d = d - back;
+  r.length = same_file ? std::min(len, gap) : len;
+  return r;
+}
+
+Status PlanAnchors(PlanState& st) {
+  ExternalSorter<PairKey, PairLess> pairs(st.dir, st.o.memory / 4);
+  OANS_RETURN_IF_ERROR(PairsOfAnchors(st, &pairs));
+  ExternalSorter<RunKey, RunLess> runs(st.dir, st.o.memory / 4);
+  OANS_RETURN_IF_ERROR(RunsOfAnchors(st, &pairs, &runs));
+  return UnitsOfRuns(st, &runs);
+}
+
+}  // namespace oans

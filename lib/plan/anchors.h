@@ -1,0 +1,43 @@
+// 4 KiB partial matches from sector sums (lib/scan/sector_sums.h), at any 4 KiB
+// alignment, between files and inside one file:
+//   anchors   at load, per file with sums, the positions where a hash of the sums of
+//             kAnchorWindow consecutive sectors has its low kAnchorBits bits zero (a
+//             content-defined choice: the same data gives the same anchors wherever it
+//             lies); windows of one repeated sum (zeros) are left out
+//   -> pairs  anchors sorted by (pairing with the sums' kind, hash): the group's first
+//             against every other one, as (source, destination, sector offsets)
+//   -> runs   pairs sorted by (source, destination, offset difference, sector): each
+//             extended on both files' sums, backwards and forwards, to the longest run
+//             of equal sums; an anchor inside the run just found is skipped
+//   -> units  runs of whole sectors, at least --min-run long, trimmed so that no
+//             compressed extent is partly covered, not already sharing the source's
+//             extents, on to the ops stage through UnitsOfRuns (blocks.h).
+// Sums of different kinds never meet: the kind is part of the pairing. Equal sums only
+// nominate: the kernel's compare decides. Memory: the anchors and pairs sorters and the
+// sums store are within --memory; the sums of the two files being extended are held.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "lib/plan/state.h"
+
+namespace oans {
+
+inline constexpr uint32_t kAnchorWindow = 8;  // sectors: 32 KiB
+inline constexpr uint32_t kAnchorBits = 3;    // one anchor per 8 sectors on average
+
+// Adds the anchors of file `id` (sums `sums`, pairing `pair`) to st.anchors.
+Status AddAnchors(PlanState& st, std::string_view sums, uint32_t pair, uint32_t id);
+
+// The longest run of equal sums through sector s of a and sector d of b: its first
+// sectors and its length. Inside one file (same_file), the run does not overlap its copy.
+struct SectorRun {
+  uint64_t s = 0, d = 0, length = 0;
+};
+SectorRun Extend(std::string_view a, std::string_view b, uint64_t s, uint64_t d, bool same_file);
+
+Status PlanAnchors(PlanState& st);
+
+}  // namespace oans

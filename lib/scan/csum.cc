@@ -1,0 +1,272 @@
+#include "lib/scan/csum.h"
+
+#include <algorithm>
+
+namespace oans {
+
+const char* ReadWhyName(ReadWhy w) {
+  switch (w) {
+    case ReadWhy::kAsked: return "--read-data";
+    case ReadWhy::kNotBtrfs: return "not btrfs";
+    case ReadWhy::kNotPermitted: return "checksum search refused (not root)";
+    case ReadWhy::kNoCow: return "nodatacow";
+    case ReadWhy::kCompressed: return "compressed";
+    case ReadWhy::kInline: return "inline";
+    case ReadWhy::kNoChecksum: return "no checksum";
+    default: return "other";
+  }
+}
+
+// A run of a file's sectors described one way.
+struct Checksums::Segment {
+  enum Type { kSums, kRead, kHole } type;
+  uint64_t sector, count;
+  uint64_t physical;  // kSums: btrfs logical address of the first sector
+  ReadWhy why;        // kRead
+};
+
+namespace {
+
+constexpr uint32_t kNoCowFlag = 0x00800000;     // FS_NOCOW_FL
+constexpr uint32_t kExtentNotAligned = 0x100;   // FIEMAP_EXTENT_NOT_ALIGNED
+
+std::atomic<uint64_t> next_instance{1};
+
+// The checksums one thread found in its last search: sectors [start, end) by address.
+struct Window {
+  uint64_t instance = 0;
+  const void* fs = nullptr;
+  uint64_t start = 0, end = 0;
+  std::vector<uint32_t> sums;
+  std::vector<uint8_t> have;
+};
+thread_local Window window;
+
+// How extent x's sectors get their sums, or why they are read.
+bool Usable(const FiemapExtent& x, ReadWhy* why) {
+  if (x.flags & kExtentEncoded) *why = ReadWhy::kCompressed;
+  else if (x.flags & (kExtentInline | kExtentNotAligned)) *why = ReadWhy::kInline;
+  else if ((x.flags & (kExtentDelalloc | kExtentUnknown)) || x.logical % kSectorBytes || x.physical % kSectorBytes)
+    *why = ReadWhy::kOther;
+  else return true;
+  return false;
+}
+
+// The file's sectors as segments, in order: extents (clipped to the size), holes between.
+std::vector<Checksums::Segment> SegmentsOf(const FileEntry& e) {
+  std::vector<FiemapExtent> ext = e.extents;
+  std::sort(ext.begin(), ext.end(), [](const FiemapExtent& a, const FiemapExtent& b) { return a.logical < b.logical; });
+  const uint64_t sectors = (e.size + kSectorBytes - 1) / kSectorBytes;
+  std::vector<Checksums::Segment> out;
+  uint64_t at = 0;  // next sector not described
+  auto add = [&](Checksums::Segment s) {
+    if (s.count == 0) return;
+    out.push_back(s);
+    at = s.sector + s.count;
+  };
+  for (const auto& x : ext) {
+    if (x.flags & kExtentUnwritten) continue;  // preallocated: reads as zeros, a hole (as SEEK_DATA has it)
+    ReadWhy why = ReadWhy::kOther;
+    const bool sums = Usable(x, &why);
+    const uint64_t first = x.logical / kSectorBytes;
+    const uint64_t end = std::min(sectors, (x.logical + x.length + kSectorBytes - 1) / kSectorBytes);
+    if (first < at) {  // overlapping map: read what is not yet described
+      if (end > at) add({Checksums::Segment::kRead, at, end - at, 0, ReadWhy::kOther});
+      continue;
+    }
+    if (first >= sectors) break;
+    add({Checksums::Segment::kHole, at, first - at, 0, ReadWhy::kOther});
+    add({sums ? Checksums::Segment::kSums : Checksums::Segment::kRead, first, end - first, x.physical, why});
+  }
+  add({Checksums::Segment::kHole, at, sectors - at, 0, ReadWhy::kOther});
+  return out;
+}
+
+// Reads sectors [sector, sector + count) of fd (the file being `size` bytes) and feeds
+// their sums to keys. False when the file ended early.
+Result<bool> ReadSectors(Sys& sys, int fd, uint64_t size, uint64_t sector, uint64_t count, SumKind kind,
+                         std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read, SumKeys* keys,
+                         uint64_t* read) {
+  if (buffer->size() < (256u << 10)) buffer->assign(256u << 10, 0);
+  const uint64_t end = std::min(size, (sector + count) * kSectorBytes);
+  for (uint64_t off = sector * kSectorBytes; off < end;) {
+    const size_t len = size_t(std::min<uint64_t>(buffer->size(), end - off));
+    for (size_t got = 0; got < len;) {
+      OANS_ASSIGN_OR_RETURN(auto r, sys.Pread(fd, buffer->data() + got, len - got, off + got));
+      if (r == 0) return false;
+      got += r;
+    }
+    for (size_t s = 0; s < len; s += kSectorBytes) keys->Add(SectorSum(kind, buffer->data() + s, len - s));
+    off += len;
+    *read += len;
+    if (bytes_read) bytes_read->fetch_add(len, std::memory_order_relaxed);
+  }
+  return true;
+}
+
+}  // namespace
+
+Checksums::Checksums(Sys& sys, bool read_data) : sys_(sys), read_data_(read_data), instance_(next_instance++) {}
+
+ChecksumCounts Checksums::counts() const {
+  ChecksumCounts c;
+  c.files = files_.load();
+  c.bytes = bytes_.load();
+  c.hole_bytes = hole_bytes_.load();
+  c.searches = searches_.load();
+  for (size_t i = 0; i < c.read.size(); ++i) c.read[i] = read_[i].load();
+  return c;
+}
+
+// The first file met on a filesystem: syncfs, its checksum facts, and a search of
+// nothing to learn whether the checksum tree may be searched at all.
+const Checksums::Fs& Checksums::FsOf(const std::string& fs_key, int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = fs_[fs_key];
+  if (slot) return *slot;
+  slot = std::make_unique<Fs>();
+  Fs& fs = *slot;
+  auto info = sys_.BtrfsInfoOf(fd);
+  if (!info.ok()) return fs;  // kNotBtrfs
+  fs.kind = SumKindOfBtrfs(info->csum_type);
+  fs.csum_size = info->csum_size;
+  fs.why = ReadWhy::kOther;
+  if (fs.kind == SumKind::kNone || info->sector_size != kSectorBytes || fs.csum_size < 4) return fs;
+  fs.span = uint64_t(std::max<uint32_t>(info->node_size, 4096)) / fs.csum_size * kSectorBytes;
+  (void)sys_.Syncfs(fd);  // a failure leaves unwritten data as delalloc extents: read
+  BtrfsSearch probe;
+  probe.tree_id = kBtrfsCsumTree;
+  probe.min = probe.max = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 0};
+  if (!sys_.TreeSearch(fd, probe, [](const BtrfsItem&) { return true; }).ok()) {
+    fs.why = ReadWhy::kNotPermitted;
+    return fs;
+  }
+  fs.usable = true;
+  return fs;
+}
+
+// The checksums of sectors [logical, logical + sectors * 4096), through this thread's
+// window: a search from `span` before (an item covering the start may begin there) to a
+// few MiB past the end.
+Status Checksums::Lookup(int fd, const Fs& fs, uint64_t logical, uint64_t sectors, std::vector<uint32_t>* sums,
+                         std::vector<uint8_t>* have) {
+  Window& w = window;
+  const uint64_t end = logical + sectors * kSectorBytes;
+  if (w.instance != instance_ || w.fs != &fs || logical < w.start || end > w.end) {
+    w.instance = instance_;
+    w.fs = &fs;
+    w.start = logical;
+    w.end = std::max(end, logical + (4u << 20));
+    const size_t n = size_t((w.end - w.start) / kSectorBytes);
+    w.sums.assign(n, 0);
+    w.have.assign(n, 0);
+    BtrfsSearch s;
+    s.tree_id = kBtrfsCsumTree;
+    s.min = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, logical > fs.span ? logical - fs.span : 0};
+    s.max = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, w.end - 1};
+    searches_.fetch_add(1, std::memory_order_relaxed);
+    Status st = sys_.TreeSearch(fd, s, [&](const BtrfsItem& it) {
+      if (it.key.objectid != kBtrfsExtentCsumObjectid || it.key.type != kBtrfsExtentCsum) return true;
+      const uint64_t count = it.data.size() / fs.csum_size;
+      for (uint64_t i = 0; i < count; ++i) {
+        const uint64_t addr = it.key.offset + i * kSectorBytes;
+        if (addr < w.start || addr >= w.end) continue;
+        const size_t k = size_t((addr - w.start) / kSectorBytes);
+        w.sums[k] = StoredSum(it.data.substr(size_t(i * fs.csum_size), fs.csum_size));
+        w.have[k] = 1;
+      }
+      return true;
+    });
+    if (!st.ok()) {
+      w.instance = 0;
+      return st;
+    }
+  }
+  const size_t from = size_t((logical - w.start) / kSectorBytes);
+  sums->assign(w.sums.begin() + long(from), w.sums.begin() + long(from + sectors));
+  have->assign(w.have.begin() + long(from), w.have.begin() + long(from + sectors));
+  return Status::Ok();
+}
+
+Result<bool> Checksums::Fill(int fd, const std::string& fs_key, uint32_t block_size, std::vector<char>* buffer,
+                             std::atomic<uint64_t>* bytes_read, const std::atomic<bool>* stop, FileEntry* e,
+                             ReadWhy* why) {
+  if (read_data_) return *why = ReadWhy::kAsked, false;
+  const Fs& fs = FsOf(fs_key, fd);
+  if (!fs.usable) return *why = fs.why, false;
+  if (e->inode_flags & kNoCowFlag) return *why = ReadWhy::kNoCow, false;
+  if (e->extents.empty() && e->size > 0) return *why = ReadWhy::kOther, false;
+  const std::vector<Segment> segments = SegmentsOf(*e);
+  // Inline data is the whole of a small file: read as before, its keys are reused by
+  // --previous (keys from checksums are looked up again instead).
+  for (const auto& s : segments)
+    if (s.type == Segment::kRead && s.why == ReadWhy::kInline) return *why = ReadWhy::kInline, false;
+  if (!Computable(fs.kind))
+    for (const auto& s : segments)
+      if (s.type != Segment::kSums) return *why = s.type == Segment::kRead ? s.why : ReadWhy::kOther, false;
+  return FillFrom(fd, fs, segments, block_size, buffer, bytes_read, stop, e, why);
+}
+
+// The sums of every segment in order, then the keys; the file's extents mapped again
+// after, to see that they did not move meanwhile.
+Result<bool> Checksums::FillFrom(int fd, const Fs& fs, const std::vector<Segment>& segments, uint32_t block_size,
+                                 std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read,
+                                 const std::atomic<bool>* stop, FileEntry* e, ReadWhy* why) {
+  SumKeys keys(fs.kind, e->size, block_size);
+  std::array<uint64_t, size_t(ReadWhy::kCount)> read{};
+  uint64_t from_sums = 0, holes = 0;
+  std::vector<uint32_t> sums;
+  std::vector<uint8_t> have;
+  for (const auto& s : segments) {
+    if (stop && stop->load(std::memory_order_relaxed)) return Status::Interrupted("stopped while reading");
+    if (s.type == Segment::kHole) {
+      keys.Hole(s.count);
+      holes += std::min(e->size, (s.sector + s.count) * kSectorBytes) - s.sector * kSectorBytes;
+      continue;
+    }
+    if (s.type == Segment::kRead) {
+      OANS_ASSIGN_OR_RETURN(bool whole, ReadSectors(sys_, fd, e->size, s.sector, s.count, fs.kind, buffer,
+                                                    bytes_read, &keys, &read[size_t(s.why)]));
+      if (!whole) return Status::Mismatch("file shrank while being read");
+      continue;
+    }
+    // Long extents are looked up a window at a time.
+    for (uint64_t done = 0; done < s.count;) {
+      const uint64_t n = std::min<uint64_t>(s.count - done, 1u << 15);
+      OANS_RETURN_IF_ERROR(Lookup(fd, fs, s.physical + done * kSectorBytes, n, &sums, &have));
+      for (uint64_t i = 0; i < n;) {
+        if (have[i]) {
+          keys.Add(sums[i]);
+          from_sums += std::min<uint64_t>(kSectorBytes, e->size - (s.sector + done + i) * kSectorBytes);
+          ++i;
+          continue;
+        }
+        if (!Computable(fs.kind)) return *why = ReadWhy::kNoChecksum, false;
+        uint64_t j = i;
+        while (j < n && !have[j]) ++j;
+        OANS_ASSIGN_OR_RETURN(bool whole, ReadSectors(sys_, fd, e->size, s.sector + done + i, j - i, fs.kind, buffer,
+                                                      bytes_read, &keys, &read[size_t(ReadWhy::kNoChecksum)]));
+        if (!whole) return Status::Mismatch("file shrank while being read");
+        i = j;
+      }
+      done += n;
+    }
+  }
+  std::vector<FiemapExtent> after;
+  if (!sys_.Fiemap(fd, &after).ok() || after.size() != e->extents.size() ||
+      !std::equal(after.begin(), after.end(), e->extents.begin(), [](const FiemapExtent& a, const FiemapExtent& b) {
+        return a.logical == b.logical && a.physical == b.physical && a.length == b.length && a.flags == b.flags;
+      }))
+    return *why = ReadWhy::kNoChecksum, false;
+  keys.Finish(&e->hash, &e->block_hashes, &e->sector_sums);
+  e->sum_kind = e->key_kind = uint8_t(fs.kind);
+  e->hashed = true;
+  for (size_t i = 0; i < read.size(); ++i)
+    if (read[i]) read_[i].fetch_add(read[i], std::memory_order_relaxed);
+  bytes_.fetch_add(from_sums, std::memory_order_relaxed);
+  hole_bytes_.fetch_add(holes, std::memory_order_relaxed);
+  files_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace oans

@@ -1,0 +1,101 @@
+// A file's sector sums and keys from btrfs's checksum tree instead of its data. After a
+// syncfs of the filesystem (checksums are inserted once written data reaches disk), each
+// uncompressed regular extent's sectors have their checksums at the extent's btrfs
+// logical address, which FIEMAP gives as `physical`; they are found with a search of the
+// checksum tree (BTRFS_IOC_TREE_SEARCH_V2, tree 7, through Sys::TreeSearch) over that
+// range. Data is read only where there is no usable checksum: compressed extents (their
+// checksums cover the compressed bytes), inline data, sectors with no checksum
+// (nodatasum), extents FIEMAP does not describe exactly; holes and preallocated extents
+// (which read as zeros, and which HashFile skips as SEEK_DATA does) are neither read nor
+// looked up (the zero sector's sum). A file whose every sector cannot be
+// described this way in the filesystem's kind (sha256 and blake2 are not computed
+// here), a nodatacow file, another filesystem, a search refused (not root) and
+// --read-data leave the file to HashFile, as before, and say why.
+//
+// Each thread keeps the checksums of the last range it searched (the extent's and a few
+// MiB past it): files written one after another lie one after another, so most files
+// cost no search of their own. Thread-safe; one object per scan.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/base/sys.h"
+#include "lib/format/index_file.h"
+#include "lib/scan/sector_sums.h"
+
+namespace oans {
+
+// Why a file's data, or part of it, was read rather than taken from checksums.
+enum class ReadWhy : uint8_t {
+  kAsked,         // --read-data
+  kNotBtrfs,      // another filesystem (or a btrfs without checksum facts)
+  kNotPermitted,  // the checksum tree search was refused: not root
+  kNoCow,         // nodatacow file: no checksums
+  kCompressed,    // compressed extent: checksums cover the compressed bytes
+  kInline,        // data inline in metadata
+  kNoChecksum,    // a sector without a checksum (nodatasum), or found changed
+  kOther,         // not 4 KiB sectors, an inexact extent map, sha256/blake2 with one of the above
+  kCount
+};
+const char* ReadWhyName(ReadWhy w);
+
+struct ChecksumCounts {
+  uint64_t files = 0;           // files whose sums all came from checksums or holes
+  uint64_t bytes = 0;           // file bytes whose sums came from checksums
+  uint64_t hole_bytes = 0;      // bytes of holes (neither read nor looked up)
+  uint64_t searches = 0;        // checksum tree searches
+  std::array<uint64_t, size_t(ReadWhy::kCount)> read{};  // bytes read, by reason
+};
+
+class Checksums {
+ public:
+  // With read_data, every file is left to HashFile (ReadWhy::kAsked).
+  Checksums(Sys& sys, bool read_data);
+
+  // Fills e's keys and sums (kinds set, hashed) from the checksums of open file `fd`,
+  // whose extents and inode flags e already holds, reading only what has none; true when
+  // done. False: the file is to be read whole by HashFile, for reason *why. kInterrupted
+  // once `stop` is set. `bytes_read` counts what was read, for progress.
+  Result<bool> Fill(int fd, const std::string& fs_key, uint32_t block_size, std::vector<char>* buffer,
+                    std::atomic<uint64_t>* bytes_read, const std::atomic<bool>* stop, FileEntry* e, ReadWhy* why);
+
+  // `bytes` read by HashFile for reason `why`.
+  void CountRead(ReadWhy why, uint64_t bytes) { read_[size_t(why)].fetch_add(bytes, std::memory_order_relaxed); }
+  ChecksumCounts counts() const;
+
+  // A run of a file's sectors described one way (csum.cc).
+  struct Segment;
+
+ private:
+  struct Fs {
+    bool usable = false;
+    ReadWhy why = ReadWhy::kNotBtrfs;
+    SumKind kind = SumKind::kNone;
+    uint32_t csum_size = 4;
+    uint64_t span = 0;  // most bytes of data one checksum item can cover
+  };
+  const Fs& FsOf(const std::string& fs_key, int fd);
+  Status Lookup(int fd, const Fs& fs, uint64_t logical, uint64_t sectors, std::vector<uint32_t>* sums,
+                std::vector<uint8_t>* have);
+  Result<bool> FillFrom(int fd, const Fs& fs, const std::vector<Segment>& segments, uint32_t block_size,
+                        std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read, const std::atomic<bool>* stop,
+                        FileEntry* e, ReadWhy* why);
+
+  Sys& sys_;
+  const bool read_data_;
+  const uint64_t instance_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Fs>> fs_;
+  std::atomic<uint64_t> files_{0}, bytes_{0}, hole_bytes_{0}, searches_{0};
+  std::array<std::atomic<uint64_t>, size_t(ReadWhy::kCount)> read_{};
+};
+
+}  // namespace oans

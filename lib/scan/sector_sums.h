@@ -1,0 +1,102 @@
+// Sector fingerprints: one 32-bit value per 4 KiB of a file, either btrfs's own data
+// checksum of that sector (taken from its checksum tree, lib/scan/csum.h) or the same
+// function computed here over data read. The kind says which function made it; values
+// of different kinds are never compared. From a file's sums come its keys: the
+// whole-file key and the block keys (SumKeys), and the planner's 4 KiB partial matches
+// (lib/plan/anchors.h).
+//
+// Sector i covers bytes [4096 i, 4096 (i + 1)); the last one is padded with zeros past
+// the end of the file, as btrfs pads it. A kind's value is the low 32 bits of its
+// checksum as btrfs stores it (little-endian): crc32c, XXH64 (seed 0), SHA-256 or
+// BLAKE2b-256. crc32c and XXH64 are computed here too, so data read (compressed
+// extents, holes, XFS) gets fingerprints comparable with the checksum tree's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/scan/hasher.h"
+
+namespace oans {
+
+inline constexpr uint32_t kSectorBytes = 4096;
+
+enum class SumKind : uint8_t { kNone = 0, kCrc32c = 1, kXxhash64 = 2, kSha256 = 3, kBlake2 = 4 };
+
+// The kind of btrfs checksum type `csum_type` (BTRFS_IOC_FS_INFO), kNone if unknown.
+SumKind SumKindOfBtrfs(uint16_t csum_type);
+const char* SumKindName(SumKind k);
+// Whether oans computes this kind itself (for data it reads).
+bool Computable(SumKind k);
+
+// crc32c (Castagnoli, as btrfs and iSCSI), continuing from `crc` (0 to start).
+uint32_t Crc32c(uint32_t crc, const void* data, size_t len);
+
+// The fingerprint of one sector of `len` <= 4096 bytes (zero-padded); k computable.
+uint32_t SectorSum(SumKind k, const char* data, size_t len);
+// The fingerprint of an all-zero sector.
+uint32_t ZeroSectorSum(SumKind k);
+// The fingerprint in a checksum as btrfs stores it (at least 4 bytes).
+uint32_t StoredSum(std::string_view csum);
+
+// Past this many sectors (64 GiB) a file's sums are not kept in the index: it takes part
+// in whole-file and block matching through its keys, not in 4 KiB partial matching.
+inline constexpr uint64_t kMaxKeptSums = uint64_t(1) << 24;
+
+// The keys of a file made from its sector sums, fed in order. Whole key: XXH3-128 over
+// the size, the kind, the sums and, for a file with holes, where they are (so a sparse
+// file never shares a key with a dense one); block key: XXH3-128 over one block's sums.
+// Both are seeded by kind: even a planner that ignored the kinds would not pair them
+// with XXH3-128 of data, which is unseeded.
+class SumKeys {
+ public:
+  SumKeys(SumKind kind, uint64_t size, uint32_t block_size);
+  ~SumKeys();
+  SumKeys(const SumKeys&) = delete;
+  SumKeys& operator=(const SumKeys&) = delete;
+  void Add(uint32_t sum);
+  // `sectors` sectors of hole (k computable): zero sums, recorded as a hole.
+  void Hole(uint64_t sectors);
+  uint64_t sectors() const { return sectors_; }
+  // The keys and the sums, little-endian 4 bytes each (empty past kMaxKeptSums).
+  void Finish(Hash128* whole, std::vector<Hash128>* blocks, std::string* sums);
+
+ private:
+  void EndBlock();
+  const SumKind kind_;
+  const uint64_t size_;
+  const uint32_t per_block_;
+  void* whole_;  // XXH3_state_t
+  void* holes_;
+  bool sparse_ = false, keep_blocks_ = true, keep_sums_;
+  uint64_t sectors_ = 0, hole_start_ = 0, hole_len_ = 0;
+  std::vector<uint32_t> block_;  // the current block's sums
+  std::vector<Hash128> blocks_;
+  std::string sums_;
+};
+
+// Sector sums of kind crc32c over data read in order (HashFile's reads).
+class DataSums {
+ public:
+  explicit DataSums(uint64_t size) : keep_((size + kSectorBytes - 1) / kSectorBytes <= kMaxKeptSums) {}
+  // `len` bytes at the current position, a whole number of sectors except at the end.
+  void Data(const char* p, size_t len);
+  void Hole(uint64_t len);  // whole sectors
+  std::string Take() { return std::move(sums_); }
+
+ private:
+  bool keep_;
+  std::string sums_;
+};
+
+// Appends `v` to `out`, 4 bytes little-endian.
+void PutSum(std::string* out, uint32_t v);
+inline uint32_t SumAt(std::string_view sums, size_t i) {
+  const auto* p = reinterpret_cast<const unsigned char*>(sums.data() + 4 * i);
+  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+
+}  // namespace oans
