@@ -1,0 +1,176 @@
+"""The seed scenario of bench-scale, run: oans against duperemove on the seed tree.
+
+In one run, on the tree of benchlib.seedtree (every measured command from cold
+caches: sync; echo 3 > drop_caches before each cycle), in this order:
+
+  oans cold        oans-scan -o gen0.idx TREE; oans-plan -o plan gen0.idx;
+                   oans-apply --quiet plan            (each step timed)
+  duperemove cold  duperemove -dr -q --hashfile=HF TREE (HF removed first; capped)
+  duperemove warm  the same command, HF kept; then once more under strace -f -c
+  oans settle      the first re-run after the dedupes: both tools' dedupes moved
+                   extents of ~1M files, which this scan re-reads as changed
+  oans warm        nothing changed since settle: scan --previous settle.idx,
+                   plan, apply; then the scan, plan and apply again from
+                   settle.idx under strace -f -c
+  (the nightly change is made: benchlib.seed.nightly_plan)
+  oans nightly     scan --previous warm.idx, plan, apply; then under strace
+                   from warm.idx again
+  duperemove nightly  the same command, HF kept, after oans deduped the new files
+  (the nightly change is undone: benchlib.seedtree.undo_change)
+
+Every figure is saved to the JSON after each step, so a run cut short keeps
+what it measured.
+"""
+
+import json
+import os
+import subprocess
+
+from .common import Fatal, human, log, quoted, read_file, run
+from .image import drop_caches
+from .seed import add_counts, cycle, nightly_plan, path_calls, strace_counts
+from .seedtree import apply_change, kernel_files, undo_change
+from .timing import TIME_FORMAT_INPUTS, parse_time, time_argv
+
+
+def last_json_line(text):
+    """The last line of text that is a JSON object (the --json summary of an oans tool), or None."""
+    for line in reversed((text or "").splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                pass
+    return None
+
+
+class SeedRun:
+    def __init__(self, args, tools, image, section, save):
+        self.args, self.tools, self.image, self.section, self.save = args, tools, image, section, save
+        self.state = os.path.join(image.dir, "state")
+        self.hf = os.path.join(self.state, "duperemove.hash")
+        self.plan = os.path.join(self.state, "plan")
+        self.scen = section.setdefault("scenarios", {})
+
+    def path(self, name):
+        return os.path.join(self.state, name)
+
+    # -------------------------------------------------------------- measuring
+
+    def timed(self, argv, cap=None):
+        """argv under /usr/bin/time (and `timeout cap` when capped): its figures."""
+        tf = self.path(".time")
+        cmd = (["timeout", "--signal=TERM", str(cap)] if cap else []) + [str(a) for a in argv]
+        log("$ " + quoted(cmd))
+        p = subprocess.run(time_argv(tf, TIME_FORMAT_INPUTS, cmd), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+        t, _ = parse_time(read_file(tf, ""))
+        if t is None:
+            raise Fatal(f"/usr/bin/time gave no figures for {argv[0]} (exit {p.returncode}): "
+                        + p.stderr.strip()[-500:])
+        fig = {"wall_s": t["wall"], "user_s": t["user"], "sys_s": t["sys"],
+               "max_rss_bytes": t["maxrss_kib"] * 1024, "inputs_bytes": t.get("inputs_bytes"),
+               "exit": p.returncode, "capped": bool(cap) and p.returncode == 124}
+        stats = last_json_line(p.stderr)
+        if stats:
+            fig["stats"] = stats
+        if p.returncode not in (0, 1):
+            fig["error"] = p.stderr.strip()[-2000:]
+        log(f"  {fig['wall_s']:.2f} s wall, {fig['user_s']:.2f} s user, {fig['sys_s']:.2f} s sys, peak RSS "
+            f"{human(fig['max_rss_bytes'])}, read {human(fig['inputs_bytes'])}, exit {p.returncode}"
+            + (" (capped)" if fig["capped"] else ""))
+        return fig
+
+    def traced(self, argv, cap=None):
+        """argv under strace -f -c: {syscall: calls}, and the exit status."""
+        out = self.path(".strace")
+        cmd = ["strace", "-f", "-c", "-o", out] + (["timeout", str(cap)] if cap else []) + [str(a) for a in argv]
+        log("$ " + quoted(cmd))
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        counts = strace_counts(read_file(out, ""))
+        log(f"  exit {p.returncode}; open/stat/getdents: {path_calls(counts)}")
+        return counts, p.returncode
+
+    # -------------------------------------------------------------- the tools
+
+    def oans_steps(self, previous, out):
+        t = self.tools
+        scan = [t["oans-scan"], "--json", "--progress", "none", "-o", self.path(out)]
+        if previous:
+            scan += ["--previous", self.path(previous)]
+        return [("scan", scan + [self.image.tree]),
+                ("plan", [t["oans-plan"], "--json", "--progress", "none", "-o", self.plan, self.path(out)]),
+                ("apply", [t["oans-apply"], "--quiet", self.plan])]
+
+    def oans(self, name, previous, out, trace):
+        entry = self.scen.setdefault(name, {})
+        res = entry["oans"] = {"previous": previous, "index": out, "steps": {}}
+        drop_caches()
+        log(f"seed {name}: oans")
+        for step, argv in self.oans_steps(previous, out):
+            fig = res["steps"][step] = self.timed(argv)
+            if fig["exit"] not in (0, 1):
+                raise Fatal(f"oans-{step} failed in the {name} cycle (exit {fig['exit']}): "
+                            + fig.get("error", "")[-800:])
+        res["cycle"] = cycle(list(res["steps"].values()))
+        res["index_bytes"] = os.path.getsize(self.path(out))
+        self.save()
+        if trace:
+            drop_caches()
+            log(f"seed {name}: oans under strace")
+            res["strace"] = {}
+            for step, argv in self.oans_steps(previous, out + ".strace"):
+                res["strace"][step], _ = self.traced(argv)
+            res["strace"]["cycle"] = add_counts(*res["strace"].values())
+            res["path_calls"] = {k: path_calls(v) for k, v in res["strace"].items()}
+            os.unlink(self.path(out + ".strace"))
+            self.save()
+
+    def duperemove(self, name, trace):
+        entry = self.scen.setdefault(name, {})
+        argv = [self.tools["duperemove"], "-dr", "-q", f"--hashfile={self.hf}", self.image.tree]
+        drop_caches()
+        log(f"seed {name}: duperemove")
+        res = entry["duperemove"] = {"cycle": self.timed(argv, self.args.seed_dr_cap)}
+        res["hashfile_bytes"] = os.path.getsize(self.hf) if os.path.exists(self.hf) else None
+        self.save()
+        if trace:
+            drop_caches()
+            log(f"seed {name}: duperemove under strace (a second warm run)")
+            counts, rc = self.traced(argv, self.args.seed_dr_cap)
+            res["strace"], res["strace_exit"] = {"cycle": counts}, rc
+            res["path_calls"] = {"cycle": path_calls(counts)}
+            self.save()
+
+    # -------------------------------------------------------------- the run
+
+    def run(self, write_small_file):
+        os.makedirs(self.state, exist_ok=True)
+        for name in os.listdir(self.state):
+            os.unlink(self.path(name))
+        trace = set(self.args.seed_strace)
+        self.oans("cold", None, "gen0.idx", "cold" in trace)
+        self.image.count_dedupe_run()
+        self.duperemove("cold", "cold" in trace)
+        self.duperemove("warm", "warm" in trace)
+        self.oans("settle", "gen0.idx", "settle.idx", "settle" in trace)
+        self.oans("warm", "settle.idx", "warm.idx", "warm" in trace)
+        files = kernel_files(self.image.tree)
+        plan = nightly_plan(files, self.args.seed_kernel_copies, self.args.seed_small_files, self.args.seed,
+                            rename=self.args.seed_rename)
+        self.section["nightly_change"] = {"copied": len(plan["copy"]), "new_small": len(plan["small"]),
+                                          "appended": len(plan["append"]), "renamed": plan["rename"],
+                                          "renamed_files": count_files(os.path.join(self.image.tree,
+                                                                                    plan["rename"][0]))}
+        log(f"nightly change: {self.section['nightly_change']}")
+        apply_change(self.image, plan, write_small_file)
+        try:
+            self.oans("nightly", "warm.idx", "nightly.idx", "nightly" in trace)
+            self.duperemove("nightly", False)
+        finally:
+            undo_change(self.image)
+
+
+def count_files(path):
+    return sum(len(names) for _, _, names in os.walk(path))
