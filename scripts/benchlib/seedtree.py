@@ -192,7 +192,7 @@ def apply_change(image, plan, write_small_file):
     for i, src in enumerate(plan["copy"]):
         dst = os.path.join(new, "copies", f"c{i // 1000:03d}", f"{i:06d}-{os.path.basename(src)}")
         os.makedirs(os.path.dirname(dst), exist_ok=True)
-        run(["cp", "-p", "--reflink=never", os.path.join(tree, src), dst], quiet=True)
+        copy_bytes(os.path.join(tree, src), dst)
     for i, number in enumerate(plan["small"]):
         dst = os.path.join(new, "small", f"s{i // 1000:03d}", f"n{number:08d}.dat")
         os.makedirs(os.path.dirname(dst), exist_ok=True)
@@ -203,6 +203,18 @@ def apply_change(image, plan, write_small_file):
     old, newname = plan["rename"]
     os.rename(os.path.join(tree, old), os.path.join(tree, newname))
     os.sync()
+
+
+def copy_bytes(src, dst):
+    """A plain copy (read and written: no reflink, no shared extent), mode kept."""
+    with open(src, "rb") as f:
+        data = f.read()
+    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, data)
+        os.fchmod(fd, os.stat(src).st_mode & 0o7777)
+    finally:
+        os.close(fd)
 
 
 def undo_change(image):
