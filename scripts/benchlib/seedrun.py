@@ -6,7 +6,7 @@ caches: sync; echo 3 > drop_caches before each cycle), in this order:
   oans cold        oans-scan -o gen0.idx TREE; oans-plan -o plan gen0.idx;
                    oans-apply --quiet plan            (each step timed)
   duperemove cold  duperemove -dr -q --hashfile=HF TREE (HF removed first; capped)
-  duperemove warm  the same command, HF kept; then once more under strace -f -c
+  duperemove warm  the same command, HF kept
   oans settle      the first re-run after the dedupes: both tools' dedupes moved
                    extents of ~1M files, which this scan re-reads as changed
   oans warm        nothing changed since settle: scan --previous settle.idx,
@@ -15,7 +15,9 @@ caches: sync; echo 3 > drop_caches before each cycle), in this order:
   (the nightly change is made: benchlib.seed.nightly_plan)
   oans nightly     scan --previous warm.idx, plan, apply; then under strace
                    from warm.idx again
-  duperemove nightly  the same command, HF kept, after oans deduped the new files
+  duperemove nightly  the same command, HF kept, after oans deduped the new files;
+                   then once more under strace -f -c: a warm re-run (nothing
+                   changed since), counted
   (the nightly change is undone: benchlib.seedtree.undo_change)
 
 Every figure is saved to the JSON after each step, so a run cut short keeps
@@ -24,6 +26,7 @@ what it measured.
 
 import json
 import os
+import signal
 import subprocess
 
 from .common import Fatal, human, log, quoted, read_file, run
@@ -45,6 +48,20 @@ def last_json_line(text):
     return None
 
 
+def run_group(cmd):
+    """Runs cmd in its own process group, stderr captured; on Ctrl-C, SIGTERM or any error
+    the whole group is killed (/usr/bin/time and strace do not pass signals on)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        _, err = p.communicate()
+    except BaseException:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        raise
+    return p.returncode, err
+
+
 class SeedRun:
     def __init__(self, args, tools, image, section, save):
         self.args, self.tools, self.image, self.section, self.save = args, tools, image, section, save
@@ -63,22 +80,20 @@ class SeedRun:
         tf = self.path(".time")
         cmd = (["timeout", "--signal=TERM", str(cap)] if cap else []) + [str(a) for a in argv]
         log("$ " + quoted(cmd))
-        p = subprocess.run(time_argv(tf, TIME_FORMAT_INPUTS, cmd), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
+        rc, err = run_group(time_argv(tf, TIME_FORMAT_INPUTS, cmd))
         t, _ = parse_time(read_file(tf, ""))
         if t is None:
-            raise Fatal(f"/usr/bin/time gave no figures for {argv[0]} (exit {p.returncode}): "
-                        + p.stderr.strip()[-500:])
+            raise Fatal(f"/usr/bin/time gave no figures for {argv[0]} (exit {rc}): " + err.strip()[-500:])
         fig = {"wall_s": t["wall"], "user_s": t["user"], "sys_s": t["sys"],
                "max_rss_bytes": t["maxrss_kib"] * 1024, "inputs_bytes": t.get("inputs_bytes"),
-               "exit": p.returncode, "capped": bool(cap) and p.returncode == 124}
-        stats = last_json_line(p.stderr)
+               "exit": rc, "capped": bool(cap) and rc == 124}
+        stats = last_json_line(err)
         if stats:
             fig["stats"] = stats
-        if p.returncode not in (0, 1):
-            fig["error"] = p.stderr.strip()[-2000:]
+        if rc not in (0, 1):
+            fig["error"] = err.strip()[-2000:]
         log(f"  {fig['wall_s']:.2f} s wall, {fig['user_s']:.2f} s user, {fig['sys_s']:.2f} s sys, peak RSS "
-            f"{human(fig['max_rss_bytes'])}, read {human(fig['inputs_bytes'])}, exit {p.returncode}"
+            f"{human(fig['max_rss_bytes'])}, read {human(fig['inputs_bytes'])}, exit {rc}"
             + (" (capped)" if fig["capped"] else ""))
         return fig
 
@@ -87,10 +102,10 @@ class SeedRun:
         out = self.path(".strace")
         cmd = ["strace", "-f", "-c", "-o", out] + (["timeout", str(cap)] if cap else []) + [str(a) for a in argv]
         log("$ " + quoted(cmd))
-        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        rc, _ = run_group(cmd)
         counts = strace_counts(read_file(out, ""))
-        log(f"  exit {p.returncode}; open/stat/getdents: {path_calls(counts)}")
-        return counts, p.returncode
+        log(f"  exit {rc}; open/stat/getdents: {path_calls(counts)}")
+        return counts, rc
 
     # -------------------------------------------------------------- the tools
 
@@ -136,12 +151,18 @@ class SeedRun:
         res["hashfile_bytes"] = os.path.getsize(self.hf) if os.path.exists(self.hf) else None
         self.save()
         if trace:
-            drop_caches()
-            log(f"seed {name}: duperemove under strace (a second warm run)")
-            counts, rc = self.traced(argv, self.args.seed_dr_cap)
-            res["strace"], res["strace_exit"] = {"cycle": counts}, rc
-            res["path_calls"] = {"cycle": path_calls(counts)}
-            self.save()
+            self.duperemove_traced(name)
+
+    def duperemove_traced(self, name):
+        """duperemove once more under strace (nothing changed since its last run)."""
+        res = self.scen.setdefault(name, {}).setdefault("duperemove", {})
+        argv = [self.tools["duperemove"], "-dr", "-q", f"--hashfile={self.hf}", self.image.tree]
+        drop_caches()
+        log(f"seed {name}: duperemove under strace")
+        counts, rc = self.traced(argv, self.args.seed_dr_cap)
+        res["strace"], res["strace_exit"] = {"cycle": counts}, rc
+        res["path_calls"] = {"cycle": path_calls(counts)}
+        self.save()
 
     # -------------------------------------------------------------- the run
 
@@ -153,7 +174,7 @@ class SeedRun:
         self.oans("cold", None, "gen0.idx", "cold" in trace)
         self.image.count_dedupe_run()
         self.duperemove("cold", "cold" in trace)
-        self.duperemove("warm", "warm" in trace)
+        self.duperemove("warm", False)
         self.oans("settle", "gen0.idx", "settle.idx", "settle" in trace)
         self.oans("warm", "settle.idx", "warm.idx", "warm" in trace)
         files = kernel_files(self.image.tree)
@@ -168,6 +189,8 @@ class SeedRun:
         try:
             self.oans("nightly", "warm.idx", "nightly.idx", "nightly" in trace)
             self.duperemove("nightly", False)
+            if "warm" in trace:
+                self.duperemove_traced("warm")
         finally:
             undo_change(self.image)
 
