@@ -5,20 +5,21 @@ caches: sync; echo 3 > drop_caches before each cycle), in this order:
 
   oans cold        oans-scan -o gen0.idx TREE; oans-plan -o plan gen0.idx;
                    oans-apply --quiet plan            (each step timed)
-  duperemove cold  duperemove -dr -q --hashfile=HF TREE (HF removed first; capped)
-  duperemove warm  the same command, HF kept
-  oans settle      the first re-run after the dedupes: both tools' dedupes moved
-                   extents of ~1M files, which this scan re-reads as changed
+  oans settle      the first re-run after the dedupe, --previous gen0.idx: the
+                   dedupe moved extents of ~1M files, which this scan re-reads
   oans warm        nothing changed since settle: scan --previous settle.idx,
-                   plan, apply; then the scan, plan and apply again from
-                   settle.idx under strace -f -c
+                   plan, apply; then the three again from settle.idx under
+                   strace -f -c
   (the nightly change is made: benchlib.seed.nightly_plan)
   oans nightly     scan --previous warm.idx, plan, apply; then under strace
                    from warm.idx again
-  duperemove nightly  the same command, HF kept, after oans deduped the new files;
-                   then once more under strace -f -c: a warm re-run (nothing
-                   changed since), counted
   (the nightly change is undone: benchlib.seedtree.undo_change)
+  duperemove cold  duperemove -dr -q --hashfile=HF ROOT (HF removed first),
+                   ROOT being TREE or TREE/--seed-dr-subtree; capped
+  duperemove warm  the same command, HF kept
+  (the same nightly change made again, only when ROOT is TREE)
+  duperemove nightly  the same command, HF kept; then the change undone
+  duperemove warm under strace -f -c: a re-run with nothing changed, counted
 
 Every figure is saved to the JSON after each step, so a run cut short keeps
 what it measured.
@@ -69,6 +70,8 @@ class SeedRun:
         self.hf = os.path.join(self.state, "duperemove.hash")
         self.plan = os.path.join(self.state, "plan")
         self.scen = section.setdefault("scenarios", {})
+        self.dr_root = os.path.join(image.tree, args.seed_dr_subtree) if args.seed_dr_subtree else image.tree
+        section["duperemove_root"] = self.dr_root
 
     def path(self, name):
         return os.path.join(self.state, name)
@@ -144,7 +147,7 @@ class SeedRun:
 
     def duperemove(self, name, trace):
         entry = self.scen.setdefault(name, {})
-        argv = [self.tools["duperemove"], "-dr", "-q", f"--hashfile={self.hf}", self.image.tree]
+        argv = [self.tools["duperemove"], "-dr", "-q", f"--hashfile={self.hf}", self.dr_root]
         drop_caches()
         log(f"seed {name}: duperemove")
         res = entry["duperemove"] = {"cycle": self.timed(argv, self.args.seed_dr_cap)}
@@ -156,7 +159,7 @@ class SeedRun:
     def duperemove_traced(self, name):
         """duperemove once more under strace (nothing changed since its last run)."""
         res = self.scen.setdefault(name, {}).setdefault("duperemove", {})
-        argv = [self.tools["duperemove"], "-dr", "-q", f"--hashfile={self.hf}", self.image.tree]
+        argv = [self.tools["duperemove"], "-dr", "-q", f"--hashfile={self.hf}", self.dr_root]
         drop_caches()
         log(f"seed {name}: duperemove under strace")
         counts, rc = self.traced(argv, self.args.seed_dr_cap)
@@ -168,15 +171,37 @@ class SeedRun:
 
     def run(self, write_small_file):
         os.makedirs(self.state, exist_ok=True)
-        for name in os.listdir(self.state):
-            os.unlink(self.path(name))
         trace = set(self.args.seed_strace)
-        self.oans("cold", None, "gen0.idx", "cold" in trace)
-        self.image.count_dedupe_run()
-        self.duperemove("cold", "cold" in trace)
-        self.duperemove("warm", False)
+        if self.args.seed_after_cold:
+            if not os.path.exists(self.path("gen0.idx")):
+                raise Fatal(f"--seed-after-cold: no {self.path('gen0.idx')} of an earlier cold cycle")
+            self.section["after_cold_of_an_earlier_run"] = True
+        else:
+            for name in os.listdir(self.state):
+                os.unlink(self.path(name))
+            self.oans("cold", None, "gen0.idx", "cold" in trace)
+            self.image.count_dedupe_run()
         self.oans("settle", "gen0.idx", "settle.idx", "settle" in trace)
         self.oans("warm", "settle.idx", "warm.idx", "warm" in trace)
+        plan = self.nightly_change(write_small_file)
+        try:
+            self.oans("nightly", "warm.idx", "nightly.idx", "nightly" in trace)
+        finally:
+            undo_change(self.image)
+        self.duperemove("cold", "cold" in trace)
+        self.duperemove("warm", False)
+        if self.dr_root == self.image.tree:
+            apply_change(self.image, plan, write_small_file)
+            try:
+                self.duperemove("nightly", False)
+            finally:
+                undo_change(self.image)
+        if "warm" in trace:
+            self.duperemove_traced("warm")
+
+    def nightly_change(self, write_small_file):
+        """Makes the nightly change (recorded in the section) and returns its plan, which
+        is made once more, the same, for duperemove."""
         files = kernel_files(self.image.tree)
         plan = nightly_plan(files, self.args.seed_kernel_copies, self.args.seed_small_files, self.args.seed,
                             rename=self.args.seed_rename)
@@ -186,13 +211,7 @@ class SeedRun:
                                                                                     plan["rename"][0]))}
         log(f"nightly change: {self.section['nightly_change']}")
         apply_change(self.image, plan, write_small_file)
-        try:
-            self.oans("nightly", "warm.idx", "nightly.idx", "nightly" in trace)
-            self.duperemove("nightly", False)
-            if "warm" in trace:
-                self.duperemove_traced("warm")
-        finally:
-            undo_change(self.image)
+        return plan
 
 
 def count_files(path):
