@@ -105,6 +105,14 @@ def speedup(base, fig):
     return base["wall_s"] / fig["wall_s"]
 
 
+def scaled_to(fig, part_files, files):
+    """fig of a run over part_files files, its wall time scaled per file to files (None if
+    either is missing)."""
+    if not fig or fig.get("wall_s") is None or not part_files:
+        return None
+    return dict(fig, wall_s=fig["wall_s"] * files / part_files, scaled_from_files=part_files)
+
+
 def seed_targets(files, oans_warm, oans_nightly, dr_warm, warm_calls):
     """[(what, measured, limit, holds)] for issue 16's "done when" figures; a missing
     figure gives measured None and holds None."""
@@ -133,6 +141,10 @@ def _fig_row(label, fig, calls, human, base=None):
             f"{human(fig.get('inputs_bytes')):>10} {f(c.get('open'), '9d')} {f(c.get('stat'), '9d')} "
             f"{f(c.get('getdents'), '9d')} {f(speedup(base, fig), '8.1f')}" + ("  CAPPED" if fig.get("capped") else "")
             + (f"  exit {fig['exit']}" if fig.get("exit") not in (0, 1, None) else ""))
+
+
+def times(x):
+    return "-" if x is None else f"{x:,.1f}x"
 
 
 def seed_report(section, human):
@@ -166,7 +178,14 @@ def seed_report(section, human):
     on = (scen.get("nightly") or {}).get("oans", {})
     rows = seed_targets(t.get("files", 0), ow.get("cycle"), on.get("cycle"), dw,
                         (ow.get("path_calls") or {}).get("cycle"))
+    part = section.get("duperemove_files")
     lines.append("  targets of issue 16:")
+    if part and dw:
+        scaled = scaled_to(dw, part, t.get("files", 0))
+        lines.append(f"    (duperemove ran on {section.get('duperemove_root')} only, {part:,} files: the ratios "
+                     f"below use its measured warm run; scaled per file to the whole tree it would take "
+                     f"{scaled['wall_s']:,.1f} s, {times(speedup(scaled, ow.get('cycle')))} the oans warm "
+                     f"cycle and {times(speedup(scaled, on.get('cycle')))} the nightly one)")
     for what, value, limit, holds in rows:
         state = "not measured" if holds is None else ("holds" if holds else "DOES NOT HOLD")
         shown = "-" if value is None else f"{value:,.2f}"

@@ -72,6 +72,8 @@ class SeedRun:
         self.scen = section.setdefault("scenarios", {})
         self.dr_root = os.path.join(image.tree, args.seed_dr_subtree) if args.seed_dr_subtree else image.tree
         section["duperemove_root"] = self.dr_root
+        if self.dr_root != image.tree:
+            section["duperemove_files"] = count_files(self.dr_root)
 
     def path(self, name):
         return os.path.join(self.state, name)

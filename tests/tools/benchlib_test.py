@@ -507,6 +507,14 @@ class SeedScenario(unittest.TestCase):
         self.assertIn("warm cycle wall (s)", text)
         self.assertRegex(text, r"duperemove warm / oans warm \(x\) +20\.00 \(limit 10\): holds")
         self.assertRegex(text, r"duperemove warm / oans nightly \(x\) +- \(limit 10\): not measured")
+        self.assertNotIn("only", text)
+        section.update(duperemove_root="/mnt/tree/k00", duperemove_files=80_000)
+        text = "\n".join(self.seed.seed_report(section, common.human))
+        self.assertIn("(duperemove ran on /mnt/tree/k00 only, 80,000 files: the ratios below use its measured "
+                      "warm run; scaled per file to the whole tree it would take 1,000.0 s, 500.0x the oans "
+                      "warm cycle and - the nightly one)", text)
+        self.assertEqual(self.seed.scaled_to({"wall_s": 2.0}, 10, 50), {"wall_s": 10.0, "scaled_from_files": 10})
+        self.assertIsNone(self.seed.scaled_to(None, 10, 50))
 
 
 if __name__ == "__main__":
