@@ -116,7 +116,9 @@ class SeedImage(LoopImage):
         t0 = time.monotonic()
         self.create(size)
         os.makedirs(self.mnt, exist_ok=True)
-        self.attach()
+        failure = self.attach()
+        if failure is not None:
+            log(f"warning: losetup --direct-io=on failed ({failure}); using a buffered loop")
         run(["mkfs.btrfs", "-q", "-f", self.loopdev], capture=True)
         self.mount("noatime")
         os.makedirs(self.tree)
