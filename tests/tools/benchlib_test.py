@@ -598,5 +598,105 @@ class Plot(unittest.TestCase):
                          [("scan", 0), ("apply", 2)])
 
 
+STRACE_TABLE = """\
+% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 41.20    0.123456          12     10000       100 openat
+ 20.00    0.060000           3     20000           newfstatat
+  9.00    0.027000           2      1500           getdents64
+  5.00    0.015000           1       700        12 statx
+  1.00    0.003000           1      3000           read
+  0.10    0.000300           1        30           open_by_handle_at
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.300000           8     35230       112 total
+"""
+
+
+class SeedScenario(unittest.TestCase):
+    """benchlib/seed.py: the nightly change, strace counts, cycles and the targets of issue 16."""
+
+    def setUp(self):
+        from benchlib import seed
+        self.seed = seed
+        self.kernel = [f"linux-source-6.1/d{i % 7}/f{i}.c" for i in range(1000)]
+
+    def test_nightly_plan_is_deterministic_and_sized(self):
+        a = self.seed.nightly_plan(self.kernel, 13, 1_000_000 // 100, seed=1)
+        self.assertEqual(a, self.seed.nightly_plan(self.kernel, 13, 1_000_000 // 100, seed=1))
+        self.assertNotEqual(a, self.seed.nightly_plan(self.kernel, 13, 1_000_000 // 100, seed=2))
+        total = 13 * 1000 + 10_000
+        self.assertEqual(len(a["copy"]) + len(a["small"]), round(total * 0.01))
+        self.assertEqual(len(a["append"]), round(total * 0.001))
+        self.assertEqual(a["small"][0], 10_000)  # numbered after the existing small files
+        self.assertTrue(all(p.startswith("k") and "/linux-source-6.1/" in p for p in a["copy"]))
+        self.assertFalse(set(a["copy"]) & set(a["append"]))  # a source of a copy is not edited
+        self.assertEqual(len(set(a["append"])), len(a["append"]))
+        for p in a["append"]:
+            self.assertRegex(p, r"^(k\d\d/linux-source-6\.1/d\d/f\d+\.c|small/t\d{3}/d\d{3}/f\d{7}\.dat)$")
+        old, new = a["rename"]
+        self.assertRegex(old, r"^k\d\d/linux-source-6\.1/fs$")
+        self.assertEqual(new, old + ".renamed")
+        with self.assertRaises(ValueError):
+            self.seed.nightly_plan([], 13, 10, seed=1)
+
+    def test_strace_counts_and_path_calls(self):
+        counts = self.seed.strace_counts(STRACE_TABLE)
+        self.assertEqual(counts, {"openat": 10000, "newfstatat": 20000, "getdents64": 1500, "statx": 700,
+                                  "read": 3000, "open_by_handle_at": 30})
+        self.assertEqual(self.seed.path_calls(counts),
+                         {"open": 10030, "stat": 20700, "getdents": 1500, "total": 32230})
+        self.assertEqual(self.seed.strace_counts(""), {})
+        both = self.seed.add_counts(counts, {"openat": 1, "close": 2}, None)
+        self.assertEqual((both["openat"], both["close"], both["read"]), (10001, 2, 3000))
+
+    def test_cycle_sums_steps_and_keeps_the_largest_rss(self):
+        steps = [{"wall_s": 1.0, "user_s": 0.5, "sys_s": 0.25, "max_rss_bytes": 100, "inputs_bytes": 4096,
+                  "exit": 0},
+                 {"wall_s": 0.5, "user_s": 0.25, "sys_s": 0.0, "max_rss_bytes": 300, "inputs_bytes": None,
+                  "exit": 1}]
+        self.assertEqual(self.seed.cycle(steps), {"wall_s": 1.5, "user_s": 0.75, "sys_s": 0.25,
+                                                  "inputs_bytes": 4096, "max_rss_bytes": 300, "exit": 1})
+        self.assertIsNone(self.seed.cycle([]))
+
+    def test_targets(self):
+        warm = {"wall_s": 1.5, "max_rss_bytes": 100 << 20}
+        nightly = {"wall_s": 6.0, "max_rss_bytes": 200 << 20}
+        dr = {"wall_s": 45.0}
+        rows = self.seed.seed_targets(2_000_000, warm, nightly, dr, {"total": 25_000})
+        self.assertEqual([r[3] for r in rows], [True, True, False, True, False])
+        self.assertEqual(rows[3][1], 30.0)
+        self.assertEqual(rows[2][2], 20_000)
+        missing = self.seed.seed_targets(2_000_000, None, None, None, None)
+        self.assertEqual([r[3] for r in missing], [None] * 5)
+
+    def test_report_lines(self):
+        cyc = {"wall_s": 2.0, "user_s": 1.0, "sys_s": 0.5, "max_rss_bytes": 64 << 20, "inputs_bytes": 1 << 20,
+               "exit": 0}
+        section = {"tree": {"files": 2_000_000, "kernel_copies": 13, "kernel_files": 76_000,
+                            "small_files": 1_000_000, "used_bytes": 25 << 30},
+                   "scenarios": {"warm": {"oans": {"cycle": cyc, "steps": {"scan": cyc},
+                                                   "path_calls": {"cycle": {"open": 5, "stat": 6, "getdents": 7,
+                                                                            "total": 18}}},
+                                          "duperemove": {"cycle": dict(cyc, wall_s=40.0, capped=True)}}}}
+        lines = self.seed.seed_report(section, common.human)
+        text = "\n".join(lines)
+        self.assertIn("2,000,000 files on btrfs (13 copies of linux-source-6.1, 76,000 files each", text)
+        warm = next(line for line in lines if "warm oans cycle" in line)
+        self.assertEqual(warm.split()[3:], ["2.00", "1.00", "0.50", "64.0", "MiB", "1.0", "MiB",
+                                            "5", "6", "7", "20.0"])
+        self.assertIn("CAPPED", next(line for line in lines if "warm duperemove" in line))
+        self.assertIn("warm cycle wall (s)", text)
+        self.assertRegex(text, r"duperemove warm / oans warm \(x\) +20\.00 \(limit 10\): holds")
+        self.assertRegex(text, r"duperemove warm / oans nightly \(x\) +- \(limit 10\): not measured")
+        self.assertNotIn("only", text)
+        section.update(duperemove_root="/mnt/tree/k00", duperemove_files=80_000)
+        text = "\n".join(self.seed.seed_report(section, common.human))
+        self.assertIn("(duperemove ran on /mnt/tree/k00 only, 80,000 files: the ratios below use its measured "
+                      "warm run; scaled per file to the whole tree it would take 1,000.0 s, 500.0x the oans "
+                      "warm cycle and - the nightly one)", text)
+        self.assertEqual(self.seed.scaled_to({"wall_s": 2.0}, 10, 50), {"wall_s": 10.0, "scaled_from_files": 10})
+        self.assertIsNone(self.seed.scaled_to(None, 10, 50))
+
+
 if __name__ == "__main__":
     unittest.main()
