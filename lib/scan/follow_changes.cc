@@ -31,7 +31,7 @@ Status LookUpInode(Sys& sys, int fd, uint64_t ino, ChangedInode* out) {
   return Status::Ok();
 }
 
-Status FindSubvolumeChanges(Sys& sys, int fd, uint64_t since, SubvolumeChanges* out) {
+Status FindSubvolumeChanges(Sys& sys, int fd, uint64_t since, SubvolumeChanges* out, size_t limit) {
   *out = SubvolumeChanges();
   std::vector<uint64_t> inodes;
   BtrfsSearch s;
@@ -50,9 +50,13 @@ Status FindSubvolumeChanges(Sys& sys, int fd, uint64_t since, SubvolumeChanges* 
         t != kBtrfsDirIndex && t != kBtrfsExtentData && t != kBtrfsXattrItem)
       return true;
     if (inodes.empty() || inodes.back() != item.key.objectid) inodes.push_back(item.key.objectid);
-    return true;
+    return inodes.size() <= limit;  // past it, the search ends: the caller walks
   }));
   if (bad) return Status::Corrupt("btrfs returned a directory item that does not decode");
+  if (inodes.size() > limit) {
+    out->too_many = true;
+    return Status::Ok();
+  }
   out->inodes.resize(inodes.size());
   for (size_t i = 0; i < inodes.size(); ++i) OANS_RETURN_IF_ERROR(LookUpInode(sys, fd, inodes[i], &out->inodes[i]));
   return Status::Ok();

@@ -29,11 +29,18 @@ struct SubvolumeChanges {
   // A directory entry naming another subvolume lies in a block written since: a
   // subvolume below was created, removed or snapshotted (or sits beside one that was).
   bool subvolume_entry = false;
+  // More inodes than the limit were found (after a dedupe of the whole tree, say):
+  // none is looked up, and a walk costs no more than following would.
+  bool too_many = false;
 };
+
+// Changed inodes beyond which a scan walks instead of holding them all.
+inline constexpr size_t kMaxFollowedInodes = 250000;
 
 // The inodes of the subvolume of `fd` with items in tree blocks written in transaction
 // `since` or later, each with its current state.
-Status FindSubvolumeChanges(Sys& sys, int fd, uint64_t since, SubvolumeChanges* out);
+Status FindSubvolumeChanges(Sys& sys, int fd, uint64_t since, SubvolumeChanges* out,
+                            size_t limit = kMaxFollowedInodes);
 
 // The current state of inode `ino` of the subvolume of fd (its inode item and links).
 Status LookUpInode(Sys& sys, int fd, uint64_t ino, ChangedInode* out);

@@ -50,6 +50,9 @@ std::string FollowState::FindChanges() {
     Status s = FindSubvolumeChanges(sys_, r.fd, r.since, &r.changes);
     if (!s.ok()) return r.path + ": " + s.message();
     if (r.changes.subvolume_entry) return "a subvolume below " + r.path + " was created, removed or snapshotted";
+    if (r.changes.too_many)
+      return "btrfs reports more than " + std::to_string(kMaxFollowedInodes) + " changed inodes below " + r.path +
+             " (a walk costs no more)";
     for (const auto& c : r.changes.inodes) r.changed[c.ino] = &c;
     stats_->changed_inodes += r.changes.inodes.size();
     for (const auto& c : r.changes.inodes) {

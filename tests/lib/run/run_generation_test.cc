@@ -74,10 +74,15 @@ TEST_F(RunGenerationTest, GenerationsReplayAndRetention) {
     ASSERT_EQ(log.size(), 3u);
     EXPECT_EQ(log[0], "oans-scan -o " + d + "/gen-00000" + std::to_string(i) + ".idx --previous " + d +
                           "/gen-00000" + std::to_string(i - 1) + ".idx --quiet -- /proc");
+    // The previous generation was applied to the end: only what changed since is planned.
+    EXPECT_EQ(log[1], "oans-plan -o " + d + "/plan-00000" + std::to_string(i) + ".capnp --quiet --since " + d +
+                          "/gen-00000" + std::to_string(i - 1) + ".idx -- " + d + "/gen-00000" +
+                          std::to_string(i) + ".idx");
     EXPECT_EQ(log[2], "oans-apply --quiet --max-rate 1000 -- " + d + "/plan-00000" + std::to_string(i) + ".capnp");
   }
-  EXPECT_EQ(test::ListDir(d), (std::vector<std::string>{"gen-000002.idx", "gen-000003.idx", "lock",
-                                                        "plan-000002.capnp", "plan-000003.capnp", "run.conf"}));
+  EXPECT_EQ(test::ListDir(d), (std::vector<std::string>{"applied-000002", "applied-000003", "gen-000002.idx",
+                                                        "gen-000003.idx", "lock", "plan-000002.capnp",
+                                                        "plan-000003.capnp", "run.conf"}));
 }
 
 TEST_F(RunGenerationTest, FailedScanStopsTheRunAndKeepsOldGenerations) {
@@ -100,8 +105,14 @@ TEST_F(RunGenerationTest, ExitCodesCombine) {
   RunOutcome o = RunGeneration(req_);
   EXPECT_EQ(o.exit_code, 3);
   EXPECT_FALSE(o.applied);
+  EXPECT_TRUE(test::Exists(StateDir() + "/applied-000001"));   // applied to the end
+  EXPECT_FALSE(test::Exists(StateDir() + "/applied-000002"));  // stopped: the next plan is whole
   test::WriteFile(t_.Join("rc-oans-apply"), "0");
+  Log();
   o = RunGeneration(req_);  // the stopped generation was complete: it counts for --keep 2
+  auto log = Log();
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[1].find("--since"), std::string::npos) << log[1];
   EXPECT_EQ(o.removed, std::vector<uint64_t>{1});
 }
 
