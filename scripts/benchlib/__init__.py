@@ -13,7 +13,18 @@ The scripts import it by path (they put scripts/ first on sys.path):
   memcap   one cgroup v1/v2 memory cap per timed run, swap off for the run
            and back on afterwards;
   timing   /usr/bin/time around a command and its figures, medians,
-           ratios and growth exponents, table cells.
+           ratios and growth exponents, table cells;
+  trace    the block requests the kernel issues to the test device
+           (tracefs block:block_rq_issue, one instance per run), seeks;
+  diskmodel  a 7200 rpm disk applied to a traced request sequence, and
+           the physical-order floor of the same ranges;
+  plot     an SVG of traced requests, offset against modeled time;
+  seedtree, seed, seedrun  bench-scale's seed scenario (2 million files on
+           btrfs): the tree, its pure parts (nightly change, strace counts,
+           figures), and the run against duperemove.
+
+treeread.c is the compiled reader of the read and stat-walk floors, built by
+bench-dedupe at run time.
 
 Each script keeps what only it does (the candidates, scenarios and reports of
 bench-dedupe; the synthetic indexes and the scan tree of bench-scale). The
