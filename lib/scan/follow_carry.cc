@@ -157,13 +157,13 @@ std::string FollowState::CarryFile(FileEntry& e, bool* untouched) {
   };
   keep(e.path);
   for (const auto& p : e.other_paths) keep(p);
-  changes_++;                     // removed, or its paths changed
-  if (paths.empty()) return "";  // removed
   if (paths.size() == 1 + e.other_paths.size() && paths[0] == e.path &&
       std::equal(e.other_paths.begin(), e.other_paths.end(), paths.begin() + 1)) {
     *untouched = true;  // the caller counts and writes it
     return "";
   }
+  changes_++;                    // removed, or its paths changed
+  if (paths.empty()) return "";  // removed
   std::sort(paths.begin(), paths.end());
   e.path = paths[0];
   e.other_paths.assign(paths.begin() + 1, paths.end());

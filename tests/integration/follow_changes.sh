@@ -70,11 +70,13 @@ sync
 "$BIN/oans-scan" --json --previous "$WORK/warm.idx" "$T" -o "$WORK/reflink.idx" 2> "$WORK/reflink.json"
 [ "$(json_field "$WORK/reflink.json" same_extents)" = 1 ] || fail "reflinked copy not matched: $(cat "$WORK/reflink.json")"
 [ "$(json_field "$WORK/reflink.json" hashed)" = 1 ] || fail "more than the new file read: $(cat "$WORK/reflink.json")"
-[ "$(json_field "$WORK/reflink.json" bytes_read)" = 300000 ] || fail "bytes read: $(cat "$WORK/reflink.json")"
+# The new file's 300000 bytes are read, or taken from btrfs's checksums (lib/scan/csum.h).
+got=$(( $(json_field "$WORK/reflink.json" bytes_read) + $(json_field "$WORK/reflink.json" checksum_bytes) ))
+[ "$got" = 300000 ] || fail "bytes read or from checksums: $got: $(cat "$WORK/reflink.json")"
 "$BIN/oans-scan" --quiet "$T" -o "$WORK/reflink-cold.idx"
 python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/reflink.idx") <("$BIN/oans-cat" --blocks "$WORK/reflink-cold.idx") ||
   fail "after a reflinked copy the followed index differs from a cold scan's"
-pass "a reflinked copy took the hashes of the extents it shares: 1 file and 300000 bytes read"
+pass "a reflinked copy took the hashes of the extents it shares: only the new file's 300000 bytes read or taken from checksums"
 "$BIN/oans-plan" --json --since "$WORK/warm.idx" "$WORK/reflink.idx" -o "$WORK/reflink.plan" 2> "$WORK/reflink-plan.json"
 [ "$(json_field "$WORK/reflink-plan.json" unchanged_since)" = False ] || fail "a changed index taken for unchanged"
 prev=$WORK/reflink.idx

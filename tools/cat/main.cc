@@ -53,6 +53,8 @@ Json IndexHeaderJson(const IndexHeader& h) {
   j["excludes"] = JsonTextArray(h.excludes);
   j["command_line"] = JsonTextArray(h.command_line);
   j["directories"] = h.directories;
+  j["followed_from"] = h.followed_from;
+  j["same_as_followed"] = h.same_as_followed;
   return j;
 }
 
