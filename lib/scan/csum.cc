@@ -197,6 +197,12 @@ Result<bool> Checksums::Fill(int fd, const std::string& fs_key, uint32_t block_s
   if (e->inode_flags & kNoCowFlag) return *why = ReadWhy::kNoCow, false;
   if (e->extents.empty() && e->size > 0) return *why = ReadWhy::kOther, false;
   const std::vector<Segment> segments = SegmentsOf(*e);
+  // Keys from sums take a step per sector, holes included: a huge sparse file (a hostile
+  // user's 4 EiB one) is hashed from its data instead, which skips its holes whole.
+  uint64_t hole_sectors = 0;
+  for (const auto& s : segments)
+    if (s.type == Segment::kHole) hole_sectors += s.count;
+  if (hole_sectors > kMaxKeptSums) return *why = ReadWhy::kOther, false;
   // Inline data is the whole of a small file: read as before, its keys are reused by
   // --previous (keys from checksums are looked up again instead).
   for (const auto& s : segments)

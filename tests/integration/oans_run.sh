@@ -114,10 +114,9 @@ for l in open(sys.argv[1]):
 [ "$(summary "$WORK/run2.err" bytes_read)" = 0 ] || fail "run 2 read data again"
 [ "$(summary "$WORK/run2.err" reused)" -gt 50 ] || fail "run 2 did not reuse the previous index"
 [ "$(summary "$WORK/run2.err" planned_bytes)" = 0 ] || fail "run 2 planned something"
-# Run 1 was applied to the end: run 2 plans --since its index, and btrfs reported no
-# change, so the plan reads the headers alone.
+# Run 1 was applied to the end (applied-000001): run 2 plans --since its index. (Its
+# dedupe rewrote extents, so run 2's index is not the same as run 1's.)
 [ -e "$state/applied-000001" ] || fail "run 1 not marked applied"
-[ "$(summary "$WORK/run2.err" unchanged_since)" = True ] || fail "run 2 planned from the whole index"
 [ "$(gen_files)" = "gen-000001.idx gen-000002.idx plan-000001.capnp plan-000002.capnp " ] || fail "after run 2: $(gen_files)"
 [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in run 2"
 pass "run 2 (unchanged, no arguments): nothing read, nothing planned"
