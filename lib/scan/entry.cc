@@ -19,6 +19,17 @@ FileEntry EntryOf(const WalkEntry& w, uint32_t fs) {
   return e;
 }
 
+void CountRecord(const FileEntry& e, ScanStats* stats, Observer* observer) {
+  if (e.reused) stats->reused++;
+  else if (e.hashed) stats->hashed++;
+  if (!e.error.empty()) {
+    stats->errors++;
+    observer->Notice(e.path + ": " + e.error);
+  }
+  stats->files++;
+  stats->bytes += e.size;
+}
+
 void FailEntry(FileEntry* e, const Status& s) {
   e->error = s.message();
   e->errnum = s.errnum();

@@ -21,6 +21,10 @@ namespace oans {
 // The record of walked file `w` on filesystem `fs`: identity only, nothing read yet.
 FileEntry EntryOf(const WalkEntry& w, uint32_t fs);
 
+// Counts record e into the scan's stats (files, bytes, reused or hashed, errors, which
+// are also noticed). The caller serializes calls.
+void CountRecord(const FileEntry& e, ScanStats* stats, Observer* observer);
+
 // Records problem `s` as e's error; whatever hashes e had are dropped.
 void FailEntry(FileEntry* e, const Status& s);
 

@@ -132,8 +132,14 @@ std::string FollowState::FinishChanged() {
     ChangedFile f;
     f.root = &roots[root_of_fs_[e.fs]];
     f.ino = e.ino;
+    // Only paths below the record's root are opened, whatever the index says.
+    const std::string below = f.root->path == "/" ? "/" : f.root->path + "/";
     f.paths.push_back(e.path);
     f.paths.insert(f.paths.end(), e.other_paths.begin(), e.other_paths.end());
+    f.paths.erase(std::remove_if(f.paths.begin(), f.paths.end(),
+                                 [&](const std::string& p) { return p.compare(0, below.size(), below) != 0; }),
+                  f.paths.end());
+    if (f.paths.empty()) continue;
     MapFile(&f);
     files_.push_back(std::move(f));
   }
@@ -179,14 +185,7 @@ bool FollowState::HashFile(ChangedFile* f) {
 }
 
 Status FollowState::Add(FileEntry e) {
-  if (e.reused) stats_->reused++;
-  else if (e.hashed) stats_->hashed++;
-  if (!e.error.empty()) {
-    stats_->errors++;
-    observer_->Notice(e.path + ": " + e.error);
-  }
-  stats_->files++;
-  stats_->bytes += e.size;
+  CountRecord(e, stats_, observer_);
   stats_->hardlinks += e.other_paths.size();
   return file_writer_->Add(std::move(e));
 }

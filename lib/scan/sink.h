@@ -14,6 +14,7 @@
 #include "lib/base/observer.h"
 #include "lib/base/spill.h"
 #include "lib/format/index_file.h"
+#include "lib/scan/entry.h"
 #include "lib/scan/estimate.h"
 #include "lib/scan/scan.h"
 
@@ -36,14 +37,7 @@ class Sink {
   // walked_bytes: the size of the files the walk met so far; files: their number.
   void Add(FileEntry e, uint64_t walked_bytes, uint64_t files) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (e.reused) stats_->reused++;
-    else if (e.hashed) stats_->hashed++;
-    if (!e.error.empty()) {
-      stats_->errors++;
-      observer_->Notice(e.path + ": " + e.error);
-    }
-    stats_->files++;
-    stats_->bytes += e.size;
+    CountRecord(e, stats_, observer_);
     if (status_.ok()) status_ = writer_.Add(std::move(e));
     auto now = std::chrono::steady_clock::now();
     if (now - last_ > std::chrono::milliseconds(200)) {

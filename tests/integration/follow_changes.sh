@@ -65,6 +65,9 @@ pass "plan --since of the unchanged index: headers only, nothing planned, applie
 big=$(find "$T" -type f -size +150k -not -path "*/nocow/*" -print | sort | sed -n 1p)
 [ -n "$big" ] || fail "no large file to copy"
 cp --reflink=always "$big" "$T/reflinked"
+# Planted symlinks, to a file and to a directory outside the tree: never followed.
+ln -s /etc/passwd "$T/to-passwd"
+ln -s /etc "$T/to-etc"
 rand_file "$T/fresh" 300000 77
 sync
 "$BIN/oans-scan" --json --previous "$WORK/warm.idx" "$T" -o "$WORK/reflink.idx" 2> "$WORK/reflink.json"
@@ -76,6 +79,7 @@ got=$(( $(json_field "$WORK/reflink.json" bytes_read) + $(json_field "$WORK/refl
 "$BIN/oans-scan" --quiet "$T" -o "$WORK/reflink-cold.idx"
 python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/reflink.idx") <("$BIN/oans-cat" --blocks "$WORK/reflink-cold.idx") ||
   fail "after a reflinked copy the followed index differs from a cold scan's"
+"$BIN/oans-cat" "$WORK/reflink.idx" | grep -q '/etc\|to-passwd\|to-etc' && fail "a planted symlink was followed"
 pass "a reflinked copy took the hashes of the extents it shares: only the new file's 300000 bytes read or taken from checksums"
 "$BIN/oans-plan" --json --since "$WORK/warm.idx" "$WORK/reflink.idx" -o "$WORK/reflink.plan" 2> "$WORK/reflink-plan.json"
 [ "$(json_field "$WORK/reflink-plan.json" unchanged_since)" = False ] || fail "a changed index taken for unchanged"
