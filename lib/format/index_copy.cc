@@ -10,6 +10,28 @@
 
 namespace oans {
 
+namespace {
+
+Status WriteAll(int fd, const char* p, size_t n, const std::string& name) {
+  for (size_t done = 0; done < n;) {
+    ssize_t w = write(fd, p + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return Status::Io("writing " + name, errno);
+    done += size_t(w);
+  }
+  return Status::Ok();
+}
+
+void Count(const IndexTotals& c, IndexTotals* t) {
+  t->records += c.records;
+  t->batches += c.batches;
+  t->errors += c.errors;
+  t->bytes += c.bytes;
+  t->dirs += c.dirs;
+}
+
+}  // namespace
+
 Status IndexWriter::AppendFrames(const TempFile& spool, const IndexTotals& spooled) {
   OANS_RETURN_IF_ERROR(FlushBatch());
   struct stat st;
@@ -18,21 +40,10 @@ Status IndexWriter::AppendFrames(const TempFile& spool, const IndexTotals& spool
   for (uint64_t at = 0; at < uint64_t(st.st_size);) {
     size_t want = size_t(std::min<uint64_t>(buf.size(), uint64_t(st.st_size) - at));
     OANS_RETURN_IF_ERROR(spool.ReadAt(at, buf.data(), want));
-    for (size_t done = 0; done < want;) {
-      ssize_t w = write(fd_, buf.data() + done, want - done);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return Status::Io("writing " + name_, errno);
-      }
-      done += size_t(w);
-    }
+    OANS_RETURN_IF_ERROR(WriteAll(fd_, buf.data(), want, name_));
     at += want;
   }
-  totals_.records += spooled.records;
-  totals_.batches += spooled.batches;
-  totals_.errors += spooled.errors;
-  totals_.bytes += spooled.bytes;
-  totals_.dirs += spooled.dirs;
+  Count(spooled, &totals_);
   return Status::Ok();
 }
 
@@ -45,17 +56,8 @@ Status IndexWriter::AppendFrame(const FrameSpan& span, const IndexTotals& counte
     if (r <= 0) return Status::Io("reading a frame to copy", r < 0 ? errno : EIO);
     done += size_t(r);
   }
-  for (size_t done = 0; done < buf.size();) {
-    ssize_t w = write(fd_, buf.data() + done, buf.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return Status::Io("writing " + name_, errno);
-    done += size_t(w);
-  }
-  totals_.records += counted.records;
-  totals_.batches += counted.batches;
-  totals_.errors += counted.errors;
-  totals_.bytes += counted.bytes;
-  totals_.dirs += counted.dirs;
+  OANS_RETURN_IF_ERROR(WriteAll(fd_, buf.data(), buf.size(), name_));
+  Count(counted, &totals_);
   return Status::Ok();
 }
 
