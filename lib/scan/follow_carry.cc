@@ -135,7 +135,6 @@ std::string FollowState::CarryFile(FileEntry& e, bool* untouched) {
   if (e.ino == 0) return "the previous scan could not read " + e.path;
   if (e.fs >= root_of_fs_.size() || root_of_fs_[e.fs] < 0) return "a file record names no root's filesystem";
   FollowRoot& r = roots[root_of_fs_[e.fs]];
-  if (!by_first_physical_.empty()) MatchExtents(e);
   if (r.changed.count(e.ino)) {
     before_[{e.fs, e.ino}] = std::move(e);
     return "";
@@ -157,6 +156,9 @@ std::string FollowState::CarryFile(FileEntry& e, bool* untouched) {
   };
   keep(e.path);
   for (const auto& p : e.other_paths) keep(p);
+  // Only an inode that is still there, unchanged, holds its recorded extents: the space
+  // of a changed or removed one may have been freed and written again with other data.
+  if (!paths.empty() && !by_first_physical_.empty()) MatchExtents(e);
   if (paths.size() == 1 + e.other_paths.size() && paths[0] == e.path &&
       std::equal(e.other_paths.begin(), e.other_paths.end(), paths.begin() + 1)) {
     *untouched = true;  // the caller counts and writes it

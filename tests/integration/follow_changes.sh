@@ -85,6 +85,29 @@ pass "a reflinked copy took the hashes of the extents it shares: only the new fi
 [ "$(json_field "$WORK/reflink-plan.json" unchanged_since)" = False ] || fail "a changed index taken for unchanged"
 prev=$WORK/reflink.idx
 
+# A file removed and its space written again by a new file with other data: the new
+# file's extents are those the removed file's record names, yet its keys are its own.
+first_physical() { xfs_io -c fiemap "$1" | awk 'NR == 2 { print $3 }'; }
+rand_file "$T/gone" 200000 91
+sync
+"$BIN/oans-scan" --quiet --previous "$prev" "$T" -o "$WORK/gone.idx"
+was=$(first_physical "$T/gone")
+rm "$T/gone"
+sync
+reused=
+for k in 1 2 3 4 5 6 7 8; do
+  rand_file "$T/later$k" 200000 $((91 + k))
+  sync
+  [ "$(first_physical "$T/later$k")" = "$was" ] && { reused=$T/later$k; break; }
+done
+[ -n "$reused" ] || fail "btrfs wrote no new file where the removed one was ($was); the case is not tested"
+"$BIN/oans-scan" --quiet --previous "$WORK/gone.idx" "$T" -o "$WORK/later.idx"
+"$BIN/oans-scan" --quiet "$T" -o "$WORK/later-cold.idx"
+python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/later.idx") <("$BIN/oans-cat" --blocks "$WORK/later-cold.idx") ||
+  fail "a new file in a removed file's space took the removed file's keys"
+pass "a new file written where a removed one was: its own keys, not the removed file's"
+prev=$WORK/later.idx
+
 # A new subvolume below the root: the walk takes over, and says so once.
 btrfs subvolume create "$T/sub" >/dev/null
 echo data > "$T/sub/file"
