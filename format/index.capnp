@@ -25,6 +25,8 @@ struct IndexHeader {
   followedFrom @12 :Int64;       # made by following btrfs changes since the index whose
                                  # createdNs this is (0: by a walk)
   sameAsFollowed @13 :Bool;      # and every record equals one of that index, none missing
+  mountsBelow @14 :Bool;         # a filesystem was mounted below a root when the scan began
+                                 # (the walk does not cross into it; btrfs records no mounts)
 }
 
 struct FileRecord {

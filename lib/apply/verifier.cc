@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "lib/apply/errors.h"
+#include "lib/base/paths.h"
 
 namespace oans {
 
@@ -49,11 +50,8 @@ void Verifier::CloseAll(Sys& sys, PreparedRound* r) {
 }
 
 bool Verifier::UnderRoots(const std::string& p) const {
-  if (p.find("/../") != std::string::npos || p.find("/./") != std::string::npos) return false;
-  for (const auto& r : h_.roots) {
-    if (p == r) return true;
-    if (r == "/" || (p.size() > r.size() && p.compare(0, r.size(), r) == 0 && p[r.size()] == '/')) return true;
-  }
+  for (const auto& r : h_.roots)
+    if (PathWithin(p, r)) return true;
   return false;
 }
 

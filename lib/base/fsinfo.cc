@@ -61,6 +61,32 @@ std::string WholeDisk(const std::string& name) {
 
 const char* StorageKindName(StorageKind k) { return k == StorageKind::kHdd ? "hdd" : "ssd"; }
 
+Result<std::vector<std::string>> ReadMountPoints(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return Status::Io("reading " + path, errno ? errno : ENOENT);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(f, line);) {
+    // mount id, parent id, major:minor, root, mount point, ...
+    size_t at = 0;
+    for (int field = 0; field < 4 && at != std::string::npos; ++field) at = line.find(' ', at == 0 ? 0 : at + 1);
+    if (at == std::string::npos) return Status::Corrupt(path + ": a line without a mount point: " + line);
+    const size_t end = line.find(' ', at + 1);
+    const std::string escaped = line.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+    std::string p;
+    for (size_t i = 0; i < escaped.size(); ++i) {
+      auto octal = [&](size_t k) { return k < escaped.size() && escaped[k] >= '0' && escaped[k] <= '7'; };
+      if (escaped[i] == '\\' && octal(i + 1) && octal(i + 2) && octal(i + 3)) {
+        p += char(std::stoi(escaped.substr(i + 1, 3), nullptr, 8));
+        i += 3;
+      } else {
+        p += escaped[i];
+      }
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 Result<FsIdentity> IdentifyFilesystem(int fd) {
   FsIdentity id;
   struct statfs sfs;

@@ -31,4 +31,8 @@ StorageInfo DetectStorage(const std::vector<std::string>& devices);
 
 const char* StorageKindName(StorageKind k);
 
+// The mount points a mountinfo file (proc(5): /proc/self/mountinfo) lists, its fifth
+// field with the kernel's octal escapes (\040 for a space) undone.
+Result<std::vector<std::string>> ReadMountPoints(const std::string& path);
+
 }  // namespace oans

@@ -219,6 +219,7 @@ class PosixSys final : public Sys {
     if (::syncfs(fd) != 0) return Status::Io("syncfs", errno);
     return Status::Ok();
   }
+  Result<std::vector<std::string>> MountPoints() override { return ReadMountPoints("/proc/self/mountinfo"); }
   Result<std::string> DirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino) override {
     return BtrfsDirectoryPath(fd, tree_id, dir_ino);
   }

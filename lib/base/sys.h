@@ -159,6 +159,9 @@ class Sys {
     (void)fd, (void)tree_id, (void)dir_ino;
     return Status::Invalid("BTRFS_IOC_INO_LOOKUP is not supported here");
   }
+  // The mount points of this process's mount namespace (/proc/self/mountinfo), as
+  // absolute paths. The default knows none.
+  virtual Result<std::vector<std::string>> MountPoints() { return std::vector<std::string>{}; }
   // syncfs(2) on fd's filesystem: written data reaches disk (and btrfs inserts its
   // checksums). The default does nothing.
   virtual Status Syncfs(int fd) {

@@ -277,6 +277,10 @@ Status FrameReader::Damaged(const std::string& what) const {
   return Status::Corrupt(name_ + " is damaged: the frame at byte " + std::to_string(z_.frame_offset()) + " " + what);
 }
 
+Status FrameReader::DamagedAt(uint64_t offset, const std::string& what) const {
+  return Status::Corrupt(name_ + " is damaged: the frame at byte " + std::to_string(offset) + " " + what);
+}
+
 Result<bool> FrameReader::Next(kj::Array<capnp::word>* words) {
   using Frames = ZstdReader::Frames;
   uint32_t first[2];

@@ -108,6 +108,8 @@ class FrameReader {
   uint64_t offset_of_cut() const { return z_.frame_offset(); }
   // A damage message naming the file and the offset of the current frame.
   Status Damaged(const std::string& what) const;
+  // The same, of the frame at byte `offset` (an offset() read before).
+  Status DamagedAt(uint64_t offset, const std::string& what) const;
   // Reader options for a message of `words` words.
   static capnp::ReaderOptions Options(size_t words);
 

@@ -6,11 +6,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 
 #include "format/index.capnp.h"
+#include "lib/format/frame_ahead.h"
+#include "lib/format/index_record.h"
 #include "lib/format/schema_io.h"
 
 namespace oans {
@@ -50,93 +53,9 @@ Status DecodeHeader(schema::IndexHeader::Reader h, const std::string& name, Inde
   header->directories = h.getDirectories();
   header->followed_from = h.getFollowedFrom();
   header->same_as_followed = h.getSameAsFollowed();
+  header->mounts_below = h.getMountsBelow();
   if (header->block_size == 0 || header->block_size % 512 != 0)
     return Status::Corrupt(name + " is damaged (block size " + std::to_string(header->block_size) + ")");
-  return Status::Ok();
-}
-
-// The sector sums and key kinds of record `f` into *e: known kinds, keys made from sums
-// only of the sums' kind, and one sum per 4 KiB of the file when there are any.
-Status DecodeSums(schema::FileRecord::Reader f, const std::string& name, FileEntry* e) {
-  constexpr uint8_t kLastKind = 4;  // SumKind::kBlake2
-  e->sum_kind = f.getSumKind();
-  e->key_kind = f.getKeyKind();
-  auto sums = f.getSectorSums();
-  e->sector_sums.assign(reinterpret_cast<const char*>(sums.begin()), sums.size());
-  if (e->sum_kind > kLastKind || e->key_kind > kLastKind || (e->key_kind != 0 && e->key_kind != e->sum_kind))
-    return Status::Corrupt(name + " is damaged (a record has an unknown kind of sector sums or keys)");
-  if (!e->sector_sums.empty() &&
-      (e->sum_kind == 0 || e->sector_sums.size() != (e->size + 4095) / 4096 * 4))
-    return Status::Corrupt(name + " is damaged (sector sums do not match the file size)");
-  return Status::Ok();
-}
-
-// Decodes one file record of index `name` (under `header`) into *e, checking its
-// filesystem number and that its block hashes fit its size.
-Status DecodeRecord(schema::FileRecord::Reader f, const std::string& name, const IndexHeader& header, FileEntry* e) {
-  e->path = FromData(f.getPath());
-  e->fs = f.getFs();
-  if (e->fs >= header.filesystems.size())
-    return Status::Corrupt(name + " is damaged (a record names an unknown filesystem)");
-  e->dev = f.getDev();
-  e->ino = f.getIno();
-  e->size = f.getSize();
-  e->mtime_ns = f.getMtimeNs();
-  e->ctime_ns = f.getCtimeNs();
-  e->nlink = f.getNlink();
-  e->inode_flags = f.getInodeFlags();
-  auto ex = f.getExtents();
-  e->extents.reserve(ex.size());
-  for (auto x : ex) e->extents.push_back({x.getLogical(), x.getPhysical(), x.getLength(), x.getFlags()});
-  e->hashed = f.getHashed();
-  e->reused = f.getReused();
-  e->hash = {f.getHashHi(), f.getHashLo()};
-  auto bh = f.getBlockHashes();
-  if (bh.size() % 16 != 0) return Status::Corrupt(name + " is damaged (block hash list of odd length)");
-  e->block_hashes.resize(bh.size() / 16);
-  for (size_t j = 0; j < e->block_hashes.size(); ++j) {
-    std::memcpy(&e->block_hashes[j].hi, bh.begin() + j * 16, 8);
-    std::memcpy(&e->block_hashes[j].lo, bh.begin() + j * 16 + 8, 8);
-  }
-  // No block hashes at all is allowed: a huge sparse file takes part in
-  // whole-file matching only (docs/format.md).
-  if (e->hashed && !e->block_hashes.empty() &&
-      e->block_hashes.size() != (e->size + header.block_size - 1) / header.block_size)
-    return Status::Corrupt(name + " is damaged (block hashes do not match the file size)");
-  OANS_RETURN_IF_ERROR(DecodeSums(f, name, e));
-  e->error = f.getError();
-  e->errnum = f.getErrnum();
-  for (auto p : f.getOtherPaths()) e->other_paths.push_back(FromData(p));
-  return Status::Ok();
-}
-
-// Decodes batch frame `b` into *batch (emptied first), counting its records in *seen.
-Status DecodeBatch(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
-                   std::vector<FileEntry>* batch, IndexTotals* seen) {
-  batch->clear();
-  auto files = b.getFiles();
-  batch->reserve(files.size());
-  for (auto f : files) {
-    FileEntry e;
-    OANS_RETURN_IF_ERROR(DecodeRecord(f, name, header, &e));
-    seen->records++;
-    if (!e.error.empty()) seen->errors++;
-    seen->bytes += e.size;
-    batch->push_back(std::move(e));
-  }
-  return Status::Ok();
-}
-
-// Decodes the directory records of batch frame `b` into *dirs (emptied first).
-Status DecodeDirs(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
-                  std::vector<IndexDir>* dirs, IndexTotals* seen) {
-  dirs->clear();
-  for (auto d : b.getDirs()) {
-    if (d.getFs() >= header.filesystems.size())
-      return Status::Corrupt(name + " is damaged (a directory record names an unknown filesystem)");
-    dirs->push_back({FromData(d.getPath()), d.getFs(), d.getIno()});
-    seen->dirs++;
-  }
   return Status::Ok();
 }
 
@@ -186,6 +105,7 @@ Status IndexWriter::WriteHeader(const IndexHeader& h) {
   for (unsigned i = 0; i < h.command_line.size(); ++i) cl.set(i, h.command_line[i]);
   hb.setDirectories(h.directories);
   hb.setFollowedFrom(h.followed_from);
+  hb.setMountsBelow(h.mounts_below);
   hb.setSameAsFollowed(h.same_as_followed);
   return frames_.Write(msg);
 }
@@ -211,7 +131,10 @@ Status IndexWriter::AddDir(IndexDir dir) {
 
 Status IndexWriter::FlushBatch() {
   if (pending_.empty() && pending_dirs_.empty()) return Status::Ok();
-  capnp::MallocMessageBuilder msg;
+  // One segment for the whole batch, sized from the estimate with room to spare: a
+  // reader then follows no pointer into another segment (each costs a lookup).
+  const size_t first_words = std::min<size_t>(batch_bytes_ / 8 * 3 / 2 + 1024, size_t(16) << 20);
+  capnp::MallocMessageBuilder msg{static_cast<capnp::uint>(first_words)};
   auto batch = msg.initRoot<schema::IndexFrame>().initBatch();
   if (!pending_dirs_.empty()) {
     auto dirs = batch.initDirs(unsigned(pending_dirs_.size()));
@@ -293,23 +216,26 @@ Result<IndexReadResult> ReadIndex(
   enum { kWantHeader, kInBody, kAfterTrailer } state = kWantHeader;
   std::vector<FileEntry> batch;
   std::vector<IndexDir> dirs;
+  FrameReadAhead ahead(frames);
+  uint64_t offset_of_cut = 0;
   for (uint64_t frame_no = 0;; ++frame_no) {
-    kj::Array<capnp::word> words;
-    auto next = frames.Next(&words);
-    if (!next.ok()) {
-      Status s = next.status();
+    auto next = ahead.Next();
+    kj::Array<capnp::word>& words = next.words;
+    offset_of_cut = next.offset_of_cut;
+    if (!next.status.ok()) {
+      Status s = next.status;
       if (frame_no == 0 && s.code() == Status::Code::kCorrupt)
         return Status::Corrupt(name + " is not an oans index (" + s.message() + ")");
       // Only a cut (the file ends inside a frame, as an interrupted scan leaves it) is
       // accepted as truncation; a frame that fails its checksum or to decode is damage.
-      if (state == kInBody && options.allow_truncated && s.code() == Status::Code::kCorrupt && frames.cut()) {
+      if (state == kInBody && options.allow_truncated && s.code() == Status::Code::kCorrupt && next.cut) {
         result.truncated = true;
-        result.cut_at = frames.offset_of_cut();
+        result.cut_at = next.offset_of_cut;
         return result;
       }
       return s;
     }
-    if (!*next) break;
+    if (next.end) break;
     Status st;
     KJ_IF_MAYBE(exc, kj::runCatchingExceptions([&]() {
       capnp::FlatArrayMessageReader reader(words, FrameReader::Options(words.size()));
@@ -333,15 +259,28 @@ Result<IndexReadResult> ReadIndex(
                                                               : " is damaged (records after the trailer)"));
             return;
           }
-          if (options.span) *options.span = {(*in)->fd(), frames.offset(), frames.end_offset()};
+          if (options.span) *options.span = {(*in)->fd(), next.offset, next.end_offset};
           if (options.on_dirs && frame.getBatch().getDirs().size() > 0) {
             st = DecodeDirs(frame.getBatch(), name, header, &dirs, &seen);
             if (st.ok()) st = options.on_dirs(header, dirs);
             if (!st.ok()) return;
           }
+          seen.batches++;
+          if (options.keep_encoded) {
+            IndexTotals counted;
+            st = CountBatch(frame.getBatch(), name, header, &counted);
+            if (!st.ok()) return;
+            if (options.keep_encoded(header, FrameBatchView(frame.getBatch().getFiles()))) {
+              seen.records += counted.records;
+              seen.errors += counted.errors;
+              seen.bytes += counted.bytes;
+              counted.batches = 1;
+              st = options.on_encoded(header, counted);
+              return;
+            }
+          }
           st = DecodeBatch(frame.getBatch(), name, header, &batch, &seen);
           if (!st.ok()) return;
-          seen.batches++;
           st = on_batch(header, batch);
           return;
         case schema::IndexFrame::TRAILER:
@@ -362,17 +301,18 @@ Result<IndexReadResult> ReadIndex(
           st = Status::Corrupt(name + " is damaged or from a newer oans (unknown message kind)");
       }
     })) {
-      return frames.Damaged("holds a message that does not parse (" + std::string(exc->getDescription().cStr()) + ")");
+      return frames.DamagedAt(next.offset,
+                              "holds a message that does not parse (" + std::string(exc->getDescription().cStr()) + ")");
     }
     if (st.code() == Status::Code::kCorrupt && state != kWantHeader)  // not "not an index"
-      return Status::Corrupt(st.message() + "; the bad frame starts at byte " + std::to_string(frames.offset()));
+      return Status::Corrupt(st.message() + "; the bad frame starts at byte " + std::to_string(next.offset));
     if (!st.ok()) return st;
   }
   if (state == kWantHeader) return Status::Corrupt(name + " is empty: not an oans index");
   if (state == kInBody) {
     if (options.allow_truncated) {
       result.truncated = true;
-      result.cut_at = frames.offset_of_cut();
+      result.cut_at = offset_of_cut;
       return result;
     }
     return Status::Corrupt(name + " is truncated (no trailer): the scan that wrote it did not finish; "

@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lib/format/frame_stream.h"
@@ -53,6 +55,9 @@ struct IndexHeader {
   // walk), and then whether every record equals one of that index, none missing.
   int64_t followed_from = 0;
   bool same_as_followed = false;
+  // A filesystem was mounted below a root when the scan began: a later scan cannot
+  // follow btrfs changes from this index (mounts and unmounts leave no trace in btrfs).
+  bool mounts_below = false;
 };
 
 // A directory the scan read, so that a later scan following btrfs changes knows the
@@ -153,6 +158,23 @@ class IndexWriter {
   IndexTotals totals_;
 };
 
+// The file records of one batch frame read in place, without decoding them (valid only
+// during the callback it is given to): enough for a reader to decide whether the batch
+// may be handed on as it is (IndexReadOptions::keep_encoded).
+class BatchView {
+ public:
+  virtual ~BatchView() = default;
+  virtual size_t size() const = 0;
+  virtual uint32_t fs(size_t i) const = 0;
+  virtual uint64_t ino(size_t i) const = 0;
+  virtual bool has_error(size_t i) const = 0;
+  virtual std::string_view path(size_t i) const = 0;
+  virtual size_t other_path_count(size_t i) const = 0;
+  virtual std::string_view other_path(size_t i, size_t j) const = 0;
+  // The physical address of the record's first extent; nullopt without extents.
+  virtual std::optional<uint64_t> first_physical(size_t i) const = 0;
+};
+
 struct IndexReadOptions {
   // Accept a file cut short after its header (an interrupted scan: it ends after a batch
   // without a trailer, or inside a frame); `truncated` is then set in the result instead
@@ -164,6 +186,12 @@ struct IndexReadOptions {
   std::function<Status(const IndexHeader&, std::vector<IndexDir>&)> on_dirs;
   // When set, filled before each batch is handed out.
   FrameSpan* span = nullptr;
+  // When set, asked of each batch frame after its directories went to on_dirs, its
+  // records checked as decoding checks them: true hands the batch to on_encoded
+  // undecoded, with its records counted (`span` is set: the frame may be copied as it
+  // is); false decodes it for on_batch.
+  std::function<bool(const IndexHeader&, const BatchView&)> keep_encoded;
+  std::function<Status(const IndexHeader&, const IndexTotals& counted)> on_encoded;
 };
 
 struct IndexReadResult {

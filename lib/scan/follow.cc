@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "lib/base/paths.h"
 #include "lib/base/spill.h"
 #include "lib/scan/follow_changes.h"
 #include "lib/scan/follow_state.h"
@@ -21,6 +22,8 @@ std::string HeaderMismatch(const ScanOptions& o, const IndexHeader& start, const
   if (prev.block_size != start.block_size || prev.min_size != start.min_size || prev.excludes != start.excludes)
     return "the previous index was made with another --block-size, --min-size or --exclude";
   if (o.refresh_extents) return "--refresh-extents asks for every file to be mapped again";
+  if (start.mounts_below) return "a filesystem is mounted below a root, and btrfs records no mounts";
+  if (prev.mounts_below) return "a filesystem was mounted below a root when the previous index was made";
   return "";
 }
 
@@ -66,6 +69,15 @@ std::string OpenRoots(Sys& sys, const IndexHeader& prev, FollowState* f) {
 
 }  // namespace
 
+bool MountedBelow(Sys& sys, const std::vector<std::string>& roots) {
+  auto mounts = sys.MountPoints();
+  if (!mounts.ok()) return true;
+  for (const auto& m : *mounts)
+    for (const auto& r : roots)
+      if (m != r && PathWithin(m, r)) return true;
+  return false;
+}
+
 Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, OutputFile* out, Observer* observer,
                   ScanStats* stats, bool* followed) {
   *followed = false;
@@ -75,6 +87,15 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, Outp
   FollowState f(sys, o, observer, stats);
   std::string why = HeaderMismatch(o, start, prev);
   if (why.empty()) why = OpenRoots(sys, prev, &f);
+  // Changes not yet committed (btrfs's delayed inode items, data not written back) are
+  // not in the trees the search reads. The generations recorded were read before this,
+  // so what it commits is searched again next time: seen twice, never missed.
+  if (why.empty())
+    for (const auto& r : f.roots) {
+      Status s = sys.Syncfs(r.fd);
+      if (!s.ok()) why = r.path + ": cannot commit its changes before reading them (" + s.message() + ")";
+      if (!why.empty()) break;
+    }
   if (why.empty()) why = f.FindChanges();
   if (why.empty()) why = f.MapChanged();
   if (why.empty()) why = f.StreamPrevious(prev);

@@ -23,6 +23,10 @@ namespace oans {
 // Writes the index to `out` from `start` (the header as far as the options tell it) and
 // the changes since o.previous, and sets *followed; or leaves *followed false, `out`
 // untouched, and says once why (the caller then walks).
+// Whether a filesystem is mounted below one of `roots` (at it does not count), or the
+// mount table cannot be read.
+bool MountedBelow(Sys& sys, const std::vector<std::string>& roots);
+
 Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, OutputFile* out, Observer* observer,
                   ScanStats* stats, bool* followed);
 

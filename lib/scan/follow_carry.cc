@@ -16,6 +16,7 @@ std::string FollowState::StreamPrevious(const IndexHeader& prev) {
   FrameSpan span;
   ro.span = &span;
   bool frame_has_dirs = false;
+  uint64_t kept_hardlinks = 0;
   ro.on_dirs = [&](const IndexHeader&, std::vector<IndexDir>& dirs) {
     frame_has_dirs = true;
     if (dirs_done_) {
@@ -23,6 +24,24 @@ std::string FollowState::StreamPrevious(const IndexHeader& prev) {
       return stop;
     }
     for (auto& d : dirs) prev_dirs_.push_back(std::move(d));
+    return Status::Ok();
+  };
+  // A batch whose records are all carried as they were is copied frame and all, read
+  // in place: nothing is decoded, nothing encoded again.
+  ro.keep_encoded = [&](const IndexHeader&, const BatchView& batch) {
+    const bool has_dirs = frame_has_dirs;
+    frame_has_dirs = false;
+    if (has_dirs || batch.size() == 0 || !why_.empty()) return false;
+    if (!dirs_done_) {
+      dirs_done_ = true;
+      why_ = FinishDirs();
+      if (!why_.empty()) return false;
+    }
+    return KeepEncoded(batch, &kept_hardlinks);
+  };
+  ro.on_encoded = [&](const IndexHeader&, const IndexTotals& counted) {
+    CountCarried(counted.records, counted.bytes, kept_hardlinks);
+    KeepWrite(file_writer_->AppendFrame(span, counted));
     return Status::Ok();
   };
   auto r = ReadIndex(
@@ -33,38 +52,21 @@ std::string FollowState::StreamPrevious(const IndexHeader& prev) {
         return stop;
       },
       [&](const IndexHeader&, std::vector<FileEntry>& batch) {
+        if (!why_.empty()) return stop;
         if (batch.empty()) return Status::Ok();
         if (!dirs_done_) {
           dirs_done_ = true;
           why_ = FinishDirs();
         }
-        // Records carried as they were are copied with their frame when the whole frame
-        // is: nothing decoded is encoded again.
-        std::vector<FileEntry*> same;
         for (size_t i = 0; i < batch.size() && why_.empty(); ++i) {
           bool untouched = false;
           why_ = CarryFile(batch[i], &untouched);
-          if (untouched) same.push_back(&batch[i]);
+          if (!untouched) continue;
+          CountCarried(1, batch[i].size, batch[i].other_paths.size());
+          batch[i].reused = true;
+          KeepWrite(file_writer_->Add(std::move(batch[i])));
         }
-        const bool whole = same.size() == batch.size() && !frame_has_dirs;
-        frame_has_dirs = false;
         if (!why_.empty()) return stop;
-        IndexTotals counted;
-        for (FileEntry* e : same) {
-          stats_->files++;
-          stats_->bytes += e->size;
-          stats_->reused++;
-          stats_->unopened++;
-          stats_->hardlinks += e->other_paths.size();
-          counted.records++;
-          counted.bytes += e->size;
-          if (!whole) {
-            e->reused = true;
-            KeepWrite(file_writer_->Add(std::move(*e)));
-          }
-        }
-        counted.batches = 1;
-        if (whole) KeepWrite(file_writer_->AppendFrame(span, counted));
         return Status::Ok();
       });
   if (!why_.empty()) return why_;
@@ -109,7 +111,7 @@ std::string FollowState::FinishDirs() {
     // outside the roots with everything below it: that needs a walk.
     for (const auto& [name, ino] : dir.entries)
       if (!r.changed.count(ino)) return PathJoin(dir.path, name) + " was moved in from outside the scanned tree";
-    if (dir.path != r.path) KeepWrite(dir_writer_->AddDir({dir.path, key.first, key.second}));
+    KeepWrite(dir_writer_->AddDir({dir.path, key.first, key.second}));
   }
   for (auto& d : prev_dirs_) {
     const FollowRoot& r = roots[root_of_fs_[d.fs]];
@@ -128,6 +130,72 @@ std::string FollowState::FinishDirs() {
   return "";
 }
 
+namespace {
+
+// A record's fields CarriedAsIs asks, decoded or read in place.
+struct EntryAt {
+  const FileEntry& e;
+  uint32_t fs() const { return e.fs; }
+  uint64_t ino() const { return e.ino; }
+  bool has_error() const { return !e.error.empty(); }
+  std::string_view path() const { return e.path; }
+  size_t other_path_count() const { return e.other_paths.size(); }
+  std::string_view other_path(size_t j) const { return e.other_paths[j]; }
+};
+struct ViewAt {
+  const BatchView& v;
+  size_t i;
+  uint32_t fs() const { return v.fs(i); }
+  uint64_t ino() const { return v.ino(i); }
+  bool has_error() const { return v.has_error(i); }
+  std::string_view path() const { return v.path(i); }
+  size_t other_path_count() const { return v.other_path_count(i); }
+  std::string_view other_path(size_t j) const { return v.other_path(i, j); }
+};
+
+}  // namespace
+
+template <typename R>
+bool FollowState::CarriedAsIs(const R& e) const {
+  const uint32_t fs = e.fs();
+  if (e.ino() == 0 || fs >= root_of_fs_.size() || root_of_fs_[fs] < 0 || e.has_error()) return false;
+  if (roots[root_of_fs_[fs]].changed.count(e.ino())) return false;
+  auto linked = [&](std::string_view p) {
+    auto parent = dirs_by_old_path_.find(PathDirname(p));
+    if (parent != dirs_by_old_path_.end()) {
+      auto x = parent->second->entries.find(PathBasename(p));
+      if (x == parent->second->entries.end() || x->second != e.ino()) return false;
+    }
+    return !moved_.Moves(p);
+  };
+  if (!linked(e.path())) return false;
+  for (size_t j = 0; j < e.other_path_count(); ++j)
+    if (!linked(e.other_path(j))) return false;
+  return true;
+}
+
+bool FollowState::KeepEncoded(const BatchView& batch, uint64_t* hardlinks) {
+  if (o_.stop && o_.stop->load()) return false;  // decoded, the stop is said
+  *hardlinks = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!CarriedAsIs(ViewAt{batch, i})) return false;
+    if (!by_first_physical_.empty()) {
+      auto first = batch.first_physical(i);
+      if (first && by_first_physical_.count(*first)) return false;
+    }
+    *hardlinks += batch.other_path_count(i);
+  }
+  return true;
+}
+
+void FollowState::CountCarried(uint64_t records, uint64_t bytes, uint64_t hardlinks) {
+  stats_->files += records;
+  stats_->bytes += bytes;
+  stats_->reused += records;
+  stats_->unopened += records;
+  stats_->hardlinks += hardlinks;
+}
+
 // One file record of the previous index: carried (paths mapped), set aside for the
 // changed files, or dropped with its last link.
 std::string FollowState::CarryFile(FileEntry& e, bool* untouched) {
@@ -139,9 +207,11 @@ std::string FollowState::CarryFile(FileEntry& e, bool* untouched) {
     before_[{e.fs, e.ino}] = std::move(e);
     return "";
   }
-  if (!e.error.empty()) {
-    changes_++;
-    retry_.push_back(std::move(e));
+  // Only an inode that is still there, unchanged, holds its recorded extents: the space
+  // of a changed or removed one may have been freed and written again with other data.
+  if (CarriedAsIs(EntryAt{e})) {
+    if (!by_first_physical_.empty()) MatchExtents(e);
+    *untouched = true;  // the caller counts and writes it
     return "";
   }
   std::vector<std::string> paths;
@@ -156,19 +226,17 @@ std::string FollowState::CarryFile(FileEntry& e, bool* untouched) {
   };
   keep(e.path);
   for (const auto& p : e.other_paths) keep(p);
-  // Only an inode that is still there, unchanged, holds its recorded extents: the space
-  // of a changed or removed one may have been freed and written again with other data.
-  if (!paths.empty() && !by_first_physical_.empty()) MatchExtents(e);
-  if (paths.size() == 1 + e.other_paths.size() && paths[0] == e.path &&
-      std::equal(e.other_paths.begin(), e.other_paths.end(), paths.begin() + 1)) {
-    *untouched = true;  // the caller counts and writes it
-    return "";
-  }
-  changes_++;                    // removed, or its paths changed
+  changes_++;                    // removed, its paths changed, or read again
   if (paths.empty()) return "";  // removed
   std::sort(paths.begin(), paths.end());
   e.path = paths[0];
   e.other_paths.assign(paths.begin() + 1, paths.end());
+  // A file the previous scan could not read is tried again, at its paths now.
+  if (!e.error.empty()) {
+    retry_.push_back(std::move(e));
+    return "";
+  }
+  if (!by_first_physical_.empty()) MatchExtents(e);
   e.reused = true;
   stats_->unopened++;
   KeepWrite(Add(std::move(e)));

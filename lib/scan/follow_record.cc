@@ -7,6 +7,7 @@
 
 #include <tbb/parallel_for.h>
 
+#include "lib/base/paths.h"
 #include "lib/base/tsan.h"
 #include "lib/scan/entry.h"
 #include "lib/scan/follow_state.h"
@@ -78,7 +79,9 @@ std::string FollowState::MapChanged() {
       if (!c.exists || !S_ISREG(c.item.mode)) continue;
       ChangedFile f;
       for (const auto& [dir, name] : c.links) {
-        auto p = PathOf(r, dir, name);
+        std::string why;
+        auto p = PathOf(r, dir, name, &why);
+        if (!why.empty()) return why;
         if (p && !Excluded(r, *p)) f.paths.push_back(*p);
       }
       if (f.paths.empty()) continue;  // outside the roots, or excluded
@@ -133,11 +136,10 @@ std::string FollowState::FinishChanged() {
     f.root = &roots[root_of_fs_[e.fs]];
     f.ino = e.ino;
     // Only paths below the record's root are opened, whatever the index says.
-    const std::string below = f.root->path == "/" ? "/" : f.root->path + "/";
     f.paths.push_back(e.path);
     f.paths.insert(f.paths.end(), e.other_paths.begin(), e.other_paths.end());
     f.paths.erase(std::remove_if(f.paths.begin(), f.paths.end(),
-                                 [&](const std::string& p) { return p.compare(0, below.size(), below) != 0; }),
+                                 [&](const std::string& p) { return !PathWithin(p, f.root->path) || p == f.root->path; }),
                   f.paths.end());
     if (f.paths.empty()) continue;
     MapFile(&f);

@@ -96,12 +96,17 @@ std::string FollowState::ReadChangedDir(FollowRoot& r, const ChangedInode& c) {
   return why;
 }
 
-std::optional<std::string> FollowState::PathOf(FollowRoot& r, uint64_t dir_ino, const std::string& name) {
+std::optional<std::string> FollowState::PathOf(FollowRoot& r, uint64_t dir_ino, const std::string& name,
+                                               std::string* why) {
   auto it = dir_paths_.find({r.fs, dir_ino});
   if (it == dir_paths_.end()) {
     std::optional<std::string> abs;
     auto rel = dir_ino == kBtrfsFirstInode ? Result<std::string>(std::string()) : sys_.DirectoryPath(r.fd, 0, dir_ino);
-    if (rel.ok()) abs = UnderRoot(r, *rel);
+    if (!rel.ok()) {  // a path too long for the lookup, or a directory gone since the search
+      *why = "directory inode " + std::to_string(dir_ino) + " of " + r.path + ": " + rel.status().message();
+      return std::nullopt;
+    }
+    abs = UnderRoot(r, *rel);
     if (abs && Excluded(r, *abs)) abs.reset();
     it = dir_paths_.emplace(std::make_pair(r.fs, dir_ino), abs).first;
   }

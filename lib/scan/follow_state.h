@@ -58,7 +58,7 @@ struct ChangedFile {
 // A changed directory that still exists below its root: its path now and its entries.
 struct ChangedDir {
   std::string path;
-  std::map<std::string, uint64_t> entries;  // name -> inode
+  std::map<std::string, uint64_t, std::less<>> entries;  // name -> inode
   bool known = false;                       // the previous index recorded it
 };
 
@@ -94,7 +94,18 @@ class FollowState {
   std::string FinishDirs();
   // Sets *untouched (and writes nothing) when the record is carried exactly as it was.
   std::string CarryFile(FileEntry& e, bool* untouched);
-  std::optional<std::string> PathOf(FollowRoot& r, uint64_t dir_ino, const std::string& name);
+  // Whether a previous record is carried exactly as it was: its inode unchanged and read
+  // without error, each of its paths still a link to it, none below a renamed, moved or
+  // removed directory. R: a decoded record (EntryAt) or one read in place (ViewAt).
+  template <typename R>
+  bool CarriedAsIs(const R& e) const;
+  // Whether a batch read in place may be copied as it is: every record carried as it
+  // was, none whose extents a changed file may share (MatchExtents needs it decoded).
+  bool KeepEncoded(const BatchView& batch, uint64_t* hardlinks);
+  void CountCarried(uint64_t records, uint64_t bytes, uint64_t hardlinks);
+  // The path of `name` in directory `dir_ino` now, or nullopt outside the root or
+  // excluded; *why is set when btrfs cannot say.
+  std::optional<std::string> PathOf(FollowRoot& r, uint64_t dir_ino, const std::string& name, std::string* why);
   bool Excluded(const FollowRoot& r, const std::string& path) const;
   void MapFile(ChangedFile* f);
   bool HashFile(ChangedFile* f);
@@ -110,7 +121,7 @@ class FollowState {
   ScanStats* stats_;
   std::vector<int> root_of_fs_;                   // previous header's filesystem -> root, or -1
   std::map<std::pair<uint32_t, uint64_t>, ChangedDir> dirs_;  // (fs, inode)
-  std::map<std::string, const ChangedDir*> dirs_by_old_path_;
+  std::map<std::string, const ChangedDir*, std::less<>> dirs_by_old_path_;
   std::map<std::pair<uint32_t, uint64_t>, std::optional<std::string>> dir_paths_;  // (fs, inode) -> path now
   std::vector<IndexDir> prev_dirs_;
   bool dirs_done_ = false;

@@ -7,17 +7,18 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace oans {
 
 inline std::string PathJoin(const std::string& dir, const std::string& name) {
   return dir == "/" ? "/" + name : dir + "/" + name;
 }
-inline std::string PathDirname(const std::string& p) {
+inline std::string_view PathDirname(std::string_view p) {
   const size_t at = p.rfind('/');
-  return at == 0 || at == std::string::npos ? "/" : p.substr(0, at);
+  return at == 0 || at == std::string_view::npos ? "/" : p.substr(0, at);
 }
-inline std::string PathBasename(const std::string& p) { return p.substr(p.rfind('/') + 1); }
+inline std::string_view PathBasename(std::string_view p) { return p.substr(p.rfind('/') + 1); }
 
 class PathMap {
  public:
@@ -36,9 +37,16 @@ class PathMap {
     }
     return path;
   }
+  // Whether Map(path) is other than path: it lies below a renamed or removed directory.
+  bool Moves(std::string_view path) const {
+    if (map_.empty()) return false;
+    for (size_t end = path.size(); end != std::string_view::npos && end > 0; end = path.rfind('/', end - 1))
+      if (map_.find(path.substr(0, end)) != map_.end()) return true;
+    return false;
+  }
 
  private:
-  std::map<std::string, std::optional<std::string>> map_;
+  std::map<std::string, std::optional<std::string>, std::less<>> map_;
 };
 
 }  // namespace oans

@@ -229,6 +229,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   if (!observer) observer = &quiet;
   IndexHeader header;
   OANS_RETURN_IF_ERROR(StartHeader(o, &header));
+  header.mounts_below = MountedBelow(sys, header.roots);
   if (!o.previous.empty()) {
     bool followed = false;
     OANS_RETURN_IF_ERROR(FollowScan(sys, o, header, out, observer, stats, &followed));

@@ -55,6 +55,7 @@ Json IndexHeaderJson(const IndexHeader& h) {
   j["directories"] = h.directories;
   j["followed_from"] = h.followed_from;
   j["same_as_followed"] = h.same_as_followed;
+  j["mounts_below"] = h.mounts_below;
   return j;
 }
 

@@ -36,6 +36,17 @@ TEST(PathMapTest, LongestPrefixDecides) {
   EXPECT_EQ(m.Map("/srv/a/other/f"), std::nullopt);
 }
 
+TEST(PathMapTest, MovesSaysWhetherMapRewrites) {
+  PathMap m;
+  EXPECT_FALSE(m.Moves("/srv/a/f"));
+  m.Rename("/srv/a", "/srv/b");
+  m.Remove("/srv/c");
+  for (const char* p : {"/srv/a/f", "/srv/a", "/srv/c/d/f", "/srv/af", "/srv/b/f", "/srv", "/srv/cc/f"})
+    EXPECT_EQ(m.Moves(p), m.Map(p) != std::optional<std::string>(p)) << p;
+  EXPECT_TRUE(m.Moves("/srv/a/f"));
+  EXPECT_FALSE(m.Moves("/srv/af"));
+}
+
 TEST(PathMapTest, PathHelpers) {
   EXPECT_EQ(PathJoin("/", "a"), "/a");
   EXPECT_EQ(PathJoin("/srv", "a"), "/srv/a");

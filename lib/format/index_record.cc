@@ -1,0 +1,114 @@
+#include "lib/format/index_record.h"
+
+#include <cstring>
+
+#include "lib/format/schema_io.h"
+
+namespace oans {
+
+using schema_io::FromData;
+
+namespace {
+
+// Decodes one file record of index `name` (under `header`) into *e, once CheckRecord
+// passed.
+Status DecodeRecord(schema::FileRecord::Reader f, const std::string& name, const IndexHeader& header, FileEntry* e) {
+  OANS_RETURN_IF_ERROR(CheckRecord(f, name, header));
+  e->path = FromData(f.getPath());
+  e->fs = f.getFs();
+  e->dev = f.getDev();
+  e->ino = f.getIno();
+  e->size = f.getSize();
+  e->mtime_ns = f.getMtimeNs();
+  e->ctime_ns = f.getCtimeNs();
+  e->nlink = f.getNlink();
+  e->inode_flags = f.getInodeFlags();
+  auto ex = f.getExtents();
+  e->extents.reserve(ex.size());
+  for (auto x : ex) e->extents.push_back({x.getLogical(), x.getPhysical(), x.getLength(), x.getFlags()});
+  e->hashed = f.getHashed();
+  e->reused = f.getReused();
+  e->hash = {f.getHashHi(), f.getHashLo()};
+  auto bh = f.getBlockHashes();
+  e->block_hashes.resize(bh.size() / 16);
+  for (size_t j = 0; j < e->block_hashes.size(); ++j) {
+    std::memcpy(&e->block_hashes[j].hi, bh.begin() + j * 16, 8);
+    std::memcpy(&e->block_hashes[j].lo, bh.begin() + j * 16 + 8, 8);
+  }
+  e->sum_kind = f.getSumKind();
+  e->key_kind = f.getKeyKind();
+  auto sums = f.getSectorSums();
+  e->sector_sums.assign(reinterpret_cast<const char*>(sums.begin()), sums.size());
+  e->error = f.getError();
+  e->errnum = f.getErrnum();
+  for (auto p : f.getOtherPaths()) e->other_paths.push_back(FromData(p));
+  return Status::Ok();
+}
+
+}  // namespace
+
+// The checks a record must pass, made on the frame's bytes: a known filesystem, block
+// hashes and sector sums that fit the file's size, known kinds of sums and keys.
+Status CheckRecord(schema::FileRecord::Reader f, const std::string& name, const IndexHeader& header) {
+  constexpr uint8_t kLastKind = 4;  // SumKind::kBlake2
+  if (f.getFs() >= header.filesystems.size())
+    return Status::Corrupt(name + " is damaged (a record names an unknown filesystem)");
+  const uint64_t size = f.getSize();
+  const size_t hash_bytes = f.getBlockHashes().size();
+  if (hash_bytes % 16 != 0) return Status::Corrupt(name + " is damaged (block hash list of odd length)");
+  // No block hashes at all is allowed: a huge sparse file takes part in
+  // whole-file matching only (docs/format.md).
+  if (f.getHashed() && hash_bytes != 0 && hash_bytes / 16 != (size + header.block_size - 1) / header.block_size)
+    return Status::Corrupt(name + " is damaged (block hashes do not match the file size)");
+  const uint8_t sum_kind = f.getSumKind(), key_kind = f.getKeyKind();
+  if (sum_kind > kLastKind || key_kind > kLastKind || (key_kind != 0 && key_kind != sum_kind))
+    return Status::Corrupt(name + " is damaged (a record has an unknown kind of sector sums or keys)");
+  const size_t sums = f.getSectorSums().size();
+  if (sums != 0 && (sum_kind == 0 || sums != (size + 4095) / 4096 * 4))
+    return Status::Corrupt(name + " is damaged (sector sums do not match the file size)");
+  return Status::Ok();
+}
+
+// Checks and counts the records of batch frame `b` without decoding them.
+Status CountBatch(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
+                  IndexTotals* counted) {
+  for (auto f : b.getFiles()) {
+    OANS_RETURN_IF_ERROR(CheckRecord(f, name, header));
+    counted->records++;
+    if (f.getError().size() != 0) counted->errors++;
+    counted->bytes += f.getSize();
+  }
+  return Status::Ok();
+}
+
+// Decodes batch frame `b` into *batch (emptied first), counting its records in *seen.
+Status DecodeBatch(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
+                   std::vector<FileEntry>* batch, IndexTotals* seen) {
+  batch->clear();
+  auto files = b.getFiles();
+  batch->reserve(files.size());
+  for (auto f : files) {
+    FileEntry e;
+    OANS_RETURN_IF_ERROR(DecodeRecord(f, name, header, &e));
+    seen->records++;
+    if (!e.error.empty()) seen->errors++;
+    seen->bytes += e.size;
+    batch->push_back(std::move(e));
+  }
+  return Status::Ok();
+}
+
+// Decodes the directory records of batch frame `b` into *dirs (emptied first).
+Status DecodeDirs(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
+                  std::vector<IndexDir>* dirs, IndexTotals* seen) {
+  dirs->clear();
+  for (auto d : b.getDirs()) {
+    if (d.getFs() >= header.filesystems.size())
+      return Status::Corrupt(name + " is damaged (a directory record names an unknown filesystem)");
+    dirs->push_back({FromData(d.getPath()), d.getFs(), d.getIno()});
+    seen->dirs++;
+  }
+  return Status::Ok();
+}
+
+}  // namespace oans

@@ -1,0 +1,52 @@
+// The file and directory records of an index batch frame (format/index.capnp), checked
+// and decoded, or read in place (BatchView); used by ReadIndex alone.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "format/index.capnp.h"
+#include "lib/format/index_file.h"
+
+namespace oans {
+
+// The checks a record must pass, made on the frame's bytes: a known filesystem, block
+// hashes and sector sums that fit the file's size, known kinds of sums and keys.
+Status CheckRecord(schema::FileRecord::Reader f, const std::string& name, const IndexHeader& header);
+// Checks and counts the records of batch frame `b` without decoding them.
+Status CountBatch(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
+                  IndexTotals* counted);
+// Decodes batch frame `b` into *batch (emptied first), counting its records in *seen.
+Status DecodeBatch(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
+                   std::vector<FileEntry>* batch, IndexTotals* seen);
+// Decodes the directory records of batch frame `b` into *dirs (emptied first).
+Status DecodeDirs(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
+                  std::vector<IndexDir>* dirs, IndexTotals* seen);
+
+// The file records of a batch frame, read in place.
+class FrameBatchView final : public BatchView {
+ public:
+  explicit FrameBatchView(capnp::List<schema::FileRecord>::Reader files) : files_(files) {}
+  size_t size() const override { return files_.size(); }
+  uint32_t fs(size_t i) const override { return files_[unsigned(i)].getFs(); }
+  uint64_t ino(size_t i) const override { return files_[unsigned(i)].getIno(); }
+  bool has_error(size_t i) const override { return files_[unsigned(i)].getError().size() != 0; }
+  std::string_view path(size_t i) const override { return ViewOf(files_[unsigned(i)].getPath()); }
+  size_t other_path_count(size_t i) const override { return files_[unsigned(i)].getOtherPaths().size(); }
+  std::string_view other_path(size_t i, size_t j) const override {
+    return ViewOf(files_[unsigned(i)].getOtherPaths()[unsigned(j)]);
+  }
+  std::optional<uint64_t> first_physical(size_t i) const override {
+    auto ex = files_[unsigned(i)].getExtents();
+    if (ex.size() == 0) return std::nullopt;
+    return ex[0].getPhysical();
+  }
+
+ private:
+  static std::string_view ViewOf(capnp::Data::Reader d) {
+    return {reinterpret_cast<const char*>(d.begin()), d.size()};
+  }
+  capnp::List<schema::FileRecord>::Reader files_;
+};
+
+}  // namespace oans

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Edges of the scan that follows btrfs changes (oans-scan --previous on btrfs, as root),
+# each checked against a cold walk of the same tree, record for record:
+#   - changes not yet committed (no sync before the scan): an append, an overwrite in place;
+#   - a changed file below a directory whose path is longer than btrfs's path lookup
+#     allows (4080 bytes): the scan says it cannot follow and walks;
+#   - a file the previous scan could not read (its compressed data damaged on disk),
+#     whose directory was renamed since: tried again at its new path;
+#   - the root itself replaced by a new directory.
+source "$(dirname "$0")/lib.sh"
+it_init "$1"
+PY="$(dirname "$0")/follow_changes.py"
+json_field() { python3 -c "import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])[sys.argv[2]])" "$1" "$2"; }
+# same_as_cold NAME PREV: a followed scan from PREV equals a cold scan; sets prev to it.
+same_as_cold() {
+  local rc=0
+  "$BIN/oans-scan" --json --previous "$2" "$T" -o "$WORK/$1.idx" 2> "$WORK/$1.json" || rc=$?
+  # 1: done, with files that could not be read (the damaged one below)
+  [ $rc -le 1 ] || fail "$1: the scan failed: $(cat "$WORK/$1.json")"
+  "$BIN/oans-scan" --quiet "$T" -o "$WORK/$1-cold.idx" 2>/dev/null || [ $? = 1 ]
+  python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/$1.idx") <("$BIN/oans-cat" --blocks "$WORK/$1-cold.idx") ||
+    fail "$1: the followed index differs from a cold scan's"
+  prev=$WORK/$1.idx
+}
+followed() { json_field "$WORK/$1.json" followed; }
+# lists IDX PATTERN: whether oans-cat's lines of IDX match PATTERN (grep -E).
+lists() { "$BIN/oans-cat" "$1" > "$WORK/cat.txt" && grep -qE -- "$2" "$WORK/cat.txt"; }
+
+mkfs_mount btrfs-zstd 512M
+LOOP=${LOOPS[-1]}
+T=$MNT/tree
+mkdir -p "$T/bulk" "$T/d"
+# Many files in many leaves, so that one file's change touches a leaf nothing else does.
+python3 - "$T/bulk" <<'PY'
+import os, sys
+for k in range(4000):
+    with open(os.path.join(sys.argv[1], f"b{k}"), "wb") as f: f.write(os.urandom(3000))
+PY
+rand_file "$T/bulk/mid" 40000 1
+rand_file "$T/bulk/other" 40000 2
+sync
+"$BIN/oans-scan" --quiet "$T" -o "$WORK/g0.idx"
+prev=$WORK/g0.idx
+
+# Not committed: btrfs keeps the inode's new size in memory until a commit.
+sync; sleep 1
+echo more >> "$T/bulk/mid"
+same_as_cold unsynced-append "$prev"
+[ "$(followed unsynced-append)" = True ] || fail "unsynced append: not followed: $(cat "$WORK/unsynced-append.json")"
+sync; sleep 1
+dd if=/dev/urandom of="$T/bulk/other" bs=4096 count=1 conv=notrunc status=none
+same_as_cold unsynced-overwrite "$prev"
+[ "$(followed unsynced-overwrite)" = True ] || fail "unsynced overwrite: not followed"
+pass "changes not yet committed, an append and an overwrite in place: seen as a cold scan sees them"
+
+# A file below a directory path longer than BTRFS_IOC_INO_LOOKUP answers.
+python3 - "$T" create <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_DIRECTORY)
+for i in range(17):
+    n = f"{i:02d}" + "x" * 250
+    os.mkdir(n, dir_fd=fd)
+    nfd = os.open(n, os.O_DIRECTORY, dir_fd=fd); os.close(fd); fd = nfd
+f = os.open("deep", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd); os.write(f, os.urandom(20000)); os.close(f)
+PY
+sync
+"$BIN/oans-scan" --quiet "$T" -o "$WORK/deep0.idx"
+prev=$WORK/deep0.idx
+# Many inodes between the deep directory and the file's leaf: only the file changes.
+python3 - "$T" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_DIRECTORY)
+for i in range(17):
+    nfd = os.open(f"{i:02d}" + "x" * 250, os.O_DIRECTORY, dir_fd=fd); os.close(fd); fd = nfd
+f = os.open("deep", os.O_WRONLY | os.O_APPEND, dir_fd=fd); os.write(f, b"more"); os.close(f)
+PY
+sync
+same_as_cold deep "$prev"
+lists "$WORK/deep.idx" '/deep"' || fail "the deep file has no record"
+grep -q "File name too long" "$WORK/deep.json" || fail "the scan does not say why it walks: $(cat "$WORK/deep.json")"
+pass "a changed file below a $(( 17 * 253 ))-byte directory path: walked, said why, recorded as a cold scan records it"
+rm -rf "$T"/00x*
+
+# A file whose compressed data is damaged on disk: the scan records the read error. Its
+# directory is renamed; the next scan tries it again at its new path.
+python3 -c "open('$T/d/bad','wb').write((b'damage me please ' * 20000)[:200000])"
+sync
+logical=$( (xfs_io -c fiemap "$T/d/bad" | awk 'NR == 2 { split($3, a, "[.]"); print a[1] * 512; exit }') || true)
+physical=$( (btrfs-map-logical -l "$logical" "$LOOP" 2>/dev/null | awk '/physical/ { print $6; exit }') || true)
+[ -n "$physical" ] || fail "no physical address for the damaged file"
+dd if=/dev/urandom of="$LOOP" bs=1 seek=$((physical + 100)) count=64 conv=notrunc,fsync status=none
+echo 3 > /proc/sys/vm/drop_caches
+cat "$T/d/bad" > /dev/null 2>&1 && fail "the damaged file reads back"
+"$BIN/oans-scan" --quiet --previous "$prev" "$T" -o "$WORK/bad0.idx" || true
+lists "$WORK/bad0.idx" '/d/bad".*"error"' || fail "no read error recorded"
+prev=$WORK/bad0.idx
+mv "$T/d" "$T/d2"
+sync
+same_as_cold retried "$prev"
+lists "$WORK/retried.idx" '/d2/bad"' || fail "the unreadable file is not recorded at its new path"
+pass "a file the previous scan could not read, its directory renamed: tried again at its new path"
+
+# A filesystem mounted below the root: the walk does not cross into it, and btrfs records
+# neither the mount nor the unmount. Neither scan follows; both walk.
+mkdir "$T/mp"
+rand_file "$T/mp/under" 20000 4
+sync
+same_as_cold before-mount "$prev"
+mount -t tmpfs none "$T/mp"
+MOUNTS+=("$T/mp")
+rand_file "$T/mp/on-tmpfs" 20000 5
+same_as_cold mounted "$prev"
+[ "$(followed mounted)" = False ] || fail "followed with a filesystem mounted below the root"
+grep -q "mounted below a root" "$WORK/mounted.json" || fail "no notice of the mount: $(cat "$WORK/mounted.json")"
+lists "$WORK/mounted.idx" 'on-tmpfs' && fail "the walk crossed into the mount"
+umount "$T/mp"
+same_as_cold unmounted "$prev"
+[ "$(followed unmounted)" = False ] || fail "followed from an index made while something was mounted below the root"
+lists "$WORK/unmounted.idx" '/mp/under"' || fail "the file under the mount point is missing"
+same_as_cold after-mount "$prev"
+[ "$(followed after-mount)" = True ] || fail "not followed again once nothing is mounted: $(cat "$WORK/after-mount.json")"
+pass "a filesystem mounted below the root and unmounted again: walked both times, said why, then followed again"
+
+# The root replaced: its files moved away with the old directory, a new one in its place.
+mv "$T" "$MNT/tree.old"
+mkdir "$T"
+rand_file "$T/fresh" 20000 3
+sync
+same_as_cold root-replaced "$prev"
+[ "$(followed root-replaced)" = True ] || fail "root replaced: not followed: $(cat "$WORK/root-replaced.json")"
+pass "the root replaced by a new directory: the new root's record, the new file, nothing of the old"

@@ -1,0 +1,49 @@
+#include "lib/base/fsinfo.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+namespace oans {
+namespace {
+
+TEST(FsinfoTest, MountPointsWithEscapes) {
+  const std::string path = ::testing::TempDir() + "/mountinfo-test";
+  {
+    std::ofstream f(path);
+    f << "22 1 0:21 / / rw,relatime shared:1 - btrfs /dev/vda rw\n"
+      << "35 22 0:33 / /srv/a\\040b rw - tmpfs none rw\n"
+      << "36 22 0:34 /sub /srv/tab\\011x\\134y rw - btrfs /dev/vdb rw\n"
+      << "37 22 0:35 / /srv/not\\08 rw - tmpfs none rw\n";
+  }
+  auto m = ReadMountPoints(path);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_EQ(m->size(), 4u);
+  EXPECT_EQ((*m)[0], "/");
+  EXPECT_EQ((*m)[1], "/srv/a b");
+  EXPECT_EQ((*m)[2], "/srv/tab\tx\\y");
+  EXPECT_EQ((*m)[3], "/srv/not\\08");  // not three octal digits: as written
+  std::remove(path.c_str());
+}
+
+TEST(FsinfoTest, MountPointsDamagedOrMissing) {
+  const std::string path = ::testing::TempDir() + "/mountinfo-bad";
+  {
+    std::ofstream f(path);
+    f << "22 1 0:21\n";
+  }
+  EXPECT_FALSE(ReadMountPoints(path).ok());
+  std::remove(path.c_str());
+  EXPECT_FALSE(ReadMountPoints(path).ok());
+}
+
+TEST(FsinfoTest, ThisProcessHasARoot) {
+  auto m = ReadMountPoints("/proc/self/mountinfo");
+  ASSERT_TRUE(m.ok());
+  EXPECT_NE(std::find(m->begin(), m->end(), "/"), m->end());
+}
+
+}  // namespace
+}  // namespace oans
