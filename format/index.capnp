@@ -27,6 +27,8 @@ struct IndexHeader {
   sameAsFollowed @13 :Bool;      # and every record equals one of that index, none missing
   mountsBelow @14 :Bool;         # a filesystem was mounted below a root when the scan began
                                  # (the walk does not cross into it; btrfs records no mounts)
+  readData @15 :Bool;            # keys were asked of file data (--read-data), not of btrfs
+                                 # checksums; every key of a version 1 index is of data
 }
 
 struct FileRecord {

@@ -54,6 +54,7 @@ Status DecodeHeader(schema::IndexHeader::Reader h, const std::string& name, Inde
   header->followed_from = h.getFollowedFrom();
   header->same_as_followed = h.getSameAsFollowed();
   header->mounts_below = h.getMountsBelow();
+  header->read_data = h.getReadData() || header->format_version < 2;
   if (header->block_size == 0 || header->block_size % 512 != 0)
     return Status::Corrupt(name + " is damaged (block size " + std::to_string(header->block_size) + ")");
   return Status::Ok();
@@ -106,6 +107,7 @@ Status IndexWriter::WriteHeader(const IndexHeader& h) {
   hb.setDirectories(h.directories);
   hb.setFollowedFrom(h.followed_from);
   hb.setMountsBelow(h.mounts_below);
+  hb.setReadData(h.read_data);
   hb.setSameAsFollowed(h.same_as_followed);
   return frames_.Write(msg);
 }

@@ -58,6 +58,10 @@ struct IndexHeader {
   // A filesystem was mounted below a root when the scan began: a later scan cannot
   // follow btrfs changes from this index (mounts and unmounts leave no trace in btrfs).
   bool mounts_below = false;
+  // The scan was asked for keys of file data (--read-data), not of btrfs checksums; set
+  // too for an index of format version 1, whose keys are all of data. Records are reused
+  // only by a scan asked the same: keys pair only with keys of their kind.
+  bool read_data = false;
 };
 
 // A directory the scan read, so that a later scan following btrfs changes knows the

@@ -22,6 +22,8 @@ std::string HeaderMismatch(const ScanOptions& o, const IndexHeader& start, const
   if (prev.block_size != start.block_size || prev.min_size != start.min_size || prev.excludes != start.excludes)
     return "the previous index was made with another --block-size, --min-size or --exclude";
   if (o.refresh_extents) return "--refresh-extents asks for every file to be mapped again";
+  if (prev.read_data != start.read_data)
+    return std::string("the previous index's keys were made ") + (prev.read_data ? "from file data" : "from btrfs checksums");
   if (start.mounts_below) return "a filesystem is mounted below a root, and btrfs records no mounts";
   if (prev.mounts_below) return "a filesystem was mounted below a root when the previous index was made";
   return "";

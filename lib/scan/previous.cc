@@ -14,7 +14,9 @@ std::vector<uint32_t> SumsOf(const std::string& sums) {
 
 }  // namespace
 
-Status PreviousIndex::Load(const std::string& path, uint32_t block_size, ScanStats* stats, Observer* observer) {
+Status PreviousIndex::Load(const std::string& path, uint32_t block_size, bool read_data, ScanStats* stats,
+                           Observer* observer) {
+  bool said = false;
   IndexReadOptions ro;
   ro.allow_truncated = true;
   std::vector<uint32_t> fs_of;  // the header's filesystems -> FsId
@@ -38,8 +40,19 @@ Status PreviousIndex::Load(const std::string& path, uint32_t block_size, ScanSta
       },
       [&](const IndexHeader& h, std::vector<FileEntry>& batch) {
         if (h.block_size != block_size) return Status::Ok();  // other block size: nothing reusable
+        // On btrfs, keys come from its checksums unless --read-data asks for keys of
+        // data: keys of the other kind would never pair with the new ones.
+        const bool other_kind = h.read_data != read_data;
         for (auto& f : batch) {
           if (!f.hashed) continue;
+          if (other_kind && h.filesystems[f.fs].type == "btrfs") {
+            if (!said)
+              observer->Notice(path + ": its keys of files on btrfs were made from " +
+                               (h.read_data ? "file data (--read-data, or an older oans)" : "btrfs checksums") +
+                               ": those files are hashed again");
+            said = true;
+            continue;
+          }
           Rec rec;
           rec.fs = fs_of[f.fs];
           rec.ino = f.ino;

@@ -30,8 +30,9 @@ class PreviousIndex {
   };
 
   // Reads the index at `path`: the records of files that were hashed with `block_size`
-  // blocks, and what each section's header knew of btrfs subvolumes.
-  Status Load(const std::string& path, uint32_t block_size, ScanStats* stats, Observer* observer);
+  // blocks by a scan asked the same of --read-data (IndexHeader::read_data), and what
+  // each section's header knew of btrfs subvolumes.
+  Status Load(const std::string& path, uint32_t block_size, bool read_data, ScanStats* stats, Observer* observer);
 
   // After Load failed: the damage found in an index after its header ("" if none).
   const std::string& damage() const { return damage_; }

@@ -43,6 +43,7 @@ Status StartHeader(const ScanOptions& o, IndexHeader* header) {
   header->hostname = Hostname();
   header->command_line = o.command_line;
   header->directories = true;
+  header->read_data = o.read_data;
   for (const auto& r : o.roots) {
     auto n = NormalizeRoot(r);
     if (!n.ok()) return n.status().Prepend("scan root");
@@ -57,7 +58,7 @@ Status LoadPrevious(const ScanOptions& o, Observer* observer, ScanStats* stats,
                     std::unique_ptr<PreviousIndex>* loaded) {
   *loaded = std::make_unique<PreviousIndex>();
   if (o.previous.empty()) return Status::Ok();
-  Status s = (*loaded)->Load(o.previous, o.block_size, stats, observer);
+  Status s = (*loaded)->Load(o.previous, o.block_size, o.read_data, stats, observer);
   if (!s.ok() && !(!(*loaded)->damage().empty() && o.previous_damaged_rescan)) return s;
   if (!s.ok()) {
     observer->Notice("warning: --previous: " + (*loaded)->damage() + "; reusing nothing from it, every file is read");

@@ -6,6 +6,8 @@
 #     allows (4080 bytes): the scan says it cannot follow and walks;
 #   - a file the previous scan could not read (its compressed data damaged on disk),
 #     whose directory was renamed since: tried again at its new path;
+#   - a filesystem mounted below the root, and unmounted again;
+#   - a previous index whose keys are of another kind (--read-data);
 #   - the root itself replaced by a new directory.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
@@ -120,6 +122,15 @@ lists "$WORK/unmounted.idx" '/mp/under"' || fail "the file under the mount point
 same_as_cold after-mount "$prev"
 [ "$(followed after-mount)" = True ] || fail "not followed again once nothing is mounted: $(cat "$WORK/after-mount.json")"
 pass "a filesystem mounted below the root and unmounted again: walked both times, said why, then followed again"
+
+# Keys of another kind: an index made with --read-data (keys of data) is followed by a
+# scan without it (keys from btrfs checksums). Keys pair only with their kind, so no
+# record's keys are carried: the files are hashed again, as a cold scan hashes them.
+"$BIN/oans-scan" --quiet --read-data "$T" -o "$WORK/read-data.idx" 2>/dev/null || [ $? = 1 ]  # 1: the damaged file
+same_as_cold other-keys "$WORK/read-data.idx"
+[ "$(followed other-keys)" = False ] || fail "followed an index whose keys are of another kind"
+grep -q "keys were made" "$WORK/other-keys.json" || fail "no notice of the other keys: $(cat "$WORK/other-keys.json")"
+pass "a previous index made with --read-data: its keys not carried into a scan of btrfs checksums"
 
 # The root replaced: its files moved away with the old directory, a new one in its place.
 mv "$T" "$MNT/tree.old"

@@ -56,6 +56,7 @@ Json IndexHeaderJson(const IndexHeader& h) {
   j["followed_from"] = h.followed_from;
   j["same_as_followed"] = h.same_as_followed;
   j["mounts_below"] = h.mounts_below;
+  j["read_data"] = h.read_data;
   return j;
 }
 
