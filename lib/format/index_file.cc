@@ -133,6 +133,7 @@ Status IndexWriter::AddDir(IndexDir dir) {
 
 Status IndexWriter::FlushBatch() {
   if (pending_.empty() && pending_dirs_.empty()) return Status::Ok();
+  OANS_RETURN_IF_ERROR(FlushCopy());  // frames appended before these records
   // One segment for the whole batch, sized from the estimate with room to spare: a
   // reader then follows no pointer into another segment (each costs a lookup).
   const size_t first_words = std::min<size_t>(batch_bytes_ / 8 * 3 / 2 + 1024, size_t(16) << 20);
@@ -195,6 +196,7 @@ Status IndexWriter::FlushBatch() {
 
 Status IndexWriter::Finish() {
   OANS_RETURN_IF_ERROR(FlushBatch());
+  OANS_RETURN_IF_ERROR(FlushCopy());
   capnp::MallocMessageBuilder msg;
   auto t = msg.initRoot<schema::IndexFrame>().initTrailer();
   t.setRecords(totals_.records);

@@ -135,23 +135,32 @@ class IndexWriter {
   IndexWriter(OutputFile* out, size_t batch_records = 2048);
   // Writes to a descriptor (not owned), for a spool of records to be appended later.
   IndexWriter(int fd, std::string name, size_t batch_records = 2048);
+  ~IndexWriter();
+  IndexWriter(const IndexWriter&) = delete;
+  IndexWriter& operator=(const IndexWriter&) = delete;
   Status WriteHeader(const IndexHeader& header);
   Status Add(FileEntry entry);
   Status AddDir(IndexDir dir);
   // Flushes the last batch and writes the trailer.
   Status Finish();
   // Writes the pending batch without a trailer (an interrupted scan).
-  Status Flush() { return FlushBatch(); }
+  Status Flush();
   const IndexTotals& totals() const { return totals_; }
   // After the header: copies the batches another writer wrote to `spool` (flushed, no
   // header or trailer) and counts them, described by that writer's totals.
   Status AppendFrames(const TempFile& spool, const IndexTotals& spooled);
   // Copies one batch frame of another index verbatim (bytes [span.start, span.end) of
-  // span.fd, a frame ReadIndex has checked), counted as `counted`.
+  // span.fd, a frame ReadIndex has checked), counted as `counted`. Frames that follow
+  // each other there are copied at once, in the kernel (copy_file_range) where it can.
   Status AppendFrame(const FrameSpan& span, const IndexTotals& counted);
 
  private:
   Status FlushBatch();
+  Status FlushCopy();  // the frames AppendFrame has not copied yet
+  // Those frames: bytes [copy_start_, copy_end_) of the file (copy_dev_, copy_ino_),
+  // open as copy_fd_ (a duplicate: the caller may close its own descriptor meanwhile).
+  int copy_fd_ = -1;
+  uint64_t copy_dev_ = 0, copy_ino_ = 0, copy_start_ = 0, copy_end_ = 0;
   int fd_;
   std::string name_;
   FrameWriter frames_;

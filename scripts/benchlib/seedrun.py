@@ -8,10 +8,10 @@ caches: sync; echo 3 > drop_caches before each cycle), in this order:
   oans settle      the first re-run after the dedupe, --previous gen0.idx: the
                    dedupe moved extents of ~1M files, which this scan re-reads
   oans warm        nothing changed since settle: scan --previous settle.idx,
-                   plan, apply; then the three again from settle.idx under
+                   plan (--since settle.idx with --seed-plan-since), apply; then the three again from settle.idx under
                    strace -f -c
   (the nightly change is made: benchlib.seed.nightly_plan)
-  oans nightly     scan --previous warm.idx, plan, apply; then under strace
+  oans nightly     scan --previous warm.idx, plan (the same), apply; then under strace
                    from warm.idx again
   (the nightly change is undone: benchlib.seedtree.undo_change)
   duperemove cold  duperemove -dr -q --hashfile=HF ROOT (HF removed first),
@@ -117,10 +117,15 @@ class SeedRun:
     def oans_steps(self, previous, out):
         t = self.tools
         scan = [t["oans-scan"], "--json", "--progress", "none", "-o", self.path(out)]
+        plan = [t["oans-plan"], "--json", "--progress", "none", "-o", self.plan]
         if previous:
             scan += ["--previous", self.path(previous)]
+        if previous and self.args.seed_plan_since:
+            # The previous cycle's plan was applied: plan what involves a new or changed
+            # file (README: the next night), as `oans run` does.
+            plan += ["--since", self.path(previous)]
         return [("scan", scan + [self.image.tree]),
-                ("plan", [t["oans-plan"], "--json", "--progress", "none", "-o", self.plan, self.path(out)]),
+                ("plan", plan + [self.path(out)]),
                 ("apply", [t["oans-apply"], "--quiet", self.plan])]
 
     def oans(self, name, previous, out, trace):
@@ -190,6 +195,9 @@ class SeedRun:
             self.oans("nightly", "warm.idx", "nightly.idx", "nightly" in trace)
         finally:
             undo_change(self.image)
+        if self.args.seed_oans_only:
+            self.section["oans_only"] = True
+            return
         self.duperemove("cold", "cold" in trace)
         self.duperemove("warm", False)
         if self.dr_root == self.image.tree:

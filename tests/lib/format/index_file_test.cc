@@ -572,3 +572,87 @@ TEST(IndexFile, HashedFileWithoutBlockHashes) {
 
 }  // namespace
 }  // namespace oans
+
+namespace oans {
+namespace {
+
+// A reader keeps batches encoded (BatchView) and copies their frames into another index,
+// interleaved with records it adds; the copies of frames that follow each other are made
+// at once, after the reader has closed the source. The new index holds every record, in
+// order, and its totals count them.
+TEST(IndexFile, KeptEncodedFramesAreCopiedInOrder) {
+  TempDir dir;
+  std::vector<FileEntry> files;
+  for (uint64_t i = 0; i < 50; ++i) files.push_back(SampleEntry(i, 64 * 1024));
+  test::WriteIndex(dir.Join("a"), SampleHeader(), files, 5);  // 10 batches
+  auto out = OutputFile::Open(dir.Join("b"));
+  ASSERT_TRUE(out.ok());
+  IndexWriter w(out->get(), 5);
+  ASSERT_OK(w.WriteHeader(SampleHeader()));
+  FrameSpan span;
+  IndexReadOptions ro;
+  ro.span = &span;
+  size_t batch_no = 0, viewed = 0;
+  std::vector<FileEntry> expect;
+  ro.keep_encoded = [&](const IndexHeader&, const BatchView& v) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      const FileEntry& e = files[viewed + i];
+      EXPECT_EQ(v.path(i), e.path);
+      EXPECT_EQ(v.ino(i), e.ino);
+      EXPECT_EQ(v.fs(i), e.fs);
+      EXPECT_EQ(v.has_error(i), !e.error.empty());
+      EXPECT_EQ(v.other_path_count(i), e.other_paths.size());
+      if (!e.other_paths.empty()) EXPECT_EQ(v.other_path(i, 1), e.other_paths[1]);
+      EXPECT_EQ(v.first_physical(i).has_value(), !e.extents.empty());
+    }
+    viewed += v.size();
+    return batch_no++ % 4 != 3;  // every fourth batch decoded, the rest copied
+  };
+  ro.on_encoded = [&](const IndexHeader&, const IndexTotals& counted) {
+    EXPECT_EQ(counted.records, 5u);
+    EXPECT_EQ(counted.batches, 1u);
+    for (uint64_t k = 0; k < counted.records; ++k) expect.push_back(files[expect.size()]);
+    return w.AppendFrame(span, counted);
+  };
+  auto r = ReadIndex(
+      dir.Join("a"), ro, [](const IndexHeader&) { return Status::Ok(); },
+      [&](const IndexHeader&, std::vector<FileEntry>& batch) {
+        for (auto& e : batch) {
+          expect.push_back(e);
+          EXPECT_OK(w.Add(std::move(e)));
+        }
+        return Status::Ok();
+      });
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  FileEntry last = SampleEntry(99, 64 * 1024);
+  expect.push_back(last);
+  ASSERT_OK(w.Add(last));
+  ASSERT_OK(w.Finish());
+  ASSERT_OK((*out)->Commit());
+  EXPECT_EQ(w.totals().records, 51u);
+  auto got = ReadIndexFile(dir.Join("b"));
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_EQ(got->files.size(), expect.size());
+  for (size_t i = 0; i < expect.size(); ++i) ExpectSameEntry(got->files[i], expect[i]);
+  EXPECT_EQ(got->result.totals.records, 51u);
+}
+
+// A record that decoding refuses is refused when the batch is kept encoded too.
+TEST(IndexFile, KeptEncodedBatchesAreCheckedAsDecoded) {
+  TempDir dir;
+  FileEntry bad = SampleEntry(1, 64 * 1024);
+  bad.fs = 7;  // the header lists two filesystems
+  test::WriteIndex(dir.Join("x"), SampleHeader(), {SampleEntry(2, 64 * 1024), bad}, 5);
+  IndexReadOptions ro;
+  bool asked = false;
+  ro.keep_encoded = [&](const IndexHeader&, const BatchView&) { return asked = true; };
+  ro.on_encoded = [](const IndexHeader&, const IndexTotals&) { return Status::Ok(); };
+  auto r = ReadIndex(
+      dir.Join("x"), ro, [](const IndexHeader&) { return Status::Ok(); },
+      [](const IndexHeader&, std::vector<FileEntry>&) { return Status::Ok(); });
+  EXPECT_TRUE(StatusIs(r.status(), Status::Code::kCorrupt, "unknown filesystem"));
+  EXPECT_FALSE(asked);
+}
+
+}  // namespace
+}  // namespace oans
