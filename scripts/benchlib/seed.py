@@ -129,7 +129,7 @@ def seed_targets(files, oans_warm, oans_nightly, dr_warm, warm_calls):
             row("duperemove warm / oans nightly (x)", sn, 10, lambda v: v >= 10)]
 
 
-SCENARIOS = ("cold", "settle", "warm", "nightly")
+SCENARIOS = ("cold", "settle", "after-apply", "warm", "nightly")
 
 
 def _fig_row(label, fig, calls, human, base=None):

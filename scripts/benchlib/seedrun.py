@@ -6,10 +6,14 @@ caches: sync; echo 3 > drop_caches before each cycle), in this order:
   oans cold        oans-scan -o gen0.idx TREE; oans-plan -o plan gen0.idx;
                    oans-apply --quiet plan            (each step timed)
   oans settle      the first re-run after the dedupe, --previous gen0.idx: the
-                   dedupe moved extents of ~1M files, which this scan re-reads
-  oans warm        nothing changed since settle: scan --previous settle.idx,
-                   plan (--since settle.idx with --seed-plan-since), apply; then the three again from settle.idx under
-                   strace -f -c
+                   dedupe moved extents of ~1M files, which this scan re-reads;
+                   plan --since gen0.idx (its plan was applied; whole with
+                   --seed-full-plan), apply
+  oans after-apply scan --previous settle.idx, plan --since settle.idx, apply:
+                   the files settle's apply deduped are the only change
+  oans warm        nothing changed since after-apply: scan --previous after.idx,
+                   plan --since after.idx, apply; then the three again from
+                   after.idx under strace -f -c
   (the nightly change is made: benchlib.seed.nightly_plan)
   oans nightly     scan --previous warm.idx, plan (the same), apply; then under strace
                    from warm.idx again
@@ -120,7 +124,7 @@ class SeedRun:
         plan = [t["oans-plan"], "--json", "--progress", "none", "-o", self.plan]
         if previous:
             scan += ["--previous", self.path(previous)]
-        if previous and self.args.seed_plan_since:
+        if previous and not self.args.seed_full_plan:
             # The previous cycle's plan was applied: plan what involves a new or changed
             # file (README: the next night), as `oans run` does.
             plan += ["--since", self.path(previous)]
@@ -189,7 +193,8 @@ class SeedRun:
             self.oans("cold", None, "gen0.idx", "cold" in trace)
             self.image.count_dedupe_run()
         self.oans("settle", "gen0.idx", "settle.idx", "settle" in trace)
-        self.oans("warm", "settle.idx", "warm.idx", "warm" in trace)
+        self.oans("after-apply", "settle.idx", "after.idx", "after-apply" in trace)
+        self.oans("warm", "after.idx", "warm.idx", "warm" in trace)
         plan = self.nightly_change(write_small_file)
         try:
             self.oans("nightly", "warm.idx", "nightly.idx", "nightly" in trace)
@@ -206,7 +211,7 @@ class SeedRun:
                 self.duperemove("nightly", False)
             finally:
                 undo_change(self.image)
-        if "warm" in trace:
+        if "warm" in trace and not self.args.seed_no_dr_strace:
             self.duperemove_traced("warm")
 
     def nightly_change(self, write_small_file):
