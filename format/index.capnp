@@ -29,6 +29,17 @@ struct IndexHeader {
                                  # (the walk does not cross into it; btrfs records no mounts)
   readData @15 :Bool;            # keys were asked of file data (--read-data), not of btrfs
                                  # checksums; every key of a version 1 index is of data
+  changedKnown @16 :Bool;        # with followedFrom: changedFiles and changedAt are filled
+  changedFiles @17 :List(InodeRef);  # every file record new or changed since the index
+                                 # followed (by FileIdentity: size, mtime, ctime; see
+                                 # docs/format.md), each once
+  changedAt @18 :UInt64;         # bytes from the end of this header's frame to the first
+                                 # batch frame that may hold one of them: all are after it
+}
+
+struct InodeRef {
+  fs @0 :UInt32;                 # index into IndexHeader.filesystems
+  ino @1 :UInt64;
 }
 
 struct FileRecord {

@@ -90,7 +90,9 @@ class FrameReader {
   // Largest message accepted; larger length fields are reported as damage.
   static constexpr size_t kMaxMessageBytes = size_t(1) << 30;
 
-  FrameReader(int fd, std::string name) : z_(fd, name), name_(std::move(name)) {}
+  // Reads from fd (not owned) from where it stands, byte `start` of the file.
+  FrameReader(int fd, std::string name, uint64_t start = 0)
+      : z_(fd, name, start), name_(std::move(name)), offset_(start) {}
   // Reads the next message's words. Returns false at a clean end of stream. A message is
   // handed out only after its frame's content checksum has been checked; a message must
   // fill its frame exactly.

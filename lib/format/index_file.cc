@@ -20,52 +20,9 @@ namespace oans {
 namespace {
 
 using schema_io::Bytes;
-using schema_io::FromData;
-using schema_io::ReadFs;
 
 size_t EstimateBytes(const FileEntry& e) {
   return 128 + e.path.size() + e.extents.size() * 32 + e.block_hashes.size() * 16 + e.sector_sums.size();
-}
-
-// Decodes the header frame `h` of index `name` into *header, refusing another kind of
-// file, a newer format and an impossible block size.
-Status DecodeHeader(schema::IndexHeader::Reader h, const std::string& name, IndexHeader* header) {
-  if (h.getMagic() != kj::StringPtr(kIndexMagic)) {
-    std::string magic = h.getMagic();
-    return Status::Corrupt(name + (magic == "oans-plan" ? " is a dedupe plan, not an index"
-                                                       : " is not an oans index (wrong magic)"));
-  }
-  if (h.getFormatVersion() > kIndexFormatVersion)
-    return Status::Version(name + " has index format version " + std::to_string(h.getFormatVersion()) +
-                           ", newer than this oans understands (" + std::to_string(kIndexFormatVersion) +
-                           "); upgrade oans or re-scan");
-  *header = IndexHeader();
-  header->format_version = h.getFormatVersion();
-  header->tool_version = h.getToolVersion();
-  header->created_ns = h.getCreatedNs();
-  for (auto r : h.getRoots()) header->roots.push_back(FromData(r));
-  for (auto f : h.getFilesystems()) header->filesystems.push_back(ReadFs(f));
-  header->block_size = h.getBlockSize();
-  header->min_size = h.getMinSize();
-  for (auto e : h.getExcludes()) header->excludes.push_back(e);
-  header->hostname = h.getHostname();
-  for (auto c : h.getCommandLine()) header->command_line.push_back(c);
-  header->directories = h.getDirectories();
-  header->followed_from = h.getFollowedFrom();
-  header->same_as_followed = h.getSameAsFollowed();
-  header->mounts_below = h.getMountsBelow();
-  header->read_data = h.getReadData() || header->format_version < 2;
-  if (header->block_size == 0 || header->block_size % 512 != 0)
-    return Status::Corrupt(name + " is damaged (block size " + std::to_string(header->block_size) + ")");
-  return Status::Ok();
-}
-
-// Whether a section's trailer counts the records and batches that were read.
-Status CheckTrailer(schema::Trailer::Reader t, const std::string& name, const IndexTotals& seen) {
-  if (t.getRecords() != seen.records || t.getBatches() != seen.batches)
-    return Status::Corrupt(name + " is damaged: its trailer counts " + std::to_string(t.getRecords()) +
-                           " records but " + std::to_string(seen.records) + " were read");
-  return Status::Ok();
 }
 
 }  // namespace
@@ -109,6 +66,13 @@ Status IndexWriter::WriteHeader(const IndexHeader& h) {
   hb.setMountsBelow(h.mounts_below);
   hb.setReadData(h.read_data);
   hb.setSameAsFollowed(h.same_as_followed);
+  hb.setChangedKnown(h.changed_known);
+  hb.setChangedAt(h.changed_at);
+  auto changed = hb.initChangedFiles(unsigned(h.changed_files.size()));
+  for (unsigned i = 0; i < h.changed_files.size(); ++i) {
+    changed[i].setFs(h.changed_files[i].first);
+    changed[i].setIno(h.changed_files[i].second);
+  }
   return frames_.Write(msg);
 }
 

@@ -62,6 +62,13 @@ struct IndexHeader {
   // too for an index of format version 1, whose keys are all of data. Records are reused
   // only by a scan asked the same: keys pair only with keys of their kind.
   bool read_data = false;
+  // A followed scan's changes (`changed_known`): the (filesystem, inode) of every file
+  // record new or changed since `followed_from` as FileIdentity::UnchangedFrom tells it,
+  // which the records from `changed_at` bytes past the end of the header's frame hold.
+  // A plan --since that index reads them first, and of the rest only what shares a key.
+  bool changed_known = false;
+  std::vector<std::pair<uint32_t, uint64_t>> changed_files;
+  uint64_t changed_at = 0;
 };
 
 // A directory the scan read, so that a later scan following btrfs changes knows the
@@ -186,6 +193,12 @@ class BatchView {
   virtual std::string_view other_path(size_t i, size_t j) const = 0;
   // The physical address of the record's first extent; nullopt without extents.
   virtual std::optional<uint64_t> first_physical(size_t i) const = 0;
+  // The record's keys as FileEntry holds them: `hashed`, the whole-file hash, the block
+  // hashes (16 bytes each, hi then lo, little-endian) and the sector sums (4 bytes each).
+  virtual bool hashed(size_t i) const = 0;
+  virtual Hash128 hash(size_t i) const = 0;
+  virtual std::string_view block_hashes(size_t i) const = 0;
+  virtual std::string_view sector_sums(size_t i) const = 0;
 };
 
 struct IndexReadOptions {
@@ -221,6 +234,14 @@ Result<IndexReadResult> ReadIndex(
     const std::string& path, const IndexReadOptions& options,
     const std::function<Status(const IndexHeader&)>& on_header,
     const std::function<Status(const IndexHeader&, std::vector<FileEntry>&)>& on_batch);
+
+// The records of the index at `path` from `at` bytes past the end of its header's frame
+// on (IndexHeader::changed_at), decoded and checked as ReadIndex checks them, up to the
+// trailer; the frames before `at` are not read. on_header gets the header first. For a
+// first look at part of one index (not concatenated ones) that ReadIndex then reads
+// whole: only there are the trailer's counts checked. `path` must be seekable.
+Status ReadIndexTail(const std::string& path, uint64_t at, const std::function<Status(const IndexHeader&)>& on_header,
+                     const std::function<Status(const IndexHeader&, std::vector<FileEntry>&)>& on_batch);
 
 // The header of the index at `path` alone (its first frame).
 Result<IndexHeader> ReadIndexHeader(const std::string& path);

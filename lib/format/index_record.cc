@@ -2,11 +2,14 @@
 
 #include <cstring>
 
+#include <kj/common.h>
+
 #include "lib/format/schema_io.h"
 
 namespace oans {
 
 using schema_io::FromData;
+using schema_io::ReadFs;
 
 namespace {
 
@@ -108,6 +111,55 @@ Status DecodeDirs(schema::IndexBatch::Reader b, const std::string& name, const I
     dirs->push_back({FromData(d.getPath()), d.getFs(), d.getIno()});
     seen->dirs++;
   }
+  return Status::Ok();
+}
+
+// Decodes the header frame `h` of index `name` into *header, refusing another kind of
+// file, a newer format and an impossible block size.
+Status DecodeHeader(schema::IndexHeader::Reader h, const std::string& name, IndexHeader* header) {
+  if (h.getMagic() != kj::StringPtr(kIndexMagic)) {
+    std::string magic = h.getMagic();
+    return Status::Corrupt(name + (magic == "oans-plan" ? " is a dedupe plan, not an index"
+                                                       : " is not an oans index (wrong magic)"));
+  }
+  if (h.getFormatVersion() > kIndexFormatVersion)
+    return Status::Version(name + " has index format version " + std::to_string(h.getFormatVersion()) +
+                           ", newer than this oans understands (" + std::to_string(kIndexFormatVersion) +
+                           "); upgrade oans or re-scan");
+  *header = IndexHeader();
+  header->format_version = h.getFormatVersion();
+  header->tool_version = h.getToolVersion();
+  header->created_ns = h.getCreatedNs();
+  for (auto r : h.getRoots()) header->roots.push_back(FromData(r));
+  for (auto f : h.getFilesystems()) header->filesystems.push_back(ReadFs(f));
+  header->block_size = h.getBlockSize();
+  header->min_size = h.getMinSize();
+  for (auto e : h.getExcludes()) header->excludes.push_back(e);
+  header->hostname = h.getHostname();
+  for (auto c : h.getCommandLine()) header->command_line.push_back(c);
+  header->directories = h.getDirectories();
+  header->followed_from = h.getFollowedFrom();
+  header->same_as_followed = h.getSameAsFollowed();
+  header->mounts_below = h.getMountsBelow();
+  header->read_data = h.getReadData() || header->format_version < 2;
+  header->changed_known = h.getChangedKnown();
+  header->changed_at = h.getChangedAt();
+  for (auto c : h.getChangedFiles()) {
+    if (c.getFs() >= header->filesystems.size())
+      return Status::Corrupt(name + " is damaged (a changed file of filesystem " + std::to_string(c.getFs()) +
+                             ", which its header does not list)");
+    header->changed_files.emplace_back(c.getFs(), c.getIno());
+  }
+  if (header->block_size == 0 || header->block_size % 512 != 0)
+    return Status::Corrupt(name + " is damaged (block size " + std::to_string(header->block_size) + ")");
+  return Status::Ok();
+}
+
+// Whether a section's trailer counts the records and batches that were read.
+Status CheckTrailer(schema::Trailer::Reader t, const std::string& name, const IndexTotals& seen) {
+  if (t.getRecords() != seen.records || t.getBatches() != seen.batches)
+    return Status::Corrupt(name + " is damaged: its trailer counts " + std::to_string(t.getRecords()) +
+                           " records but " + std::to_string(seen.records) + " were read");
   return Status::Ok();
 }
 

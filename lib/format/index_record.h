@@ -1,5 +1,6 @@
-// The file and directory records of an index batch frame (format/index.capnp), checked
-// and decoded, or read in place (BatchView); used by ReadIndex alone.
+// The frames of an index (format/index.capnp) checked and decoded: the header, a batch's
+// file and directory records (or read in place, BatchView) and the trailer's counts; used
+// by the index readers (index_file.cc, index_tail.cc) alone.
 #pragma once
 
 #include <string>
@@ -9,6 +10,12 @@
 #include "lib/format/index_file.h"
 
 namespace oans {
+
+// Decodes the header frame `h` of index `name` into *header, refusing another kind of
+// file, a newer format and an impossible block size.
+Status DecodeHeader(schema::IndexHeader::Reader h, const std::string& name, IndexHeader* header);
+// Whether a section's trailer counts the records and batches that were read.
+Status CheckTrailer(schema::Trailer::Reader t, const std::string& name, const IndexTotals& seen);
 
 // The checks a record must pass, made on the frame's bytes: a known filesystem, block
 // hashes and sector sums that fit the file's size, known kinds of sums and keys.
@@ -41,6 +48,12 @@ class FrameBatchView final : public BatchView {
     if (ex.size() == 0) return std::nullopt;
     return ex[0].getPhysical();
   }
+  bool hashed(size_t i) const override { return files_[unsigned(i)].getHashed(); }
+  Hash128 hash(size_t i) const override {
+    return {files_[unsigned(i)].getHashHi(), files_[unsigned(i)].getHashLo()};
+  }
+  std::string_view block_hashes(size_t i) const override { return ViewOf(files_[unsigned(i)].getBlockHashes()); }
+  std::string_view sector_sums(size_t i) const override { return ViewOf(files_[unsigned(i)].getSectorSums()); }
 
  private:
   static std::string_view ViewOf(capnp::Data::Reader d) {

@@ -54,9 +54,9 @@ Status ZstdWriter::EndFrame() {
   return Drain(ZSTD_e_end, &in);
 }
 
-ZstdReader::ZstdReader(int fd, std::string name)
+ZstdReader::ZstdReader(int fd, std::string name, uint64_t start)
     : fd_(fd), name_(std::move(name)), dctx_(ZSTD_createDCtx()), in_(ZSTD_DStreamInSize()),
-      out_(ZSTD_DStreamOutSize()) {}
+      bytes_in_(start), frame_start_(start), next_frame_(start), out_(ZSTD_DStreamOutSize()) {}
 
 ZstdReader::~ZstdReader() { ZSTD_freeDCtx(dctx_); }
 

@@ -43,8 +43,9 @@ class ZstdWriter {
 
 class ZstdReader {
  public:
-  // Reads from fd (not owned). `name` is used in messages.
-  ZstdReader(int fd, std::string name);
+  // Reads from fd (not owned) from where it stands, which is byte `start` of the file
+  // (offsets count from the file's start). `name` is used in messages.
+  ZstdReader(int fd, std::string name, uint64_t start = 0);
   ~ZstdReader();
   ZstdReader(const ZstdReader&) = delete;
   ZstdReader& operator=(const ZstdReader&) = delete;

@@ -129,13 +129,19 @@ Status RunsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, Ex
 
 }  // namespace
 
+bool AnchorAt(std::string_view sums, size_t i, uint64_t* hash) {
+  if (i + kAnchorWindow > sums.size() / 4) return false;
+  const uint64_t h = XXH3_64bits_withSeed(sums.data() + 4 * i, 4 * kAnchorWindow, kAnchorSeed);
+  if ((h & ((1u << kAnchorBits) - 1)) != 0 || Repeated(sums, i)) return false;
+  *hash = h;
+  return true;
+}
+
 Status AddAnchors(PlanState& st, std::string_view sums, uint32_t pair, uint32_t id) {
   const size_t n = sums.size() / 4;
-  for (size_t i = 0; i + kAnchorWindow <= n; ++i) {
-    const uint64_t h = XXH3_64bits_withSeed(sums.data() + 4 * i, 4 * kAnchorWindow, kAnchorSeed);
-    if ((h & ((1u << kAnchorBits) - 1)) != 0 || Repeated(sums, i)) continue;
-    OANS_RETURN_IF_ERROR(st.anchors.Add({h, pair, id, uint32_t(i)}));
-  }
+  uint64_t h = 0;
+  for (size_t i = 0; i + kAnchorWindow <= n; ++i)
+    if (AnchorAt(sums, i, &h)) OANS_RETURN_IF_ERROR(st.anchors.Add({h, pair, id, uint32_t(i)}));
   return Status::Ok();
 }
 

@@ -28,6 +28,8 @@ namespace oans {
 inline constexpr uint32_t kAnchorWindow = 8;  // sectors: 32 KiB
 inline constexpr uint32_t kAnchorBits = 3;    // one anchor per 8 sectors on average
 
+// Whether sector i of `sums` starts an anchor, and then its hash in *hash.
+bool AnchorAt(std::string_view sums, size_t i, uint64_t* hash);
 // Adds the anchors of file `id` (sums `sums`, pairing `pair`) to st.anchors.
 Status AddAnchors(PlanState& st, std::string_view sums, uint32_t pair, uint32_t id);
 

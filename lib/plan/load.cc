@@ -7,6 +7,7 @@
 #include "lib/plan/anchors.h"
 #include "lib/plan/ranges.h"
 #include "lib/plan/since.h"
+#include "lib/plan/since_listed.h"
 
 namespace oans {
 namespace {
@@ -16,18 +17,20 @@ constexpr uint32_t kKinds = 8;               // key and sum kinds (lib/scan/sect
 
 class Loader {
  public:
-  explicit Loader(PlanState& st) : st_(st) {
-    if (!st.o.since.empty()) since_.emplace(st.dir, st.o.memory / 5, st.o.stop);
-  }
+  explicit Loader(PlanState& st) : st_(st) {}
   Status Run();
 
  private:
   Status Section(const std::string& path, const IndexHeader& h);
+  Status Batch(std::vector<FileEntry>& batch);
   Status File(FileEntry& e);
   Status BlockKeys(const FileEntry& e, const Detail& d, uint32_t pair, uint32_t id);
+  Status HeaderOnly();
+  void LeaveOut(uint64_t records) { st_.stats->since_left_out += records; }
 
   PlanState& st_;
-  std::optional<SinceJoin> since_;
+  std::optional<SinceJoin> since_;      // --since OLD: the join with OLD's files
+  std::optional<ListedChanges> listed_;  // or the index's own list of its changes
   std::map<std::string, uint32_t> fs_index_;    // uuid/subvolume -> plan filesystem
   std::map<std::string, uint32_t> pair_index_;  // uuid -> pairing id
   // By filesystem position in the current section: plan filesystem, pairing id,
@@ -107,7 +110,7 @@ Status Loader::File(FileEntry& e) {
   // pair only with keys of the same kind: the kind is part of the pairing.
   const uint32_t base = pairs_of_section_[e.fs] * 2 + ((e.inode_flags & kNoCowFlag) ? 1 : 0);
   const uint32_t pair = base * kKinds + e.key_kind;
-  st_.changed.push_back(true);
+  st_.changed.push_back(!listed_ || listed_->Changed(e.fs, e.ino));
   if (since_) OANS_RETURN_IF_ERROR(since_->AddNew(ids_of_section_[e.fs], e.ino, id, FileIdentity::Of(e)));
   OANS_RETURN_IF_ERROR(st_.whole.Add({pair, id, d.size, e.hash, LayoutOf(d.extents)}));
   if (st_.sections > 1) OANS_RETURN_IF_ERROR(st_.inodes.Add({d.ino, d.fs, id}));
@@ -133,40 +136,71 @@ bool UnchangedSince(const PlanOptions& o) {
          now->followed_from == old->created_ns && now->roots == old->roots && now->hostname == old->hostname;
 }
 
-Status Loader::Run() {
-  if (UnchangedSince(st_.o)) {
-    st_.stats->unchanged_since = true;
-    st_.observer->Notice(st_.o.indexes[0] + " holds exactly what " + st_.o.since +
-                         " held (btrfs reported no change): nothing new to plan");
-    Status header;
-    (void)ReadIndex(
-        st_.o.indexes[0], IndexReadOptions{},
-        [&](const IndexHeader& h) {
-          header = Section(st_.o.indexes[0], h);
-          return Status::Interrupted("the header is read");
-        },
-        [](const IndexHeader&, std::vector<FileEntry>&) { return Status::Ok(); });
-    OANS_RETURN_IF_ERROR(header);
-    st_.stats->filesystems = pair_index_.size();
-    return Status::Ok();
+// Only the header of the one index, which holds nothing new since --since.
+Status Loader::HeaderOnly() {
+  st_.stats->unchanged_since = true;
+  st_.observer->Notice(st_.o.indexes[0] + " holds exactly what " + st_.o.since +
+                       " held (btrfs reported no change): nothing new to plan");
+  Status header;
+  (void)ReadIndex(
+      st_.o.indexes[0], IndexReadOptions{},
+      [&](const IndexHeader& h) {
+        header = Section(st_.o.indexes[0], h);
+        return Status::Interrupted("the header is read");
+      },
+      [](const IndexHeader&, std::vector<FileEntry>&) { return Status::Ok(); });
+  OANS_RETURN_IF_ERROR(header);
+  st_.stats->filesystems = pair_index_.size();
+  return Status::Ok();
+}
+
+Status Loader::Batch(std::vector<FileEntry>& batch) {
+  OANS_RETURN_IF_ERROR(st_.CheckStop());
+  loaded_ += batch.size();
+  for (const auto& e : batch) loaded_bytes_ += e.size;
+  st_.observer->Progress({"load", loaded_bytes_, 0, loaded_, 0});
+  for (auto& e : batch) {
+    if (listed_ && !listed_->Wanted(e)) {
+      LeaveOut(1);
+      continue;
+    }
+    OANS_RETURN_IF_ERROR(File(e));
   }
-  if (since_) {
+  return Status::Ok();
+}
+
+Status Loader::Run() {
+  if (UnchangedSince(st_.o)) return HeaderOnly();
+  if (!st_.o.since.empty() && !st_.o.since_join) listed_ = ListedChanges::Of(st_.o);
+  if (listed_) {
+    st_.stats->since_listed = true;
+    OANS_RETURN_IF_ERROR(listed_->ReadChanged(st_.o.stop));
+  } else if (!st_.o.since.empty()) {
+    since_.emplace(st_.dir, st_.o.memory / 5, st_.o.stop);
     bool truncated = false;
     OANS_RETURN_IF_ERROR(since_->LoadOld(st_.o.since, &st_.fs_ids, &truncated));
     st_.stats->since_truncated = truncated;
     if (truncated) st_.observer->Notice("warning: " + st_.o.since + " is incomplete; files missing from it count as new");
   }
+  IndexReadOptions ro;
+  if (listed_) {
+    // A batch with no file to take is passed by undecoded (its records checked in place).
+    ro.keep_encoded = [&](const IndexHeader&, const BatchView& v) { return !listed_->AnyWanted(v); };
+    ro.on_encoded = [&](const IndexHeader&, const IndexTotals& counted) {
+      loaded_ += counted.records;
+      loaded_bytes_ += counted.bytes;
+      LeaveOut(counted.records);
+      return st_.CheckStop();
+    };
+  }
   for (const auto& path : st_.o.indexes) {
     auto r = ReadIndex(
-        path, IndexReadOptions{}, [&](const IndexHeader& h) { return Section(path, h); },
-        [&](const IndexHeader&, std::vector<FileEntry>& batch) -> Status {
-          OANS_RETURN_IF_ERROR(st_.CheckStop());
-          loaded_ += batch.size();
-          for (const auto& e : batch) loaded_bytes_ += e.size;
-          st_.observer->Progress({"load", loaded_bytes_, 0, loaded_, 0});
-          for (auto& e : batch) OANS_RETURN_IF_ERROR(File(e));
-          return Status::Ok();
-        });
+        path, ro,
+        [&](const IndexHeader& h) -> Status {
+          if (listed_ && h.created_ns != listed_->created_ns()) return Status::Corrupt(path + " changed while it was read");
+          return Section(path, h);
+        },
+        [&](const IndexHeader&, std::vector<FileEntry>& batch) { return Batch(batch); });
     if (!r.ok()) return r.status();
   }
   st_.stats->filesystems = pair_index_.size();

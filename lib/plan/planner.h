@@ -40,6 +40,7 @@ struct PlanOptions {
   // extents into slivers for little space.
   uint64_t min_run = 64u << 10;
   std::string since;                  // only groups touching files new/changed since this index
+  bool since_join = false;            // join with `since` even when the index lists its changes
   // Memory for the planner's sorted records and file details; past it they spill to
   // temporary files in temp_dir (default $TMPDIR, else /var/tmp). Beyond it: 9 bytes per
   // file, the current duplicate group and, with `since`, the old index's identities.
@@ -68,6 +69,12 @@ struct PlanStats {
   // --since OLD with one index that a scan following btrfs changes made from OLD without
   // a single change: only its header was read, and nothing is planned.
   bool unchanged_since = false;
+  // --since OLD with one index that a followed scan made from OLD and whose header lists
+  // its changes (since_listed.h): OLD was not read, and of the unchanged files only those
+  // sharing a key with a changed one were loaded; the others are counted here, not in
+  // `files` or the skipped counts.
+  bool since_listed = false;
+  uint64_t since_left_out = 0;
   bool spilled = false;          // records did not fit --memory and went to temporary files
 };
 

@@ -130,6 +130,12 @@ void FollowState::MatchExtents(const FileEntry& e) {
 }
 
 std::string FollowState::FinishChanged() {
+  // The records written from here on start a frame of their own: a plan --since the
+  // previous index finds them there (IndexHeader::changed_at).
+  KeepWrite(file_writer_->Flush());
+  struct stat spooled;
+  if (fstat(file_spool_->fd(), &spooled) != 0) KeepWrite(Status::Io("reading the scan's temporary spool", errno));
+  changed_at_ = uint64_t(spooled.st_size);
   // Files the previous scan could not read are tried again, by their recorded paths.
   for (auto& e : retry_) {
     ChangedFile f;
@@ -155,6 +161,12 @@ std::string FollowState::FinishChanged() {
     auto before = before_.find({files_[i].root->fs, files_[i].ino});
     if (before == before_.end() || !SameRecord(files_[i].entry, before->second)) changes_++;
     else matched++;
+    // What a merge join of the two indexes by inode would call new or changed.
+    const FileEntry& now = files_[i].entry;
+    if (now.hashed && now.error.empty() &&
+        (before == before_.end() || !before->second.hashed ||
+         !FileIdentity::Of(now).UnchangedFrom(FileIdentity::Of(before->second))))
+      changed_files_.emplace_back(now.fs, now.ino);
     KeepWrite(Add(std::move(files_[i].entry)));
   });
   changes_ += before_.size() - matched;  // previous records of inodes gone or not recorded now
@@ -192,11 +204,20 @@ Status FollowState::Add(FileEntry e) {
   return file_writer_->Add(std::move(e));
 }
 
-Status FollowState::WriteInto(const IndexHeader& header, OutputFile* out) {
+Status FollowState::WriteInto(IndexHeader header, OutputFile* out) {
   OANS_RETURN_IF_ERROR(write_status_);
+  OANS_RETURN_IF_ERROR(dir_writer_->Flush());
+  struct stat dirs;
+  if (fstat(dir_spool_->fd(), &dirs) != 0) return Status::Io("reading the scan's temporary spool", errno);
+  // A long list would make the header itself long; the plan then joins the two indexes.
+  header.changed_known = changed_files_.size() <= kMaxChangedListed;
+  if (header.changed_known) {
+    std::sort(changed_files_.begin(), changed_files_.end());
+    header.changed_files = std::move(changed_files_);
+    header.changed_at = uint64_t(dirs.st_size) + changed_at_;
+  }
   IndexWriter w(out);
   OANS_RETURN_IF_ERROR(w.WriteHeader(header));
-  OANS_RETURN_IF_ERROR(dir_writer_->Flush());
   OANS_RETURN_IF_ERROR(w.AppendFrames(*dir_spool_, dir_writer_->totals()));
   OANS_RETURN_IF_ERROR(file_writer_->Flush());
   OANS_RETURN_IF_ERROR(w.AppendFrames(*file_spool_, file_writer_->totals()));

@@ -85,9 +85,11 @@ class FollowState {
   // hashes of the same inode unchanged in data or of a record with the same extents,
   // and recorded.
   std::string FinishChanged();
-  // The new index: `header`, then the spooled directories and files, then the trailer
-  // (none when the scan was stopped).
-  Status WriteInto(const IndexHeader& header, OutputFile* out);
+  // The new index: `header` with the files changed since the previous index (up to
+  // kMaxChangedListed, else none and changed_known false), then the spooled directories
+  // and files, then the trailer (none when the scan was stopped).
+  Status WriteInto(IndexHeader header, OutputFile* out);
+  static constexpr size_t kMaxChangedListed = 1 << 20;
 
  private:
   std::string ReadChangedDir(FollowRoot& r, const ChangedInode& c);
@@ -134,6 +136,8 @@ class FollowState {
   std::unique_ptr<IndexWriter> dir_writer_, file_writer_;
   std::string why_;
   uint64_t changes_ = 0;  // records (and directories) written otherwise than they were, or dropped
+  std::vector<std::pair<uint32_t, uint64_t>> changed_files_;  // (fs, inode): IndexHeader::changed_files
+  uint64_t changed_at_ = 0;  // where FinishChanged's records start in the file spool
   Status write_status_;
   Checksums checksums_;    // sector sums from btrfs instead of data, as in a walk
   PreviousIndex nothing_;  // ReadOpen's reuse source: changed files are matched here

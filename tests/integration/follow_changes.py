@@ -63,7 +63,7 @@ def change(root, seed, count):
         fs, ds = files(root), dirs(root)
         kind = r.choice(["new", "delete", "modify", "append", "truncate", "rename", "move", "rename_dir",
                          "move_dir", "delete_dir", "link", "unlink_link", "mtime_restored", "chattr",
-                         "dedupe", "defrag", "new_dir", "reflink_copy", "nocow_inplace"])
+                         "dedupe", "defrag", "new_dir", "reflink_copy", "nocow_inplace", "copy", "copy_shifted"])
         f = r.choice(fs) if fs else None
         d = r.choice(ds) if ds else root
         try:
@@ -125,6 +125,15 @@ def change(root, seed, count):
                     with open(p, "r+b") as o: o.write(r.randbytes(8192))
                     os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
                     os.rename(p, p + f".i{seed}_{n}")
+            elif kind == "copy":
+                # A new duplicate, not sharing anything yet: the plan dedupes it.
+                subprocess.run(["cp", "--reflink=never", f, os.path.join(d, f"p{seed}_{n}")], check=True)
+            elif kind == "copy_shifted":
+                # A partial duplicate: another file's data 12 KiB into a new one.
+                big = [x for x in fs if os.path.getsize(x) >= 100000 and "/nocow/" not in x]
+                if big:
+                    with open(r.choice(big), "rb") as i, open(os.path.join(d, f"s{seed}_{n}"), "wb") as o:
+                        o.write(data(r, 12288) + i.read())
             elif kind == "reflink_copy":
                 subprocess.run(["cp", "--reflink=always", f, os.path.join(d, f"c{seed}_{n}")], check=True)
             made.append(kind)

@@ -34,7 +34,19 @@ for seed in $(seq 1 "$seeds"); do
   out=$(python3 "$PY" compare "$WORK/w$seed.jsonl" "$WORK/c$seed.jsonl") ||
     fail "seed $seed ($made): the followed index differs from a cold scan's:
 $out"
-  pass "seed $seed ($made): $out; $(json_field "$WORK/w$seed.json" changed_inodes) inodes looked at"
+  # plan --since the previous index: from the changes the index lists, the plan a join
+  # of the two indexes gives.
+  "$BIN/oans-plan" --json --since "$prev" "$WORK/w$seed.idx" -o "$WORK/l$seed.plan" 2> "$WORK/l$seed.json" ||
+    fail "seed $seed: plan --since failed: $(cat "$WORK/l$seed.json")"
+  [ "$(json_field "$WORK/l$seed.json" since_listed)" = True ] ||
+    fail "seed $seed: plan --since did not use the index's list of changes: $(cat "$WORK/l$seed.json")"
+  "$BIN/oans-plan" --quiet --since-join --since "$prev" "$WORK/w$seed.idx" -o "$WORK/j$seed.plan" ||
+    fail "seed $seed: plan --since-join failed"
+  "$BIN/oans-cat" "$WORK/l$seed.plan" | sed 1d > "$WORK/l$seed.rounds"
+  "$BIN/oans-cat" "$WORK/j$seed.plan" | sed 1d > "$WORK/j$seed.rounds"
+  cmp -s "$WORK/l$seed.rounds" "$WORK/j$seed.rounds" ||
+    fail "seed $seed: the plan from the listed changes differs from the join's: $(diff "$WORK/l$seed.rounds" "$WORK/j$seed.rounds" | head -5)"
+  pass "seed $seed ($made): $out; $(json_field "$WORK/w$seed.json" changed_inodes) inodes looked at; plan --since as the join's ($(json_field "$WORK/l$seed.json" planned_bytes) bytes planned, $(json_field "$WORK/l$seed.json" since_left_out) files left out)"
   prev=$WORK/w$seed.idx
 done
 

@@ -138,6 +138,9 @@ int main(int argc, char** argv) {
       ->type_name("FILE");
   app.add_option("--since", o.since, "Plan only duplicate groups involving a file new or changed since index OLD")
       ->type_name("OLD");
+  app.add_flag("--since-join", o.since_join,
+               "With --since: read OLD and join it with the index by inode even when the index lists its own "
+               "changes since OLD (as a scan following btrfs changes writes it); the same plan, slower");
   cli::AddSize(app, "--memory", &o.memory,
                "Memory for the planner's records (default 512M, at least 16M); past it, sorted runs and file "
                "details go to temporary files, removed on exit");
@@ -197,6 +200,15 @@ int main(int argc, char** argv) {
   }
   if (o.memory < (16u << 20)) return cli::Fail("oans-plan", "--memory must be at least 16M");
   if (o.indexes.empty()) o.indexes.push_back("-");
+  // With --since an index is read more than once (its header first): standard input is
+  // kept in memory for that.
+  if (!o.since.empty())
+    for (auto& path : o.indexes)
+      if (path == "-") {
+        auto spooled = SpoolStdin();
+        if (!spooled.ok()) return cli::Fail("oans-plan", spooled.status());
+        path = *spooled;
+      }
   o.blocks = !no_blocks;
   o.command_line = cli::Argv(argc, argv);
   std::atomic<bool> stop{false};
@@ -245,6 +257,8 @@ int main(int argc, char** argv) {
                                {"partial_bytes", s.partial_bytes},
                                {"planned_bytes", s.planned_bytes},
                                {"unchanged_since", s.unchanged_since},
+                               {"since_listed", s.since_listed},
+                               {"since_left_out", s.since_left_out},
                                {"operations", s.ops},
                                {"rounds", s.rounds},
                                {"skipped_errors", s.skipped_errors},
@@ -273,6 +287,8 @@ int main(int argc, char** argv) {
     for (auto& p : cli::Skipped({cli::Counted(ull(s.skipped_errors), "unreadable in the scan"),
                                  cli::Counted(ull(s.skipped_inline), "with inline data")}))
       parts.push_back(std::move(p));
+    if (s.since_listed)
+      parts.push_back(std::to_string(s.since_left_out) + " unchanged files sharing nothing with a changed one left out");
     std::fputs(cli::WrapSummary(head, parts).c_str(), stderr);
   }
   return report_rc;
