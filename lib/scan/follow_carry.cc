@@ -204,6 +204,9 @@ std::string FollowState::CarryFile(FileEntry& e, bool* untouched) {
   if (e.fs >= root_of_fs_.size() || root_of_fs_[e.fs] < 0) return "a file record names no root's filesystem";
   FollowRoot& r = roots[root_of_fs_[e.fs]];
   if (r.changed.count(e.ino)) {
+    // Looked at again; if it still holds the data its record names, a reflinked copy
+    // made since may take its keys.
+    if (!by_first_physical_.empty()) MatchIfUnchanged(e);
     before_[{e.fs, e.ino}] = std::move(e);
     return "";
   }

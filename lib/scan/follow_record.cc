@@ -129,6 +129,21 @@ void FollowState::MatchExtents(const FileEntry& e) {
   }
 }
 
+void FollowState::MatchIfUnchanged(const FileEntry& e) {
+  if (!e.hashed || !e.error.empty() || !PlainExtents(e.extents, e.inode_flags)) return;
+  auto it = by_first_physical_.find(e.extents[0].physical);
+  if (it == by_first_physical_.end()) return;
+  const FollowRoot* root = &roots[root_of_fs_[e.fs]];
+  for (size_t i : it->second) {
+    const ChangedFile& f = files_[i];
+    if (f.root != root || f.ino != e.ino) continue;
+    // Not written since (a ctime nobody can set) and holding the very extents recorded.
+    if (FileIdentity::Of(f.entry).HashesStillValid(FileIdentity::Of(e)) && SameExtents(f.entry.extents, e.extents))
+      MatchExtents(e);
+    return;
+  }
+}
+
 std::string FollowState::FinishChanged() {
   // The records written from here on start a frame of their own: a plan --since the
   // previous index finds them there (IndexHeader::changed_at).

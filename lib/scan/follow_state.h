@@ -112,6 +112,9 @@ class FollowState {
   void MapFile(ChangedFile* f);
   bool HashFile(ChangedFile* f);
   void MatchExtents(const FileEntry& e);
+  // MatchExtents for the previous record of a changed inode that still holds its data:
+  // unchanged size, mtime and ctime, and the same extents now.
+  void MatchIfUnchanged(const FileEntry& e);
   Status Add(FileEntry e);
   void KeepWrite(Status s) {
     if (write_status_.ok() && !s.ok()) write_status_ = std::move(s);

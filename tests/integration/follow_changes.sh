@@ -4,7 +4,9 @@
 # identity, extents, hashes, directories), after random batches of every kind of change:
 # new, deleted, modified, appended, truncated files, renames and moves of files and of
 # directories, removed directory trees, new and removed hardlinks, a rewrite with the old
-# mtime restored, chattr, data deduped or defragmented by other tools, reflinked copies.
+# mtime restored, chattr, data deduped or defragmented by other tools, reflinked copies,
+# plain and shifted copies. Each time, plan --since the previous index from the changes
+# the new one lists is the plan of a join of the two (--since-join).
 # OANS_FOLLOW_SEEDS (default 12) sets how many batches run, each from the last index.
 # Then: nothing changed costs no directory read, stat or open; a new subvolume below the
 # root is seen by a walk, said once; content is unchanged throughout.
@@ -47,6 +49,12 @@ $out"
   cmp -s "$WORK/l$seed.rounds" "$WORK/j$seed.rounds" ||
     fail "seed $seed: the plan from the listed changes differs from the join's: $(diff "$WORK/l$seed.rounds" "$WORK/j$seed.rounds" | head -5)"
   pass "seed $seed ($made): $out; $(json_field "$WORK/w$seed.json" changed_inodes) inodes looked at; plan --since as the join's ($(json_field "$WORK/l$seed.json" planned_bytes) bytes planned, $(json_field "$WORK/l$seed.json" since_left_out) files left out)"
+  if [ "$seed" = 3 ]; then  # an index on standard input, as from a pipe
+    "$BIN/oans-plan" --quiet --since "$prev" -o "$WORK/p$seed.plan" - < "$WORK/w$seed.idx" ||
+      fail "seed $seed: plan --since of an index on standard input failed"
+    "$BIN/oans-cat" "$WORK/p$seed.plan" | sed 1d | cmp -s - "$WORK/l$seed.rounds" ||
+      fail "seed $seed: the plan from standard input differs"
+  fi
   prev=$WORK/w$seed.idx
 done
 
@@ -72,6 +80,11 @@ pass "unchanged: 0 inodes looked at, no directory read and no file opened or sta
   fail "the plan read an unchanged index: $(cat "$WORK/warm-plan.json")"
 [ "$(json_field "$WORK/warm-plan.json" planned_bytes)" = 0 ] || fail "unchanged index, yet a plan"
 "$BIN/oans-apply" --quiet "$WORK/warm.plan" || fail "the empty plan does not apply"
+# The same from standard input, which --since reads twice.
+"$BIN/oans-plan" --json --since "$prev" -o "$WORK/stdin.plan" - < "$WORK/warm.idx" 2> "$WORK/stdin-plan.json" ||
+  fail "plan --since of an index on standard input failed: $(cat "$WORK/stdin-plan.json")"
+[ "$(json_field "$WORK/stdin-plan.json" unchanged_since)" = True ] ||
+  fail "the plan read an unchanged index on standard input: $(cat "$WORK/stdin-plan.json")"
 pass "plan --since of the unchanged index: headers only, nothing planned, applied"
 
 # A reflinked copy is given the hashes of the file whose extents it shares; only the
