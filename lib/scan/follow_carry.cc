@@ -155,19 +155,19 @@ struct ViewAt {
 
 }  // namespace
 
+bool FollowState::StillLinked(std::string_view p, uint64_t ino) const {
+  auto parent = dirs_by_old_path_.find(PathDirname(p));
+  if (parent == dirs_by_old_path_.end()) return true;  // its directory did not change
+  auto x = parent->second->entries.find(PathBasename(p));
+  return x != parent->second->entries.end() && x->second == ino;
+}
+
 template <typename R>
 bool FollowState::CarriedAsIs(const R& e) const {
   const uint32_t fs = e.fs();
   if (e.ino() == 0 || fs >= root_of_fs_.size() || root_of_fs_[fs] < 0 || e.has_error()) return false;
   if (roots[root_of_fs_[fs]].changed.count(e.ino())) return false;
-  auto linked = [&](std::string_view p) {
-    auto parent = dirs_by_old_path_.find(PathDirname(p));
-    if (parent != dirs_by_old_path_.end()) {
-      auto x = parent->second->entries.find(PathBasename(p));
-      if (x == parent->second->entries.end() || x->second != e.ino()) return false;
-    }
-    return !moved_.Moves(p);
-  };
+  auto linked = [&](std::string_view p) { return StillLinked(p, e.ino()) && !moved_.Moves(p); };
   if (!linked(e.path())) return false;
   for (size_t j = 0; j < e.other_path_count(); ++j)
     if (!linked(e.other_path(j))) return false;
@@ -219,11 +219,7 @@ std::string FollowState::CarryFile(FileEntry& e, bool* untouched) {
   }
   std::vector<std::string> paths;
   auto keep = [&](const std::string& p) {
-    auto parent = dirs_by_old_path_.find(PathDirname(p));
-    if (parent != dirs_by_old_path_.end()) {
-      auto x = parent->second->entries.find(PathBasename(p));
-      if (x == parent->second->entries.end() || x->second != e.ino) return;  // this link is gone
-    }
+    if (!StillLinked(p, e.ino)) return;  // this link is gone
     auto now = moved_.Map(p);
     if (now && (*now == p || !Excluded(r, *now))) paths.push_back(*now);
   };

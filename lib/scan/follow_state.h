@@ -101,6 +101,9 @@ class FollowState {
   // removed directory. R: a decoded record (EntryAt) or one read in place (ViewAt).
   template <typename R>
   bool CarriedAsIs(const R& e) const;
+  // Whether recorded path `p` still names inode `ino` as far as its directory says: the
+  // directory did not change, or it still has that entry for that inode.
+  bool StillLinked(std::string_view p, uint64_t ino) const;
   // Whether a batch read in place may be copied as it is: every record carried as it
   // was, none whose extents a changed file may share (MatchExtents needs it decoded).
   bool KeepEncoded(const BatchView& batch, uint64_t* hardlinks);
