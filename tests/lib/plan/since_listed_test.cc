@@ -159,16 +159,25 @@ Trees MakeTrees() {
   return t;
 }
 
-TEST(SinceListed, PlansWhatTheJoinPlansWithoutReadingOld) {
+// OLD written (created at 111) and the header of an index that followed it.
+struct Indexes {
+  Indexes() {
+    old_h.created_ns = 111;
+    test::WriteIndex(dir.Join("old.idx"), old_h, t.old_files, 3);
+    now.created_ns = 222;
+    now.followed_from = 111;
+  }
   TempDir dir;
   Trees t = MakeTrees();
-  IndexHeader old_h = Header();
-  old_h.created_ns = 111;
-  test::WriteIndex(dir.Join("old.idx"), old_h, t.old_files, 3);
-  IndexHeader now = Header();
-  now.created_ns = 222;
-  now.followed_from = 111;
-  WriteFollowed(dir, dir.Join("new.idx"), now, t.carried, t.changed, true, t.listed);
+  IndexHeader old_h = Header(), now = Header();
+};
+
+TEST(SinceListed, PlansWhatTheJoinPlansWithoutReadingOld) {
+  Indexes x;
+  const TempDir& dir = x.dir;
+  const Trees& t = x.t;
+  const IndexHeader& old_h = x.old_h;
+  WriteFollowed(dir, dir.Join("new.idx"), x.now, t.carried, t.changed, true, t.listed);
 
   Planned join = Plan(dir, dir.Join("new.idx"), dir.Join("old.idx"), true);
   ASSERT_OK(join.status);
@@ -197,13 +206,10 @@ TEST(SinceListed, PlansWhatTheJoinPlansWithoutReadingOld) {
 }
 
 TEST(SinceListed, OnlyForTheIndexFollowedFrom) {
-  TempDir dir;
-  Trees t = MakeTrees();
-  IndexHeader old_h = Header();
-  old_h.created_ns = 111;
-  test::WriteIndex(dir.Join("old.idx"), old_h, t.old_files, 3);
-  IndexHeader now = Header();
-  now.created_ns = 222;
+  Indexes x;
+  const TempDir& dir = x.dir;
+  const Trees& t = x.t;
+  IndexHeader now = x.now;
   now.followed_from = 110;  // another index
   WriteFollowed(dir, dir.Join("new.idx"), now, t.carried, t.changed, true, t.listed);
   Planned p = Plan(dir, dir.Join("new.idx"), dir.Join("old.idx"), false);
@@ -218,14 +224,10 @@ TEST(SinceListed, OnlyForTheIndexFollowedFrom) {
 }
 
 TEST(SinceListed, AListTheRecordsDoNotMatchIsDamage) {
-  TempDir dir;
-  Trees t = MakeTrees();
-  IndexHeader old_h = Header();
-  old_h.created_ns = 111;
-  test::WriteIndex(dir.Join("old.idx"), old_h, t.old_files, 3);
-  IndexHeader now = Header();
-  now.created_ns = 222;
-  now.followed_from = 111;
+  Indexes x;
+  const TempDir& dir = x.dir;
+  const Trees& t = x.t;
+  const IndexHeader& now = x.now;
   // A listed file that is not among the records after the offset.
   auto listed = t.listed;
   listed.push_back({0, 15});
