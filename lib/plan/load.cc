@@ -197,6 +197,9 @@ Status Loader::Run() {
     auto r = ReadIndex(
         path, ro,
         [&](const IndexHeader& h) -> Status {
+          if (listed_ && st_.sections > 0)
+            return Status::Invalid(path + " holds several indexes, and the changes its first one lists since " +
+                                   st_.o.since + " say nothing of the others; plan it with --since-join");
           if (listed_ && h.created_ns != listed_->created_ns()) return Status::Corrupt(path + " changed while it was read");
           return Section(path, h);
         },

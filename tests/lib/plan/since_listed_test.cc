@@ -242,6 +242,14 @@ TEST(SinceListed, AListTheRecordsDoNotMatchIsDamage) {
   WriteFollowed(dir, dir.Join("past.idx"), now, t.carried, t.changed, true, t.listed, 1 << 20);
   p = Plan(dir, dir.Join("past.idx"), dir.Join("old.idx"), false);
   EXPECT_TRUE(StatusIs(p.status, Status::Code::kCorrupt, "past.idx")) << p.status.message();
+  // Another index after it in the same file: its changes are not listed.
+  {
+    WriteFollowed(dir, dir.Join("one.idx"), now, t.carried, t.changed, true, t.listed);
+    test::WriteFile(dir.Join("two.idx"), test::ReadFile(dir.Join("one.idx")) + test::ReadFile(dir.Join("old.idx")));
+    p = Plan(dir, dir.Join("two.idx"), dir.Join("old.idx"), false);
+    EXPECT_TRUE(StatusIs(p.status, Status::Code::kInvalidArgument, "--since-join")) << p.status.message();
+    EXPECT_OK(Plan(dir, dir.Join("two.idx"), dir.Join("old.idx"), true).status);
+  }
   // A listed file of a filesystem the header does not have.
   WriteFollowed(dir, dir.Join("fs.idx"), now, t.carried, t.changed, true, {{3, 11}});
   p = Plan(dir, dir.Join("fs.idx"), dir.Join("old.idx"), false);
