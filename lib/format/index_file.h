@@ -23,6 +23,9 @@ namespace oans {
 // 2: sector sums and key kinds (FileEntry::sum_kind, sector_sums, key_kind); a version 1
 // reader would pair keys made from btrfs checksums with keys of data.
 inline constexpr uint32_t kIndexFormatVersion = 2;
+// The most files a header lists as changed (IndexHeader::changed_files); a scan that
+// finds more lists none, and a longer list is damage.
+inline constexpr size_t kMaxChangedListed = size_t(1) << 20;
 inline constexpr char kIndexMagic[] = "oans-index";
 
 struct FsRecord {
@@ -239,9 +242,11 @@ Result<IndexReadResult> ReadIndex(
 // on (IndexHeader::changed_at), decoded and checked as ReadIndex checks them, up to the
 // trailer; the frames before `at` are not read. on_header gets the header first. For a
 // first look at part of one index (not concatenated ones) that ReadIndex then reads
-// whole: only there are the trailer's counts checked. `path` must be seekable.
+// whole: only there are the trailer's counts checked. `path` must be seekable. *more is
+// set when another message follows the trailer (the file holds several indexes).
 Status ReadIndexTail(const std::string& path, uint64_t at, const std::function<Status(const IndexHeader&)>& on_header,
-                     const std::function<Status(const IndexHeader&, std::vector<FileEntry>&)>& on_batch);
+                     const std::function<Status(const IndexHeader&, std::vector<FileEntry>&)>& on_batch,
+                     bool* more);
 
 // The header of the index at `path` alone (its first frame).
 Result<IndexHeader> ReadIndexHeader(const std::string& path);

@@ -144,6 +144,9 @@ Status DecodeHeader(schema::IndexHeader::Reader h, const std::string& name, Inde
   header->read_data = h.getReadData() || header->format_version < 2;
   header->changed_known = h.getChangedKnown();
   header->changed_at = h.getChangedAt();
+  if (h.getChangedFiles().size() > kMaxChangedListed)
+    return Status::Corrupt(name + " is damaged (its header lists " + std::to_string(h.getChangedFiles().size()) +
+                           " changed files, more than a scan writes)");
   for (auto c : h.getChangedFiles()) {
     if (c.getFs() >= header->filesystems.size())
       return Status::Corrupt(name + " is damaged (a changed file of filesystem " + std::to_string(c.getFs()) +

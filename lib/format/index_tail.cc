@@ -3,9 +3,11 @@
 #include <capnp/serialize.h>
 #include <kj/exception.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 
 #include "format/index.capnp.h"
 #include "lib/format/index_file.h"
@@ -42,7 +44,9 @@ Status NextFrame(FrameReader& frames, kj::Array<capnp::word>* words) {
 }  // namespace
 
 Status ReadIndexTail(const std::string& path, uint64_t at, const std::function<Status(const IndexHeader&)>& on_header,
-                     const std::function<Status(const IndexHeader&, std::vector<FileEntry>&)>& on_batch) {
+                     const std::function<Status(const IndexHeader&, std::vector<FileEntry>&)>& on_batch,
+                     bool* more) {
+  *more = false;
   auto in = InputFile::Open(path);
   if (!in.ok()) return in.status();
   const int fd = (*in)->fd();
@@ -58,9 +62,14 @@ Status ReadIndexTail(const std::string& path, uint64_t at, const std::function<S
       return DecodeHeader(f.getHeader(), name, &header);
     }));
     from = frames.end_offset() + at;
-    if (from < at) return Status::Corrupt(name + " is damaged (an offset past any file in its header)");
+    if (from < at || from > uint64_t(INT64_MAX))
+      return Status::Corrupt(name + " is damaged (its header names an offset past any file)");
   }
   OANS_RETURN_IF_ERROR(on_header(header));
+  struct stat st;
+  if (fstat(fd, &st) != 0) return Status::Io("reading " + name, errno);
+  if (S_ISREG(st.st_mode) && from >= uint64_t(st.st_size))
+    return Status::Corrupt(name + " is damaged (its header names an offset past its end)");
   if (lseek(fd, off_t(from), SEEK_SET) != off_t(from)) return Status::Io("seeking in " + name, errno);
   FrameReader frames(fd, name, from);
   std::vector<FileEntry> batch;
@@ -80,6 +89,9 @@ Status ReadIndexTail(const std::string& path, uint64_t at, const std::function<S
       return frames.DamagedAt(frames.offset(), "is not where its header says the changed records are");
     }));
   }
+  kj::Array<capnp::word> words;
+  auto next = frames.Next(&words);
+  *more = next.ok() && *next;
   return Status::Ok();
 }
 

@@ -37,6 +37,7 @@ class Loader {
   // identity id (FilesystemIds).
   std::vector<uint32_t> remap_, pairs_of_section_, ids_of_section_;
   uint64_t loaded_ = 0, loaded_bytes_ = 0;
+  uint64_t listed_seen_ = 0;  // records of files the list names, as loaded
 };
 
 // A new index section (an index, or a part of a concatenated one): its header.
@@ -164,6 +165,12 @@ Status Loader::Batch(std::vector<FileEntry>& batch) {
       LeaveOut(1);
       continue;
     }
+    if (listed_ && listed_->Changed(e.fs, e.ino)) {
+      if (!listed_->SameAsRead(e))
+        return Status::Corrupt(st_.o.indexes[0] + " is damaged: the record of inode " + std::to_string(e.ino) +
+                               " is not the one its header's list of changes points to");
+      listed_seen_++;
+    }
     OANS_RETURN_IF_ERROR(File(e));
   }
   return Status::Ok();
@@ -173,8 +180,15 @@ Status Loader::Run() {
   if (UnchangedSince(st_.o)) return HeaderOnly();
   if (!st_.o.since.empty() && !st_.o.since_join) listed_ = ListedChanges::Of(st_.o);
   if (listed_) {
+    std::string why_not;
+    OANS_RETURN_IF_ERROR(listed_->ReadChanged(st_.o.stop, &why_not));
+    if (!why_not.empty()) {
+      st_.observer->Notice("warning: " + why_not + "; joining it with " + st_.o.since + " instead");
+      listed_.reset();
+    }
+  }
+  if (listed_) {
     st_.stats->since_listed = true;
-    OANS_RETURN_IF_ERROR(listed_->ReadChanged(st_.o.stop));
   } else if (!st_.o.since.empty()) {
     since_.emplace(st_.dir, st_.o.memory / 5, st_.o.stop);
     bool truncated = false;
@@ -197,16 +211,17 @@ Status Loader::Run() {
     auto r = ReadIndex(
         path, ro,
         [&](const IndexHeader& h) -> Status {
-          if (listed_ && st_.sections > 0)
-            return Status::Invalid(path + " holds several indexes, and the changes its first one lists since " +
-                                   st_.o.since + " say nothing of the others; plan it with --since-join");
-          if (listed_ && h.created_ns != listed_->created_ns()) return Status::Corrupt(path + " changed while it was read");
+          if (listed_ && (st_.sections > 0 || h.created_ns != listed_->created_ns()))
+            return Status::Corrupt(path + " changed while it was read");
           return Section(path, h);
         },
         [&](const IndexHeader&, std::vector<FileEntry>& batch) { return Batch(batch); });
     if (!r.ok()) return r.status();
   }
   st_.stats->filesystems = pair_index_.size();
+  if (listed_ && listed_seen_ != listed_->listed())
+    return Status::Corrupt(st_.o.indexes[0] + " is damaged: its header lists " + std::to_string(listed_->listed()) +
+                           " changed files, but " + std::to_string(listed_seen_) + " of its records are of them");
   if (since_) OANS_RETURN_IF_ERROR(since_->MarkUnchanged(&st_.changed));
   const size_t n = st_.details.size();
   st_.dropped.assign(n, false);

@@ -1,11 +1,18 @@
 #include "lib/plan/since_listed.h"
 
+#include <xxhash.h>
+
+#include <algorithm>
 #include <cstring>
+#include <random>
 
 #include "lib/plan/anchors.h"
+#include "lib/plan/ranges.h"
 
 namespace oans {
 namespace {
+
+constexpr uint64_t kBytesPerKey = 48;  // an unordered_set node and its bucket, about
 
 Hash128 HashAt(std::string_view blocks, size_t j) {
   Hash128 h;
@@ -18,6 +25,19 @@ std::string_view ViewOf(const std::string& s) { return {s.data(), s.size()}; }
 
 }  // namespace
 
+size_t ListedChanges::Seeded::operator()(const InodeKey& k) const {
+  const uint64_t v[2] = {k.first, k.second};
+  return XXH3_64bits_withSeed(v, sizeof v, seed);
+}
+size_t ListedChanges::Seeded::operator()(const Hash128& h) const {
+  const uint64_t v[2] = {h.hi, h.lo};
+  return XXH3_64bits_withSeed(v, sizeof v, seed);
+}
+size_t ListedChanges::Seeded::operator()(uint64_t v) const { return XXH3_64bits_withSeed(&v, sizeof v, seed); }
+
+ListedChanges::ListedChanges(uint64_t seed)
+    : changed_(0, Seeded{seed}), whole_(0, Seeded{seed}), blocks_(0, Seeded{seed}), anchors_(0, Seeded{seed}) {}
+
 std::optional<ListedChanges> ListedChanges::Of(const PlanOptions& o) {
   if (o.since.empty() || o.indexes.size() != 1 || o.indexes[0] == "-") return std::nullopt;
   auto old = ReadIndexHeader(o.since);
@@ -25,27 +45,42 @@ std::optional<ListedChanges> ListedChanges::Of(const PlanOptions& o) {
   if (!old.ok() || !now.ok() || !now->changed_known || now->followed_from == 0 ||
       now->followed_from != old->created_ns || now->roots != old->roots || now->hostname != old->hostname)
     return std::nullopt;
-  ListedChanges l;
+  std::random_device rd;
+  ListedChanges l((uint64_t(rd()) << 32) ^ rd());
   l.path_ = o.indexes[0];
   l.since_ = o.since;
   l.created_ns_ = now->created_ns;
   l.changed_at_ = now->changed_at;
+  l.block_size_ = now->block_size;
+  l.budget_ = o.memory / 4;
+  l.blocks_wanted_ = o.blocks;
   for (const auto& [fs, ino] : now->changed_files) l.changed_.insert(Key(fs, ino));
   return l;
 }
 
+// The keys the load makes of a changed file (load.cc: File, BlockKeys, AddAnchors).
 void ListedChanges::Keep(const FileEntry& e) {
-  if (!e.hashed) return;
+  if (!e.hashed || !e.error.empty()) return;
   whole_.insert(e.hash);
-  for (const auto& b : e.block_hashes) blocks_.insert(b);
-  const std::string_view sums = ViewOf(e.sector_sums);
-  uint64_t h = 0;
-  for (size_t i = 0; i < sums.size() / 4; ++i)
-    if (AnchorAt(sums, i, &h)) anchors_.insert(h);
+  if (!blocks_wanted_) return;
+  if (!e.sector_sums.empty() && e.sum_kind != 0) {
+    const std::string_view sums = ViewOf(e.sector_sums);
+    uint64_t h = 0;
+    for (size_t i = 0; i < sums.size() / 4; ++i)
+      if (AnchorAt(sums, i, &h)) anchors_.insert(h);
+    return;
+  }
+  std::vector<FiemapExtent> extents = e.extents;
+  std::sort(extents.begin(), extents.end(),
+            [](const FiemapExtent& a, const FiemapExtent& b) { return a.logical < b.logical; });
+  for (uint64_t b = 0; b < e.size / block_size_ && b < e.block_hashes.size(); ++b)
+    if (Written(extents, b * block_size_) && Written(extents, (b + 1) * block_size_ - 1))
+      blocks_.insert(e.block_hashes[b]);
 }
 
-Status ListedChanges::ReadChanged(const std::atomic<bool>* stop) {
-  std::unordered_set<std::pair<uint32_t, uint64_t>, PairHash> found;
+Status ListedChanges::ReadChanged(const std::atomic<bool>* stop, std::string* why_not) {
+  std::unordered_set<InodeKey, Seeded> found(0, changed_.hash_function());
+  bool several = false;
   Status s = ReadIndexTail(
       path_, changed_at_,
       [&](const IndexHeader& h) {
@@ -59,13 +94,18 @@ Status ListedChanges::ReadChanged(const std::atomic<bool>* stop) {
             found.insert(Key(e.fs, e.ino));
             Keep(e);
           }
+        if ((changed_.size() + whole_.size() + blocks_.size() + anchors_.size()) * kBytesPerKey > budget_)
+          return Status::Invalid("the keys of its " + std::to_string(changed_.size()) +
+                                 " changed files do not fit a quarter of --memory");
         return Status::Ok();
-      });
-  if (!s.ok()) return s.Prepend("--since " + since_ + " from the changes " + path_ + " lists");
-  if (found.size() != changed_.size())
-    return Status::Corrupt(path_ + " is damaged: its header lists " + std::to_string(changed_.size()) +
-                           " files changed since " + since_ + ", but only " + std::to_string(found.size()) +
-                           " are where it says; scan again");
+      },
+      &several);
+  if (s.code() == Status::Code::kInterrupted) return s;
+  if (!s.ok()) *why_not = path_ + ": its list of changes since " + since_ + " cannot be used (" + s.message() + ")";
+  else if (several) *why_not = path_ + " holds several indexes; the changes its first one lists say nothing of the others";
+  else if (found.size() != changed_.size())
+    *why_not = path_ + " is damaged: its header lists " + std::to_string(changed_.size()) + " files changed since " +
+               since_ + ", but only " + std::to_string(found.size()) + " are where it says";
   return Status::Ok();
 }
 
@@ -85,8 +125,9 @@ bool ListedChanges::Shares(bool hashed, const Hash128& hash, std::string_view bl
 bool ListedChanges::Wanted(const FileEntry& e) const {
   if (Changed(e.fs, e.ino)) return true;
   if (!e.hashed) return false;
-  for (const auto& b : e.block_hashes)
-    if (blocks_.count(b)) return true;
+  if (!blocks_.empty())
+    for (const auto& b : e.block_hashes)
+      if (blocks_.count(b)) return true;
   return Shares(true, e.hash, {}, ViewOf(e.sector_sums));
 }
 

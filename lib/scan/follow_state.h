@@ -89,7 +89,6 @@ class FollowState {
   // kMaxChangedListed, else none and changed_known false), then the spooled directories
   // and files, then the trailer (none when the scan was stopped).
   Status WriteInto(IndexHeader header, OutputFile* out);
-  static constexpr size_t kMaxChangedListed = 1 << 20;
 
  private:
   std::string ReadChangedDir(FollowRoot& r, const ChangedInode& c);

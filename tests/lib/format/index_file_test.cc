@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cstring>
 
 #include "format/index.capnp.h"
 #include "lib/format/frame_stream.h"
@@ -602,8 +603,21 @@ TEST(IndexFile, KeptEncodedFramesAreCopiedInOrder) {
       EXPECT_EQ(v.fs(i), e.fs);
       EXPECT_EQ(v.has_error(i), !e.error.empty());
       EXPECT_EQ(v.other_path_count(i), e.other_paths.size());
-      if (!e.other_paths.empty()) EXPECT_EQ(v.other_path(i, 1), e.other_paths[1]);
+      if (!e.other_paths.empty()) {
+        EXPECT_EQ(v.other_path(i, 1), e.other_paths[1]);
+      }
       EXPECT_EQ(v.first_physical(i).has_value(), !e.extents.empty());
+      // The keys, in place as decoded.
+      EXPECT_EQ(v.hashed(i), e.hashed);
+      EXPECT_EQ(v.hash(i), e.hash);
+      EXPECT_EQ(v.block_hashes(i).size(), e.block_hashes.size() * 16);
+      for (size_t j = 0; j < e.block_hashes.size(); ++j) {
+        Hash128 h;
+        std::memcpy(&h.hi, v.block_hashes(i).data() + 16 * j, 8);
+        std::memcpy(&h.lo, v.block_hashes(i).data() + 16 * j + 8, 8);
+        EXPECT_EQ(h, e.block_hashes[j]);
+      }
+      EXPECT_EQ(v.sector_sums(i), e.sector_sums);
     }
     viewed += v.size();
     return batch_no++ % 4 != 3;  // every fourth batch decoded, the rest copied

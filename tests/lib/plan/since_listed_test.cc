@@ -1,6 +1,7 @@
 // --since OLD answered from the index's own list of changes (lib/plan/since_listed.h):
-// the same plan as the merge join with OLD, OLD unread, unrelated files left out, and a
-// list that does not match the records is damage.
+// the same plan as the merge join with OLD, OLD unread, unrelated files left out; a list
+// that does not match the records falls back to the join, and a header that cannot be
+// is damage.
 #include "lib/plan/since_listed.h"
 
 #include <gtest/gtest.h>
@@ -223,37 +224,45 @@ TEST(SinceListed, OnlyForTheIndexFollowedFrom) {
   EXPECT_EQ(p.stats.files, 8u);
 }
 
-TEST(SinceListed, AListTheRecordsDoNotMatchIsDamage) {
+// A list that cannot be used is said and the plan joins the two indexes: the same plan.
+TEST(SinceListed, AListThatCannotBeUsedFallsBackToTheJoin) {
   Indexes x;
   const TempDir& dir = x.dir;
   const Trees& t = x.t;
   const IndexHeader& now = x.now;
+  WriteFollowed(dir, dir.Join("good.idx"), now, t.carried, t.changed, true, t.listed);
+  Planned good = Plan(dir, dir.Join("good.idx"), dir.Join("old.idx"), true);
+  ASSERT_OK(good.status);
+  auto joined = [&](const std::string& name) {
+    Planned p = Plan(dir, dir.Join(name), dir.Join("old.idx"), false);
+    EXPECT_TRUE(p.status.ok()) << name << ": " << p.status.message();
+    EXPECT_FALSE(p.stats.since_listed) << name;
+    EXPECT_EQ(p.rounds, good.rounds) << name;
+  };
   // A listed file that is not among the records after the offset.
   auto listed = t.listed;
   listed.push_back({0, 15});
   WriteFollowed(dir, dir.Join("extra.idx"), now, t.carried, t.changed, true, listed);
-  Planned p = Plan(dir, dir.Join("extra.idx"), dir.Join("old.idx"), false);
-  EXPECT_TRUE(StatusIs(p.status, Status::Code::kCorrupt, "extra.idx is damaged")) << p.status.message();
-  // An offset inside a frame.
+  joined("extra.idx");
+  // An offset inside a frame, and one past the end of the file.
   WriteFollowed(dir, dir.Join("inside.idx"), now, t.carried, t.changed, true, t.listed, 5);
-  p = Plan(dir, dir.Join("inside.idx"), dir.Join("old.idx"), false);
-  EXPECT_TRUE(StatusIs(p.status, Status::Code::kCorrupt, "inside.idx")) << p.status.message();
-  // An offset past the end of the file.
+  joined("inside.idx");
   WriteFollowed(dir, dir.Join("past.idx"), now, t.carried, t.changed, true, t.listed, 1 << 20);
-  p = Plan(dir, dir.Join("past.idx"), dir.Join("old.idx"), false);
-  EXPECT_TRUE(StatusIs(p.status, Status::Code::kCorrupt, "past.idx")) << p.status.message();
-  // Another index after it in the same file: its changes are not listed.
-  {
-    WriteFollowed(dir, dir.Join("one.idx"), now, t.carried, t.changed, true, t.listed);
-    test::WriteFile(dir.Join("two.idx"), test::ReadFile(dir.Join("one.idx")) + test::ReadFile(dir.Join("old.idx")));
-    p = Plan(dir, dir.Join("two.idx"), dir.Join("old.idx"), false);
-    EXPECT_TRUE(StatusIs(p.status, Status::Code::kInvalidArgument, "--since-join")) << p.status.message();
-    EXPECT_OK(Plan(dir, dir.Join("two.idx"), dir.Join("old.idx"), true).status);
-  }
-  // A listed file of a filesystem the header does not have.
-  WriteFollowed(dir, dir.Join("fs.idx"), now, t.carried, t.changed, true, {{3, 11}});
-  p = Plan(dir, dir.Join("fs.idx"), dir.Join("old.idx"), false);
-  EXPECT_FALSE(p.status.ok());
+  joined("past.idx");
+  // Another index after it in the same file: its changes are not listed. (The join
+  // then sees its own files as well; the plan is the join's.)
+  test::WriteFile(dir.Join("two.idx"), test::ReadFile(dir.Join("good.idx")) + test::ReadFile(dir.Join("old.idx")));
+  Planned two = Plan(dir, dir.Join("two.idx"), dir.Join("old.idx"), false);
+  ASSERT_OK(two.status);
+  EXPECT_FALSE(two.stats.since_listed);
+  EXPECT_EQ(two.rounds, Plan(dir, dir.Join("two.idx"), dir.Join("old.idx"), true).rounds);
+}
+
+TEST(SinceListed, AHeaderListingAnUnknownFilesystemIsDamage) {
+  Indexes x;
+  WriteFollowed(x.dir, x.dir.Join("fs.idx"), x.now, x.t.carried, x.t.changed, true, {{3, 11}});
+  Planned p = Plan(x.dir, x.dir.Join("fs.idx"), x.dir.Join("old.idx"), false);
+  EXPECT_TRUE(StatusIs(p.status, Status::Code::kCorrupt, "fs.idx is damaged")) << p.status.message();
 }
 
 }  // namespace
