@@ -72,6 +72,11 @@ struct IndexHeader {
   bool changed_known = false;
   std::vector<std::pair<uint32_t, uint64_t>> changed_files;
   uint64_t changed_at = 0;
+  // Whether a scan made this index by following btrfs changes since `old`, of the same
+  // roots on the same machine.
+  bool FollowedFrom(const IndexHeader& old) const {
+    return followed_from != 0 && followed_from == old.created_ns && roots == old.roots && hostname == old.hostname;
+  }
 };
 
 // A directory the scan read, so that a later scan following btrfs changes knows the

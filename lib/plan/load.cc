@@ -127,14 +127,16 @@ Status Loader::File(FileEntry& e) {
   return Status::Ok();
 }
 
-// Whether the one index to plan was made from --since OLD by a scan that followed btrfs
-// changes and found none: then no file is new or changed since OLD.
-bool UnchangedSince(const PlanOptions& o) {
-  if (o.since.empty() || o.indexes.size() != 1) return false;
+// With --since OLD and one index: both headers, read once.
+struct SinceHeaders {
+  IndexHeader old, now;
+};
+std::optional<SinceHeaders> ReadSinceHeaders(const PlanOptions& o) {
+  if (o.since.empty() || o.indexes.size() != 1) return std::nullopt;
   auto old = ReadIndexHeader(o.since);
   auto now = ReadIndexHeader(o.indexes[0]);
-  return old.ok() && now.ok() && now->same_as_followed && now->followed_from != 0 &&
-         now->followed_from == old->created_ns && now->roots == old->roots && now->hostname == old->hostname;
+  if (!old.ok() || !now.ok()) return std::nullopt;  // the reads that follow say what is wrong
+  return SinceHeaders{std::move(*old), std::move(*now)};
 }
 
 // Only the header of the one index, which holds nothing new since --since.
@@ -177,8 +179,11 @@ Status Loader::Batch(std::vector<FileEntry>& batch) {
 }
 
 Status Loader::Run() {
-  if (UnchangedSince(st_.o)) return HeaderOnly();
-  if (!st_.o.since.empty() && !st_.o.since_join) listed_ = ListedChanges::Of(st_.o);
+  const auto since = ReadSinceHeaders(st_.o);
+  // Made from --since OLD by a scan that followed btrfs changes and found none: no file
+  // is new or changed since OLD.
+  if (since && since->now.same_as_followed && since->now.FollowedFrom(since->old)) return HeaderOnly();
+  if (since && !st_.o.since_join) listed_ = ListedChanges::Of(st_.o, since->old, since->now);
   if (listed_) {
     std::string why_not;
     OANS_RETURN_IF_ERROR(listed_->ReadChanged(st_.o.stop, &why_not));

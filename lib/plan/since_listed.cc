@@ -38,23 +38,19 @@ size_t ListedChanges::Seeded::operator()(uint64_t v) const { return XXH3_64bits_
 ListedChanges::ListedChanges(uint64_t seed)
     : changed_(0, Seeded{seed}), whole_(0, Seeded{seed}), blocks_(0, Seeded{seed}), anchors_(0, Seeded{seed}) {}
 
-std::optional<ListedChanges> ListedChanges::Of(const PlanOptions& o) {
-  if (o.since.empty() || o.indexes.size() != 1 || o.indexes[0] == "-") return std::nullopt;
-  auto old = ReadIndexHeader(o.since);
-  auto now = ReadIndexHeader(o.indexes[0]);
-  if (!old.ok() || !now.ok() || !now->changed_known || now->followed_from == 0 ||
-      now->followed_from != old->created_ns || now->roots != old->roots || now->hostname != old->hostname)
+std::optional<ListedChanges> ListedChanges::Of(const PlanOptions& o, const IndexHeader& old, const IndexHeader& now) {
+  if (o.indexes.size() != 1 || o.indexes[0] == "-" || !now.changed_known || !now.FollowedFrom(old))
     return std::nullopt;
   std::random_device rd;
   ListedChanges l((uint64_t(rd()) << 32) ^ rd());
   l.path_ = o.indexes[0];
   l.since_ = o.since;
-  l.created_ns_ = now->created_ns;
-  l.changed_at_ = now->changed_at;
-  l.block_size_ = now->block_size;
+  l.created_ns_ = now.created_ns;
+  l.changed_at_ = now.changed_at;
+  l.block_size_ = now.block_size;
   l.budget_ = o.memory / 4;
   l.blocks_wanted_ = o.blocks;
-  for (const auto& [fs, ino] : now->changed_files) l.changed_.insert(Key(fs, ino));
+  for (const auto& [fs, ino] : now.changed_files) l.changed_.insert(Key(fs, ino));
   return l;
 }
 

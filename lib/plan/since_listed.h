@@ -30,9 +30,9 @@ namespace oans {
 
 class ListedChanges {
  public:
-  // When `o` asks --since of one index whose header lists its changes since that very
-  // index: the list, else nullopt (the load joins the two indexes).
-  static std::optional<ListedChanges> Of(const PlanOptions& o);
+  // When `now`, the header of the one index `o` plans, lists its changes since `old`,
+  // the header of --since: the list, else nullopt (the load joins the two indexes).
+  static std::optional<ListedChanges> Of(const PlanOptions& o, const IndexHeader& old, const IndexHeader& now);
   // Reads the changed files' records and keeps their keys. *why_not says why the list
   // cannot be used instead ("" when it can); an error only when stopped.
   Status ReadChanged(const std::atomic<bool>* stop, std::string* why_not);
