@@ -93,7 +93,7 @@ Status PairsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs) {
   std::vector<AnchorKey> group;
   uint64_t done = 0;
   OANS_RETURN_IF_ERROR(st.anchors.Drain([&](const AnchorKey& a) -> Status {
-    if (++done % 65536 == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
+    if (++done % PlanState::kStopEvery == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
     if (st.is_dest[a.file] || st.dropped[a.file]) return Status::Ok();
     if (!group.empty() && !(a.pair == group.front().pair && a.hash == group.front().hash)) {
       OANS_RETURN_IF_ERROR(PairAnchors(st, group, pairs));
@@ -113,7 +113,7 @@ Status RunsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, Ex
   PairKey last{};
   uint64_t covered_end = 0, done = 0;
   OANS_RETURN_IF_ERROR(pairs->Drain([&](const PairKey& p) -> Status {
-    if (++done % 65536 == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
+    if (++done % PlanState::kStopEvery == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
     const bool same_diagonal = have && p.src == last.src && p.dst == last.dst && p.delta() == last.delta();
     have = true;
     last = p;

@@ -37,7 +37,7 @@ Status PairBlocks(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs) {
   std::vector<BlockKey> group;
   uint64_t done = 0;
   OANS_RETURN_IF_ERROR(st.blocks.Drain([&](const BlockKey& b) -> Status {
-    if (++done % 65536 == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
+    if (++done % PlanState::kStopEvery == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
     if (st.is_dest[b.file] || st.dropped[b.file]) return Status::Ok();
     if (!group.empty() && !(b.pair == group.front().pair && b.hash == group.front().hash)) {
       OANS_RETURN_IF_ERROR(PairGroup(st, group, pairs));
@@ -61,7 +61,7 @@ Status RunsOfPairs(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, Exte
     return runs->Add({first.src, first.dst, uint64_t(first.sblk) * bs, len * bs, uint64_t(first.dblk) * bs});
   };
   OANS_RETURN_IF_ERROR(pairs->Drain([&](const PairKey& p) -> Status {
-    if (++done % 65536 == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
+    if (++done % PlanState::kStopEvery == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
     if (open && p.src == first.src && p.dst == first.dst && p.delta() == first.delta() && p.sblk == prev.sblk + 1 &&
         len < max_run) {
       prev = p;
@@ -85,7 +85,7 @@ Status UnitsOfRuns(PlanState& st, ExternalSorter<RunKey, RunLess>* runs) {
   bool have = false;
   uint64_t done = 0;
   OANS_RETURN_IF_ERROR(runs->Drain([&](const RunKey& r) -> Status {
-    if (++done % 65536 == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
+    if (++done % PlanState::kStopEvery == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
     if (have && r.src == u.src && r.offset == u.offset && r.length == u.length) {
       u.dests.push_back({r.dst, r.dst_offset, 0});
       return Status::Ok();

@@ -113,13 +113,13 @@ Result<std::string> Details::Path(uint32_t id) {
   return path;
 }
 
-Status Details::Preload(const std::vector<bool>& needed, uint64_t budget, bool paths) {
+Status Details::Preload(const std::vector<bool>& needed, uint64_t budget, bool paths, const std::atomic<bool>* stop) {
   cache_.clear();
   details_ = Preloaded();
   paths_pre_ = Preloaded();
   const bool details = store_.spilled();  // else they are in memory already
-  if (details) OANS_RETURN_IF_ERROR(details_.Load(store_, needed, paths ? budget / 2 : budget));
-  if (paths) OANS_RETURN_IF_ERROR(paths_pre_.Load(paths_, needed, details ? budget / 2 : budget));
+  if (details) OANS_RETURN_IF_ERROR(details_.Load(store_, needed, paths ? budget / 2 : budget, stop));
+  if (paths) OANS_RETURN_IF_ERROR(paths_pre_.Load(paths_, needed, details ? budget / 2 : budget, stop));
   return Status::Ok();
 }
 
@@ -132,12 +132,14 @@ Status Details::ForEach(const std::function<Status(uint32_t id, const Detail&)>&
   });
 }
 
-Status Details::Preloaded::Load(const RecordStore& store, const std::vector<bool>& needed, uint64_t budget) {
+Status Details::Preloaded::Load(const RecordStore& store, const std::vector<bool>& needed, uint64_t budget,
+                                 const std::atomic<bool>* stop) {
   std::string().swap(arena);
   std::vector<std::pair<uint32_t, uint64_t>>().swap(index);
   uint32_t id = 0;
   return store.ForEach([&](uint64_t, const std::string& record) -> Status {
     const uint32_t i = id++;
+    if (i % 1024 == 0 && stop && stop->load(std::memory_order_relaxed)) return Status::Interrupted("stopped by a signal");
     if (i >= needed.size() || !needed[i]) return Status::Ok();
     if (arena.size() + record.size() + sizeof(uint32_t) + index.size() * 12 > budget) return Status::Ok();
     index.push_back({i, arena.size()});

@@ -5,6 +5,7 @@
 // Owned by the planner's PlanState; single-threaded.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -49,8 +50,9 @@ class Details {
   Result<std::shared_ptr<const Detail>> Get(uint32_t id);
   Result<std::string> Path(uint32_t id);
   // Keeps the details (and, with `paths`, the paths) of the files marked in `needed` in
-  // memory, as far as `budget` bytes go. Records of both stores are in id order.
-  Status Preload(const std::vector<bool>& needed, uint64_t budget, bool paths);
+  // memory, as far as `budget` bytes go. Records of both stores are in id order. Once
+  // `stop` (may be null) is set, returns Interrupted.
+  Status Preload(const std::vector<bool>& needed, uint64_t budget, bool paths, const std::atomic<bool>* stop = nullptr);
   bool spilled() const { return store_.spilled(); }
   // Visits every file's details in id order, in one sequential pass.
   Status ForEach(const std::function<Status(uint32_t id, const Detail&)>& visit) const;
@@ -60,7 +62,7 @@ class Details {
   struct Preloaded {
     std::string arena;
     std::vector<std::pair<uint32_t, uint64_t>> index;  // id -> offset in arena, ids ascending
-    Status Load(const RecordStore& store, const std::vector<bool>& needed, uint64_t budget);
+    Status Load(const RecordStore& store, const std::vector<bool>& needed, uint64_t budget, const std::atomic<bool>* stop);
     bool Find(uint32_t id, std::string* record) const;
   };
   static constexpr size_t kCache = 1024;

@@ -26,10 +26,8 @@ Status WalkGroups(PlanState& st, const GroupVisit& visit, bool take) {
   };
   for (; s.Valid(); s.Next()) {
     const WholeKey& k = s.key();
-    if (++done % 65536 == 0) {
-      OANS_RETURN_IF_ERROR(st.CheckStop());
-      st.observer->Progress({"group", 0, 0, done, total});
-    }
+    if (++done % PlanState::kStopEvery == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
+    if (done % 65536 == 0) st.observer->Progress({"group", 0, 0, done, total});
     if (st.dropped[k.id]) continue;
     if (!group.empty() && !(k.pair == head.pair && k.size == head.size && k.hash == head.hash))
       OANS_RETURN_IF_ERROR(flush());
@@ -59,7 +57,7 @@ Status DropDuplicateInodes(PlanState& st) {
   InodeKey last{0, UINT32_MAX, 0};
   uint64_t done = 0;
   OANS_RETURN_IF_ERROR(st.inodes.Drain([&](const InodeKey& k) -> Status {
-    if (++done % 65536 == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
+    if (++done % PlanState::kStopEvery == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
     if (k.fs_key == last.fs_key && k.ino == last.ino) {
       st.dropped[k.id] = true;
       st.stats->duplicate_inodes++;
@@ -85,7 +83,7 @@ Status GroupWholeFiles(PlanState& st, std::vector<GroupReport>* reports) {
         for (uint32_t m : ids) needed[m] = true;
       return Status::Ok();
     }, false));
-    OANS_RETURN_IF_ERROR(st.details.Preload(needed, st.o.memory / 2, reports != nullptr));
+    OANS_RETURN_IF_ERROR(st.details.Preload(needed, st.o.memory / 2, reports != nullptr, st.o.stop));
   }
   return WalkGroups(st, [&](const std::vector<uint32_t>& ids, bool one_layout, uint64_t size) -> Status {
     if (needs_details(ids, one_layout)) return PlanWholeGroup(st, ids, reports);

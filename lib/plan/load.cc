@@ -54,7 +54,7 @@ Status Loader::Section(const std::string& path, const IndexHeader& h) {
   // get their inode keys now, the rest as they come.
   if (++st_.sections == 2)
     OANS_RETURN_IF_ERROR(st_.details.ForEach([&](uint32_t id, const Detail& d) -> Status {
-      if (id % 65536 == 0) OANS_RETURN_IF_ERROR(st_.CheckStop());
+      if (id % PlanState::kStopEvery == 0) OANS_RETURN_IF_ERROR(st_.CheckStop());
       return st_.inodes.Add({d.ino, d.fs, id});
     }));
   remap_.clear();

@@ -86,14 +86,14 @@ Status WriteRounds(PlanState& st, OutputFile* out) {
   if (!out) return Status::Ok();  // a report only
   // The files the plan names, fetched in one sequential pass when their details are on
   // disk (a large plan); a smaller one reads each path once, as it needs it.
-  if (st.details.spilled()) OANS_RETURN_IF_ERROR(st.details.Preload(st.op_files, st.o.memory / 2, true));
+  if (st.details.spilled()) OANS_RETURN_IF_ERROR(st.details.Preload(st.op_files, st.o.memory / 2, true, st.o.stop));
 
   PlanWriter writer(out);
   OANS_RETURN_IF_ERROR(writer.WriteHeader(st.header));
   RoundBuilder round(st, &writer);
   uint64_t done = 0;
   OANS_RETURN_IF_ERROR(st.ops.Drain([&](const OpKey& k) -> Status {
-    if (++done % 4096 == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
+    if (++done % PlanState::kStopEvery == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
     if (!round.Fits(k)) OANS_RETURN_IF_ERROR(round.Emit());
     return round.Add(k);
   }));

@@ -37,7 +37,7 @@ Status SinceJoin::MarkUnchanged(std::vector<bool>* changed) {
   auto inode = [](const FileKey& k) { return k.inode(); };
   uint64_t done = 0;
   return MergeJoin(*old_files, *new_files, inode, inode, [&](const FileKey* before, const FileKey* now) -> Status {
-    if (++done % 65536 == 0) OANS_RETURN_IF_ERROR(CheckStop());
+    if (++done % 1024 == 0) OANS_RETURN_IF_ERROR(CheckStop());
     if (before && now && now->identity.UnchangedFrom(before->identity)) (*changed)[now->seq] = false;
     return Status::Ok();
   });

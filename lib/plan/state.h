@@ -22,8 +22,11 @@ namespace oans {
 struct PlanState {
   PlanState(const PlanOptions& o, Observer* observer, PlanStats* stats);
 
-  // Interrupted once PlanOptions::stop is set; stages call it as they go.
+  // Interrupted once PlanOptions::stop is set; stages call it as they go, every
+  // kStopEvery items (a relaxed load: cheap, and the work between two checks stays a few
+  // milliseconds even where one item is a whole group to plan).
   Status CheckStop() const;
+  static constexpr uint64_t kStopEvery = 1024;
 
   const PlanOptions& o;
   Observer* observer;

@@ -23,14 +23,18 @@ echo "a whole plan takes ${full_ms} ms"
 [ "$full_ms" -ge 1500 ] || fail "planning took only ${full_ms} ms: the index is too small to test stopping"
 
 # SIGINT and SIGTERM, early (loading) and late; and with --since, while the old index is
-# read and while the two are joined.
+# read and while the two are joined. The timed runs leave LeakSanitizer's scan at exit out
+# (in a sanitizer build it walks the whole heap, several hundred ms that are not the
+# tool's); the "leaks" run keeps it and is not timed.
 runs=("INT 300" "INT $((full_ms * 2 / 3))" "TERM 300" "TERM $((full_ms * 2 / 3))" "INT 300 --since big.idx"
-      "INT $((full_ms * 3 / 4)) --since big.idx")
+      "INT $((full_ms * 3 / 4)) --since big.idx" "TERM $((full_ms * 2 / 3)) leaks")
 for run in "${runs[@]}"; do
   read -r sig at extra <<<"$run"
+  timed=1 asan=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+  if [ "$extra" = leaks ]; then timed=0 asan=${ASAN_OPTIONS:-} extra=; fi
   mkdir -p out tmp
   # shellcheck disable=SC2086
-  "$BIN/oans-plan" -q --temp-dir tmp --memory 64M $extra -o out/plan big.idx 2>err.txt &
+  ASAN_OPTIONS=$asan "$BIN/oans-plan" -q --temp-dir tmp --memory 64M $extra -o out/plan big.idx 2>err.txt &
   pid=$!
   sleep "$(awk "BEGIN { print $at / 1000 }")"
   kill -0 $pid 2>/dev/null || fail "oans-plan ended before SIG$sig at ${at} ms"
@@ -40,11 +44,11 @@ for run in "${runs[@]}"; do
   wait $pid || rc=$?
   took_ms=$(( ($(date +%s%N) - sent) / 1000000 ))
   [ $rc = 3 ] || fail "SIG$sig at ${at} ms: exit $rc, expected 3 (stopped): $(cat err.txt)"
-  [ "$took_ms" -le 1000 ] || fail "SIG$sig at ${at} ms: took ${took_ms} ms to stop"
+  [ $timed = 0 ] || [ "$took_ms" -le 1000 ] || fail "SIG$sig at ${at} ms: took ${took_ms} ms to stop"
   grep -q "stopped; no plan written" err.txt || fail "SIG$sig: no 'stopped' message: $(cat err.txt)"
   left=$(find out tmp -mindepth 1)
   [ -z "$left" ] || fail "SIG$sig at ${at} ms left files behind: $left"
-  echo "ok: SIG$sig at ${at} ms ${extra:-}: stopped in ${took_ms} ms, exit 3, nothing left"
+  echo "ok: SIG$sig at ${at} ms ${extra:-}: stopped in ${took_ms} ms$([ $timed = 1 ] || echo ' (leak check on, not timed)'), exit 3, nothing left"
   rm -rf out tmp
 done
 echo "PASS"

@@ -1,6 +1,8 @@
 // File details (lib/plan/details.h): the compact record and the store behind it.
 #include "lib/plan/details.h"
 
+#include <atomic>
+
 #include <gtest/gtest.h>
 
 #include "tests/lib/test_util.h"
@@ -76,6 +78,23 @@ TEST(Details, StoreInMemoryAndSpilledWithPreload) {
     return Status::Ok();
   }));
   EXPECT_EQ(seen, 2000u);
+}
+
+TEST(Details, PreloadStopsOnceAsked) {
+  TempDir dir;
+  Details details(dir.path(), 4096, 4096);
+  for (uint64_t i = 0; i < 5000; ++i) {
+    Detail d = Sample(i);
+    ASSERT_OK(details.Add(d, "/r/file" + std::to_string(i)).status());
+  }
+  ASSERT_TRUE(details.spilled());
+  std::vector<bool> needed(5000, true);
+  std::atomic<bool> stop{true};
+  Status s = details.Preload(needed, 1 << 20, true, &stop);
+  EXPECT_EQ(s.code(), Status::Code::kInterrupted) << s.message();
+  // Not asked to stop: the same preload goes through.
+  stop = false;
+  ASSERT_OK(details.Preload(needed, 1 << 20, true, &stop));
 }
 
 }  // namespace
