@@ -2,17 +2,57 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace oans {
 namespace {
 
-std::vector<uint32_t> SumsOf(const std::string& sums) {
-  std::vector<uint32_t> out(sums.size() / 4);
-  std::memcpy(out.data(), sums.data(), out.size() * 4);
-  return out;
+// A record in the store: this, then its extents, block hashes and sector sums as they
+// are in memory (the store is this process's own unnamed file, read back by it alone).
+struct Fixed {
+  FileIdentity id;
+  Hash128 hash;
+  uint32_t inode_flags = 0, extents = 0, blocks = 0, sums = 0;
+  uint8_t sum_kind = 0, key_kind = 0;  // FileEntry's: the keys' kind travels with them
+};
+static_assert(std::is_trivially_copyable_v<Fixed> && std::is_trivially_copyable_v<FiemapExtent> &&
+              std::is_trivially_copyable_v<Hash128>);
+
+template <typename T>
+void Put(std::string* out, const T* p, size_t n) {
+  out->append(reinterpret_cast<const char*>(p), n * sizeof(T));
 }
 
 }  // namespace
+
+PreviousIndex::PreviousIndex(const std::string& temp_dir, uint64_t memory) : store_(TempDirectory(temp_dir), memory) {}
+
+Status PreviousIndex::Add(uint32_t fs, const FileEntry& f) {
+  Fixed x;
+  x.id = FileIdentity::Of(f);
+  x.hash = f.hash;
+  x.inode_flags = f.inode_flags;
+  x.extents = uint32_t(f.extents.size());
+  x.blocks = uint32_t(f.block_hashes.size());
+  x.sums = uint32_t(f.sector_sums.size() / 4);
+  x.sum_kind = f.sum_kind;
+  x.key_kind = f.key_kind;
+  uint8_t flags = f.extents.empty() ? 0 : kInlineOnly | kMapped;
+  for (const auto& e : f.extents) {
+    if (!(e.flags & kExtentInline)) flags &= uint8_t(~kInlineOnly);
+    if (e.flags & (kExtentDelalloc | kExtentUnknown)) flags &= uint8_t(~kMapped);
+  }
+  std::string rec;
+  rec.reserve(sizeof x + f.extents.size() * sizeof(FiemapExtent) + f.block_hashes.size() * sizeof(Hash128) +
+              size_t(x.sums) * 4);
+  Put(&rec, &x, 1);
+  Put(&rec, f.extents.data(), f.extents.size());
+  Put(&rec, f.block_hashes.data(), f.block_hashes.size());
+  rec.append(f.sector_sums, 0, size_t(x.sums) * 4);
+  OANS_ASSIGN_OR_RETURN(uint64_t at, store_.Add(rec));
+  keys_.push_back({f.ino, at, fs, flags});
+  return Status::Ok();
+}
 
 Status PreviousIndex::Load(const std::string& path, uint32_t block_size, bool read_data, ScanStats* stats,
                            Observer* observer) {
@@ -53,28 +93,7 @@ Status PreviousIndex::Load(const std::string& path, uint32_t block_size, bool re
             said = true;
             continue;
           }
-          Rec rec;
-          rec.fs = fs_of[f.fs];
-          rec.ino = f.ino;
-          rec.id = FileIdentity::Of(f);
-          rec.hash = f.hash;
-          rec.inode_flags = f.inode_flags;
-          rec.inline_only = !f.extents.empty();
-          rec.mapped = !f.extents.empty();
-          for (const auto& x : f.extents) {
-            if (!(x.flags & kExtentInline)) rec.inline_only = false;
-            if (x.flags & (kExtentDelalloc | kExtentUnknown)) rec.mapped = false;
-          }
-          rec.first_extent = extents_.Append(f.extents);
-          rec.extents = uint32_t(f.extents.size());
-          rec.first_block = blocks_.Append(f.block_hashes);
-          rec.blocks = uint32_t(f.block_hashes.size());
-          rec.sum_kind = f.sum_kind;  // the keys' kind travels with them
-          rec.key_kind = f.key_kind;
-          rec.first_sum = sums_.Append(SumsOf(f.sector_sums));
-          rec.sums = uint32_t(f.sector_sums.size() / 4);
-          keys_.push_back({rec.ino, rec.fs, uint32_t(recs_.size())});
-          recs_.push_back(rec);
+          OANS_RETURN_IF_ERROR(Add(fs_of[f.fs], f));
         }
         return Status::Ok();
       });
@@ -87,8 +106,8 @@ Status PreviousIndex::Load(const std::string& path, uint32_t block_size, bool re
                            ". Its hashes cannot be trusted; remove it, or run with --previous-damaged=rescan to "
                            "scan every file again without it");
   }
-  // Records stay where they were read; small keys are sorted. Later records of the
-  // same inode win, as they would in a map.
+  // Records stay where they were stored; the small keys are sorted. Later records of
+  // the same inode win, as they would in a map.
   std::sort(keys_.begin(), keys_.end());
   size_t kept = 0;
   for (size_t i = 0; i < keys_.size(); ++i) {
@@ -113,8 +132,8 @@ std::vector<uint64_t> PreviousIndex::InodeSlices(const std::string& fs_key, int 
   auto f = fs_ids_.find(fs_key);
   if (f != fs_ids_.end()) {
     // keys_ is sorted by (fs, ino): this filesystem's records are one sorted run.
-    auto lo = std::lower_bound(keys_.begin(), keys_.end(), Key{0, f->second, 0});
-    auto hi = std::lower_bound(keys_.begin(), keys_.end(), Key{0, f->second + 1, 0});
+    auto lo = std::lower_bound(keys_.begin(), keys_.end(), Key{0, 0, f->second, 0});
+    auto hi = std::lower_bound(keys_.begin(), keys_.end(), Key{0, 0, f->second + 1, 0});
     const size_t count = size_t(hi - lo);
     for (int k = 1; k < n && count; ++k) {
       uint64_t at = lo[long(count * size_t(k) / size_t(n))].ino;
@@ -126,32 +145,44 @@ std::vector<uint64_t> PreviousIndex::InodeSlices(const std::string& fs_key, int 
 }
 
 bool PreviousIndex::Reuse(const std::string& fs_key, FileEntry* e, bool unopened, bool extents_unchanged) const {
-  const Rec* it = Find(fs_key, e->ino);
-  if (!it || !FileIdentity::Of(*e).HashesStillValid(it->id)) return false;
+  const Key* k = Find(fs_key, e->ino);
+  if (!k) return false;
+  if (unopened && !(k->flags & kInlineOnly) && !(extents_unchanged && (k->flags & kMapped))) return false;
+  std::string rec;
+  Fixed x;
+  // The store is this scan's own: a record it cannot give back is a failing temporary
+  // file, and the file is then read as if it had no record.
+  if (!store_.Get(k->at, &rec).ok() || rec.size() < sizeof x) return false;
+  std::memcpy(&x, rec.data(), sizeof x);
+  const size_t need = sizeof x + size_t(x.extents) * sizeof(FiemapExtent) + size_t(x.blocks) * sizeof(Hash128) +
+                      size_t(x.sums) * 4;
+  if (rec.size() != need || !FileIdentity::Of(*e).HashesStillValid(x.id)) return false;
+  const char* p = rec.data() + sizeof x;
   if (unopened) {
-    if (!it->inline_only && !(extents_unchanged && it->mapped)) return false;
-    const FiemapExtent* x = extents_.Get(it->first_extent);
-    e->extents.assign(x, x + it->extents);
-    e->inode_flags = it->inode_flags;
+    e->extents.resize(x.extents);
+    std::memcpy(e->extents.data(), p, size_t(x.extents) * sizeof(FiemapExtent));
+    e->inode_flags = x.inode_flags;
   }
-  e->hash = it->hash;
-  const Hash128* b = blocks_.Get(it->first_block);
-  e->block_hashes.assign(b, b + it->blocks);
-  e->sum_kind = it->sum_kind;
-  e->key_kind = it->key_kind;
-  e->sector_sums.assign(reinterpret_cast<const char*>(sums_.Get(it->first_sum)), size_t(it->sums) * 4);
+  p += size_t(x.extents) * sizeof(FiemapExtent);
+  e->hash = x.hash;
+  e->block_hashes.resize(x.blocks);
+  std::memcpy(e->block_hashes.data(), p, size_t(x.blocks) * sizeof(Hash128));
+  p += size_t(x.blocks) * sizeof(Hash128);
+  e->sum_kind = x.sum_kind;
+  e->key_kind = x.key_kind;
+  e->sector_sums.assign(p, size_t(x.sums) * 4);
   e->hashed = true;
   e->reused = true;
   return true;
 }
 
-const PreviousIndex::Rec* PreviousIndex::Find(const std::string& fs_key, uint64_t ino) const {
+const PreviousIndex::Key* PreviousIndex::Find(const std::string& fs_key, uint64_t ino) const {
   auto f = fs_ids_.find(fs_key);
   if (f == fs_ids_.end()) return nullptr;
-  const Key key{ino, f->second, 0};
+  const Key key{ino, 0, f->second, 0};
   auto k = std::lower_bound(keys_.begin(), keys_.end(), key);
   if (k == keys_.end() || k->fs != key.fs || k->ino != key.ino) return nullptr;
-  return &recs_[k->at];
+  return &*k;
 }
 
 }  // namespace oans

@@ -1,8 +1,11 @@
 // The previous index (--previous) of a scan, held compact: the records of files it
 // hashed, looked up by (filesystem key, inode), and the btrfs subvolume generations its
-// headers knew. RunScan loads it once on its own thread, before the walk; after that it
-// is read-only and any thread (walkers, pipeline readers, the btrfs change search) may
-// call its const members at once. The caller owns it.
+// headers knew. In memory only a sorted array of 24-byte keys; the records themselves
+// (identity, hashes, extents, sector sums) go to a RecordStore, in memory up to
+// ScanOptions::memory and then in an unnamed temporary file, read back one record per
+// lookup. RunScan loads it once on its own thread, before the walk; after that it is
+// read-only and any thread (walkers, pipeline readers, the btrfs change search) may call
+// its const members at once. The caller owns it.
 #pragma once
 
 #include <cstdint>
@@ -13,15 +16,19 @@
 
 #include "lib/base/observer.h"
 #include "lib/base/spill.h"
+#include "lib/base/status.h"
 #include "lib/format/index_file.h"
 #include "lib/scan/scan.h"
 
 namespace oans {
 
-// The previous index, compact: one sorted array of fixed records and arrays of block
-// hashes and extents, looked up by (filesystem key, inode).
+// The previous index, compact: a sorted array of (filesystem, inode) keys pointing into
+// a store of encoded records.
 class PreviousIndex {
  public:
+  // `temp_dir` ("" = default) and `memory`: where the records go past `memory` bytes.
+  explicit PreviousIndex(const std::string& temp_dir = "", uint64_t memory = 512ull << 20);
+
   // What the previous scan knew of a btrfs subvolume: its generation before any of its
   // files' extents were read.
   struct Subvolume {
@@ -39,8 +46,8 @@ class PreviousIndex {
 
   // Whether the record of (fs_key, ino), if any, could be finished unopened (see Reuse).
   bool MayFinishUnopened(const std::string& fs_key, uint64_t ino, bool extents_unchanged) const {
-    const Rec* r = Find(fs_key, ino);
-    return r && (r->inline_only || (extents_unchanged && r->mapped));
+    const Key* k = Find(fs_key, ino);
+    return k && ((k->flags & kInlineOnly) || (extents_unchanged && (k->flags & kMapped)));
   }
 
   // Up to n + 1 increasing bounds from `first` to `last` + 1 that cut the inode numbers
@@ -61,36 +68,29 @@ class PreviousIndex {
   // the previous scan) and a complete extent map in the record.
   bool Reuse(const std::string& fs_key, FileEntry* e, bool unopened = false, bool extents_unchanged = false) const;
 
+  // Whether the records went to the temporary file (more than `memory` bytes of them).
+  bool spilled() const { return store_.spilled(); }
+
  private:
-  struct Rec {
-    uint32_t fs = 0, blocks = 0;
-    uint64_t ino = 0, first_block = 0;
-    FileIdentity id;
-    Hash128 hash;
-    uint64_t first_extent = 0;
-    uint32_t inode_flags = 0, extents = 0;
-    bool inline_only = false;  // extents hold inline data only
-    bool mapped = false;       // a complete extent map (no delayed allocation)
-    uint8_t sum_kind = 0, key_kind = 0;  // FileEntry's, with its sector sums in sums_
-    uint64_t first_sum = 0;
-    uint32_t sums = 0;
+  static constexpr uint8_t kInlineOnly = 1;  // extents hold inline data only
+  static constexpr uint8_t kMapped = 2;      // a complete extent map (no delayed allocation)
+  // Sorted by (fs, ino) for lookups; `at` is where the record is in store_ (records are
+  // added in the order read, so a later record of an inode has a greater `at`).
+  struct Key {
+    uint64_t ino = 0, at = 0;
+    uint32_t fs = 0;
+    uint8_t flags = 0;
+    bool operator<(const Key& o) const { return std::tie(fs, ino, at) < std::tie(o.fs, o.ino, o.at); }
   };
-  const Rec* Find(const std::string& fs_key, uint64_t ino) const;
+  static_assert(sizeof(Key) == 24);
+  Status Add(uint32_t fs, const FileEntry& f);
+  const Key* Find(const std::string& fs_key, uint64_t ino) const;
   uint32_t FsId(const std::string& key) { return fs_ids_.emplace(key, uint32_t(fs_ids_.size())).first->second; }
   std::string damage_;
   std::map<std::string, uint32_t> fs_ids_;
   std::map<std::string, Subvolume> subvolumes_;  // by filesystem key
-  // Sorted by (fs, ino) for lookups; `at` numbers records in the order read.
-  struct Key {
-    uint64_t ino;
-    uint32_t fs, at;
-    bool operator<(const Key& o) const { return std::tie(fs, ino, at) < std::tie(o.fs, o.ino, o.at); }
-  };
-  ChunkedArray<Rec> recs_;  // nothing moves as it grows
   std::vector<Key> keys_;
-  RunStore<Hash128> blocks_;
-  RunStore<FiemapExtent> extents_;
-  RunStore<uint32_t> sums_;
+  RecordStore store_;
 };
 
 }  // namespace oans

@@ -56,13 +56,13 @@ Status StartHeader(const ScanOptions& o, IndexHeader* header) {
 // rescan then.
 Status LoadPrevious(const ScanOptions& o, Observer* observer, ScanStats* stats,
                     std::unique_ptr<PreviousIndex>* loaded) {
-  *loaded = std::make_unique<PreviousIndex>();
+  *loaded = std::make_unique<PreviousIndex>(o.temp_dir, o.memory);
   if (o.previous.empty()) return Status::Ok();
   Status s = (*loaded)->Load(o.previous, o.block_size, o.read_data, stats, observer);
   if (!s.ok() && !(!(*loaded)->damage().empty() && o.previous_damaged_rescan)) return s;
   if (!s.ok()) {
     observer->Notice("warning: --previous: " + (*loaded)->damage() + "; reusing nothing from it, every file is read");
-    *loaded = std::make_unique<PreviousIndex>();
+    *loaded = std::make_unique<PreviousIndex>(o.temp_dir, o.memory);
     stats->previous_files = 0;
     stats->previous_damaged = true;
   }

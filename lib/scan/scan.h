@@ -52,6 +52,9 @@ struct ScanOptions {
   // Read every file's data, even on btrfs where its checksums would do (lib/scan/csum.h).
   bool read_data = false;
   std::string temp_dir;  // for the spool of records finished during the walk ("" = default)
+  // Memory for the --previous index's records; past it they go to an unnamed file in
+  // temp_dir (lib/scan/previous.h). Its keys, 24 bytes a file, stay in memory.
+  uint64_t memory = 512ull << 20;
   std::vector<std::string> command_line;
   const std::atomic<bool>* stop = nullptr;  // set by a signal handler: stop cleanly
 };

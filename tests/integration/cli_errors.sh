@@ -29,6 +29,8 @@ expect_error "multiple of 4 KiB" "$BIN/oans-scan" --block-size 1000 "$WORK/tree"
 expect_error "nonexistent" "$BIN/oans-scan" "$WORK/nonexistent" -o "$WORK/i"
 expect_error "--memory" "$BIN/oans-plan" --memory 100 "$WORK/i"
 expect_error "at least 16M" "$BIN/oans-plan" --memory 1M "$WORK/i"
+expect_error "--memory" "$BIN/oans-scan" --memory 100 "$WORK/tree" -o "$WORK/i"
+expect_error "at least 16M" "$BIN/oans-scan" --memory 1M "$WORK/tree" -o "$WORK/i"
 expect_error "$WORK/no-such-dir" "$BIN/oans-scan" --temp-dir "$WORK/no-such-dir" "$WORK/tree" -o "$WORK/i"
 
 "$BIN/oans-scan" --quiet "$WORK/tree" -o "$WORK/good.idx"
@@ -37,6 +39,12 @@ expect_error "$WORK/no-such-dir" "$BIN/oans-scan" --temp-dir "$WORK/no-such-dir"
 cmp -s <("$BIN/oans-cat" "$WORK/good.plan" | grep -v created) <("$BIN/oans-cat" "$WORK/small.plan" | grep -v created) ||
   fail "--memory 16M planned differently"
 pass "oans-plan --memory 16M --temp-dir plans the same"
+"$BIN/oans-scan" --quiet --memory 16M --temp-dir "$WORK" --previous "$WORK/good.idx" "$WORK/tree" -o "$WORK/again.idx"
+[ "$("$BIN/oans-cat" "$WORK/again.idx" | grep -c '"reused":true')" = 2 ] || fail "oans-scan --memory 16M reused nothing"
+cmp -s <("$BIN/oans-cat" "$WORK/good.idx" | grep -v index-header) \
+  <("$BIN/oans-cat" "$WORK/again.idx" | grep -v index-header | sed 's/"reused":true,//') ||
+  fail "oans-scan --memory 16M --previous indexed differently"
+pass "oans-scan --memory 16M --previous indexes the same"
 size=$(stat -c %s "$WORK/good.idx")
 head -c $((size - 5)) "$WORK/good.idx" > "$WORK/trunc.idx"
 expect_error "trunc.idx is truncated" "$BIN/oans-plan" "$WORK/trunc.idx" -o "$WORK/p"

@@ -89,9 +89,12 @@ int main(int argc, char** argv) {
   app.add_option("--order", order, "Read order: auto, physical, inode or none (default: physical on HDD; none on SSD: files are read "
                  "as the walk finds them, in parallel, in flat memory)")
       ->check(CLI::IsMember({"auto", "physical", "inode", "none"}));
+  cli::AddSize(app, "--memory", &o.memory,
+               "Memory for the --previous index's records (default 512M, at least 16M); past it they go to an "
+               "unnamed file in --temp-dir, and 24 bytes a file stay in memory");
   app.add_option("--temp-dir", o.temp_dir,
-                 "Directory for the unnamed spool of records finished during the walk (default $TMPDIR, else "
-                 "/var/tmp; about 60 bytes per file)")
+                 "Directory for the unnamed spool of records finished during the walk and the --previous records "
+                 "past --memory (default $TMPDIR, else /var/tmp; about 60 bytes per file)")
       ->type_name("DIR");
   app.add_option("--progress", progress, "Progress on stderr: auto (terminal only), tty, json or none")
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
@@ -100,6 +103,7 @@ int main(int argc, char** argv) {
   app.footer(cli::ExitCodesHelp());
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
 
+  if (o.memory < (16u << 20)) return cli::Fail("oans-scan", "--memory must be at least 16M");
   o.previous_damaged_rescan = previous_damaged == "rescan";
   o.block_size = uint32_t(block_size);
   if (block_size != o.block_size) return cli::Fail("oans-scan", "--block-size is too large");
