@@ -186,30 +186,6 @@ class ChunkedArray {
   size_t size_ = 0;
 };
 
-// Variable-length runs of T (a file's extents, its block hashes) appended one after
-// another in blocks of 16384 elements, so nothing is copied as the store grows; a run
-// never straddles two blocks (a longer one gets a block of its own), so Get gives a
-// pointer to the whole run.
-template <typename T>
-class RunStore {
- public:
-  // Returns where the run starts, for Get.
-  uint64_t Append(const std::vector<T>& run) {
-    if (blocks_.empty() || blocks_.back().capacity() - blocks_.back().size() < run.size()) {
-      blocks_.emplace_back();
-      blocks_.back().reserve(std::max(kBlock, run.size()));
-    }
-    const uint64_t at = (uint64_t(blocks_.size() - 1) << 32) | blocks_.back().size();
-    blocks_.back().insert(blocks_.back().end(), run.begin(), run.end());
-    return at;
-  }
-  const T* Get(uint64_t at) const { return blocks_[at >> 32].data() + (at & 0xffffffffu); }
-
- private:
-  static constexpr size_t kBlock = 16384;
-  std::vector<std::vector<T>> blocks_;
-};
-
 // A stream of the records of a ChunkedArray from its start. Reading an array it owns, it
 // gives each chunk back as soon as it has passed it.
 template <typename T>

@@ -91,28 +91,6 @@ TEST(Spill, ChunkedArraySortsAcrossChunks) {
   EXPECT_EQ(b.size(), input.size());
 }
 
-TEST(Spill, RunStoreKeepsEveryRunWhole) {
-  RunStore<uint64_t> store;
-  std::mt19937_64 rng(11);
-  std::vector<std::vector<uint64_t>> runs;
-  std::vector<uint64_t> at;
-  uint64_t next = 0;
-  // Short runs that fill blocks and make later runs start a new one, an empty run, and
-  // runs longer than a block.
-  for (size_t n : {size_t(3), size_t(0), size_t(16383), size_t(5), size_t(40000), size_t(16384), size_t(1)}) {
-    for (int rep = 0; rep < 3; ++rep) {
-      std::vector<uint64_t> run(n + rng() % 4);
-      for (auto& v : run) v = next++;
-      at.push_back(store.Append(run));
-      runs.push_back(std::move(run));
-    }
-  }
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const uint64_t* p = store.Get(at[i]);
-    ASSERT_TRUE(std::equal(runs[i].begin(), runs[i].end(), p)) << "run " << i;
-  }
-}
-
 TEST(Spill, SorterDrainsOnceInMemoryAndSpilled) {
   TempDir dir;
   for (uint64_t budget : {uint64_t(64) << 20, uint64_t(1)}) {
