@@ -211,6 +211,27 @@ const char* CodeName(Status::Code c) {
   return ::testing::AssertionSuccess();
 }
 
+FsRecord BtrfsFs(const std::string& uuid, uint64_t subvolume, uint64_t dev, const std::string& mount_point) {
+  FsRecord f;
+  f.uuid = uuid;
+  f.subvolume = subvolume;
+  f.dev = dev;
+  f.type = "btrfs";
+  f.block_size = 4096;
+  f.mount_point = mount_point;
+  return f;
+}
+
+void ExpectSameExtents(const std::vector<FiemapExtent>& got, const std::vector<FiemapExtent>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_EQ(got[k].logical, want[k].logical) << "extent " << k;
+    EXPECT_EQ(got[k].physical, want[k].physical) << "extent " << k;
+    EXPECT_EQ(got[k].length, want[k].length) << "extent " << k;
+    EXPECT_EQ(got[k].flags, want[k].flags) << "extent " << k;
+  }
+}
+
 void WriteIndex(const std::string& path, const IndexHeader& header, const std::vector<FileEntry>& files,
                 size_t batch_records, bool finish) {
   auto out = OutputFile::Open(path);

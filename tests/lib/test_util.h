@@ -117,6 +117,11 @@ class ForwardingSys : public Sys {
   static Sys& real() { return DefaultSys(); }
 };
 
+// A btrfs filesystem record as a scan writes it (4 KiB sectors).
+FsRecord BtrfsFs(const std::string& uuid, uint64_t subvolume, uint64_t dev, const std::string& mount_point);
+// Every field of every extent equal, each difference named.
+void ExpectSameExtents(const std::vector<FiemapExtent>& got, const std::vector<FiemapExtent>& want);
+
 // Writes a complete index (header, records in batches of batch_records, trailer) and
 // commits it. With finish=false the trailer is left out, as an interrupted scan does.
 void WriteIndex(const std::string& path, const IndexHeader& header, const std::vector<FileEntry>& files,

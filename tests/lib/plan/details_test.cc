@@ -37,13 +37,7 @@ TEST(Details, RecordsRoundTrip) {
     EXPECT_EQ(back.size, d.size);
     EXPECT_EQ(back.mtime_ns, d.mtime_ns);
     EXPECT_EQ(back.path_at, d.path_at);
-    ASSERT_EQ(back.extents.size(), d.extents.size());
-    for (size_t k = 0; k < d.extents.size(); ++k) {
-      EXPECT_EQ(back.extents[k].logical, d.extents[k].logical);
-      EXPECT_EQ(back.extents[k].physical, d.extents[k].physical);
-      EXPECT_EQ(back.extents[k].length, d.extents[k].length);
-      EXPECT_EQ(back.extents[k].flags, d.extents[k].flags);
-    }
+    test::ExpectSameExtents(back.extents, d.extents);
     // Cut short anywhere: refused, never read past the end.
     for (size_t n = 0; n < rec.size(); ++n)
       EXPECT_FALSE(DecodeDetail(std::string_view(rec.data(), n), &back).ok()) << "record " << i << " cut at " << n;

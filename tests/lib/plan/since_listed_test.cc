@@ -23,16 +23,7 @@ using test::TempDir;
 
 constexpr uint64_t kBs = 128 * 1024;
 
-FsRecord Fs() {
-  FsRecord f;
-  f.uuid = "U";
-  f.subvolume = 5;
-  f.dev = 40;
-  f.type = "btrfs";
-  f.block_size = 4096;
-  f.mount_point = "/r";
-  return f;
-}
+FsRecord Fs() { return test::BtrfsFs("U", 5, 40, "/r"); }
 
 // A file of `sectors` 4 KiB sectors at `physical`, whose sector sums are given (4 bytes
 // each) and whose whole-file and block keys follow from them, as a scan makes them.

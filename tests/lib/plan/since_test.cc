@@ -11,15 +11,7 @@ namespace {
 
 using test::TempDir;
 
-FsRecord Fs(const std::string& uuid, uint64_t subvolume, uint64_t dev) {
-  FsRecord f;
-  f.uuid = uuid;
-  f.subvolume = subvolume;
-  f.dev = dev;
-  f.type = "btrfs";
-  f.block_size = 4096;
-  return f;
-}
+FsRecord Fs(const std::string& uuid, uint64_t subvolume, uint64_t dev) { return test::BtrfsFs(uuid, subvolume, dev, ""); }
 
 FileEntry File(const std::string& path, uint32_t fs, uint64_t dev, uint64_t ino, int64_t mtime) {
   FileEntry e;

@@ -18,16 +18,7 @@ using test::TempDir;
 
 constexpr uint32_t kBs = 128 * 1024;
 
-FsRecord Fs() {
-  FsRecord f;
-  f.uuid = "U";
-  f.subvolume = 5;
-  f.dev = 40;
-  f.type = "btrfs";
-  f.block_size = 4096;
-  f.mount_point = "/r";
-  return f;
-}
+FsRecord Fs() { return test::BtrfsFs("U", 5, 40, "/r"); }
 
 // A file with `sectors` sums, a block hash per 32 sectors and an extent per 8, all
 // derived from `seed`.
@@ -63,13 +54,7 @@ void WriteIndex(const std::string& path, const std::vector<FileEntry>& files) {
   h.filesystems = {Fs()};
   h.block_size = kBs;
   h.hostname = "host";
-  auto out = OutputFile::Open(path);
-  ASSERT_OK(out.status());
-  IndexWriter w(out->get());
-  ASSERT_OK(w.WriteHeader(h));
-  for (const auto& f : files) ASSERT_OK(w.Add(f));
-  ASSERT_OK(w.Finish());
-  ASSERT_OK((*out)->Commit());
+  test::WriteIndex(path, h, files);
 }
 
 // What a walk knows of a file before reading it: its identity only.
@@ -98,13 +83,7 @@ void ExpectSame(const FileEntry& got, const FileEntry& want, bool extents) {
     return;
   }
   EXPECT_EQ(got.inode_flags, want.inode_flags);
-  ASSERT_EQ(got.extents.size(), want.extents.size());
-  for (size_t i = 0; i < got.extents.size(); ++i) {
-    EXPECT_EQ(got.extents[i].logical, want.extents[i].logical);
-    EXPECT_EQ(got.extents[i].physical, want.extents[i].physical);
-    EXPECT_EQ(got.extents[i].length, want.extents[i].length);
-    EXPECT_EQ(got.extents[i].flags, want.extents[i].flags);
-  }
+  test::ExpectSameExtents(got.extents, want.extents);
 }
 
 TEST(PreviousIndex, SameAnswersInMemoryAndPastTheBudget) {
