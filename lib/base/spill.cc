@@ -106,6 +106,7 @@ Status RecordStore::Spill() {
 
 Result<uint64_t> RecordStore::Add(const std::string& record) {
   const uint64_t at = end_;
+  if (record.size() > UINT32_MAX) return Status::Invalid("record store: a record of more than 4 GiB");
   const uint32_t n = uint32_t(record.size());
   Append(reinterpret_cast<const char*>(&n), sizeof n);
   Append(record.data(), record.size());
@@ -182,6 +183,11 @@ Status RecordStore::Get(uint64_t offset, std::string* record) const {
       record->assign(head + sizeof n, n);
       return Status::Ok();
     }
+    // Longer: keep what the first read gave and read only the rest.
+    const size_t have = sizeof head - sizeof n;
+    record->resize(n);
+    std::memcpy(record->data(), head + sizeof n, have);
+    return Read(offset + sizeof head, record->data() + have, n - have);
   } else {
     OANS_RETURN_IF_ERROR(Read(offset, reinterpret_cast<char*>(&n), sizeof n));
   }

@@ -20,7 +20,14 @@ static_assert(std::is_trivially_copyable_v<Fixed> && std::is_trivially_copyable_
 
 template <typename T>
 void Put(std::string* out, const T* p, size_t n) {
-  out->append(reinterpret_cast<const char*>(p), n * sizeof(T));
+  if (n) out->append(reinterpret_cast<const char*>(p), n * sizeof(T));
+}
+
+template <typename T>
+const char* Take(const char* p, uint32_t n, std::vector<T>* out) {
+  out->resize(n);
+  if (n) std::memcpy(out->data(), p, size_t(n) * sizeof(T));
+  return p + size_t(n) * sizeof(T);
 }
 
 }  // namespace
@@ -29,6 +36,7 @@ PreviousIndex::PreviousIndex(const std::string& temp_dir, uint64_t memory) : sto
 
 Status PreviousIndex::Add(uint32_t fs, const FileEntry& f) {
   Fixed x;
+  std::memset(static_cast<void*>(&x), 0, sizeof x);  // no stray padding bytes in the file
   x.id = FileIdentity::Of(f);
   x.hash = f.hash;
   x.inode_flags = f.inode_flags;
@@ -151,23 +159,23 @@ bool PreviousIndex::Reuse(const std::string& fs_key, FileEntry* e, bool unopened
   std::string rec;
   Fixed x;
   // The store is this scan's own: a record it cannot give back is a failing temporary
-  // file, and the file is then read as if it had no record.
-  if (!store_.Get(k->at, &rec).ok() || rec.size() < sizeof x) return false;
+  // file; the file is then read as if it had no record, and RunScan says how many were.
+  if (!store_.Get(k->at, &rec).ok() || rec.size() < sizeof x) {
+    unreadable_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   std::memcpy(&x, rec.data(), sizeof x);
   const size_t need = sizeof x + size_t(x.extents) * sizeof(FiemapExtent) + size_t(x.blocks) * sizeof(Hash128) +
                       size_t(x.sums) * 4;
   if (rec.size() != need || !FileIdentity::Of(*e).HashesStillValid(x.id)) return false;
   const char* p = rec.data() + sizeof x;
   if (unopened) {
-    e->extents.resize(x.extents);
-    std::memcpy(e->extents.data(), p, size_t(x.extents) * sizeof(FiemapExtent));
+    Take(p, x.extents, &e->extents);
     e->inode_flags = x.inode_flags;
   }
   p += size_t(x.extents) * sizeof(FiemapExtent);
   e->hash = x.hash;
-  e->block_hashes.resize(x.blocks);
-  std::memcpy(e->block_hashes.data(), p, size_t(x.blocks) * sizeof(Hash128));
-  p += size_t(x.blocks) * sizeof(Hash128);
+  p = Take(p, x.blocks, &e->block_hashes);
   e->sum_kind = x.sum_kind;
   e->key_kind = x.key_kind;
   e->sector_sums.assign(p, size_t(x.sums) * 4);

@@ -8,6 +8,7 @@
 // its const members at once. The caller owns it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -70,6 +71,8 @@ class PreviousIndex {
 
   // Whether the records went to the temporary file (more than `memory` bytes of them).
   bool spilled() const { return store_.spilled(); }
+  // Lookups whose record could not be read back from that file (its files were read).
+  uint64_t unreadable() const { return unreadable_.load(std::memory_order_relaxed); }
 
  private:
   static constexpr uint8_t kInlineOnly = 1;  // extents hold inline data only
@@ -91,6 +94,7 @@ class PreviousIndex {
   std::map<std::string, Subvolume> subvolumes_;  // by filesystem key
   std::vector<Key> keys_;
   RecordStore store_;
+  mutable std::atomic<uint64_t> unreadable_{0};
 };
 
 }  // namespace oans

@@ -274,6 +274,10 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   stats->bytes_read = state.bytes_read.load();
   stats->checksums = checksums.counts();
   OANS_RETURN_IF_ERROR(written);
+  if (uint64_t n = prev->unreadable())
+    observer->Notice("warning: " + std::to_string(n) + " records of --previous could not be read back from its "
+                     "temporary file in " + TempDirectory(o.temp_dir) + "; those files were read again (check the "
+                     "disk, or give --temp-dir or a larger --memory)");
   OANS_RETURN_IF_ERROR(RecordProblems(w, o, &writer, observer, stats));
   if (!kept.empty()) observer->Progress({"hash", progress.done, progress.total, stats->files, found});
   if (o.stop && o.stop->load()) {

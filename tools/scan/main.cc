@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
                "unnamed file in --temp-dir, and 24 bytes a file stay in memory");
   app.add_option("--temp-dir", o.temp_dir,
                  "Directory for the unnamed spool of records finished during the walk and the --previous records "
-                 "past --memory (default $TMPDIR, else /var/tmp; about 60 bytes per file)")
+                 "past --memory (default $TMPDIR, else /var/tmp; about 60 bytes per file for the spool, and 80 "
+                 "bytes or more per file of --previous past --memory)")
       ->type_name("DIR");
   app.add_option("--progress", progress, "Progress on stderr: auto (terminal only), tty, json or none")
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));

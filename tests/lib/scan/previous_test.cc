@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include "lib/format/index_file.h"
 #include "lib/scan/hasher.h"
@@ -134,6 +136,35 @@ TEST(PreviousIndex, SameAnswersInMemoryAndPastTheBudget) {
     // Inode slices cut this filesystem's 600 inodes into parts of about equal count.
     EXPECT_EQ(prev.InodeSlices(Fs().Key(), 3, 256, 855), (std::vector<uint64_t>{256, 456, 656, 856}));
   }
+}
+
+// Walkers and readers look records up at once: every thread gets every record whole.
+TEST(PreviousIndex, ManyThreadsReadSpilledRecordsAtOnce) {
+  TempDir dir;
+  std::vector<FileEntry> files;
+  for (uint64_t ino = 256; ino < 256 + 2000; ++ino) files.push_back(File(ino, uint32_t(ino), 1 + ino % 300));
+  const std::string path = dir.Join("prev.idx");
+  WriteIndex(path, files);
+  PreviousIndex prev(dir.path(), 4096);
+  ScanStats stats;
+  Observer quiet;
+  ASSERT_OK(prev.Load(path, kBs, false, &stats, &quiet));
+  ASSERT_TRUE(prev.spilled());
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (size_t k = 0; k < files.size(); ++k) {
+        const FileEntry& want = files[(k * 7 + size_t(t) * 131) % files.size()];
+        FileEntry e = Stat(want);
+        if (!prev.Reuse(Fs().Key(), &e, true, true) || e.hash != want.hash || e.block_hashes != want.block_hashes ||
+            e.sector_sums != want.sector_sums || e.extents.size() != want.extents.size())
+          wrong++;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(prev.unreadable(), 0u);
 }
 
 }  // namespace
