@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace oans {
@@ -52,10 +53,15 @@ bool BtrfsKey::Next(BtrfsKey* next) const {
 }
 
 Status BtrfsTreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& visit) {
-  // One call returns whole items; an item is smaller than a leaf (at most 64 KiB).
+  // One call returns whole items; an item is smaller than a leaf (at most 64 KiB). The
+  // buffer is the thread's own, kept between calls and never cleared: the kernel writes
+  // what it returns, and nothing past that is read.
   constexpr size_t kBuffer = 256 * 1024;
-  std::vector<uint64_t> mem((sizeof(btrfs_ioctl_search_args_v2) + kBuffer + 7) / 8);
-  auto* args = reinterpret_cast<btrfs_ioctl_search_args_v2*>(mem.data());
+  constexpr size_t kMaxItem = 64 * 1024;
+  constexpr uint32_t kItemsPerCall = 4096;
+  thread_local std::unique_ptr<uint64_t[]> mem;
+  if (!mem) mem.reset(new uint64_t[(sizeof(btrfs_ioctl_search_args_v2) + kBuffer + 7) / 8]);
+  auto* args = reinterpret_cast<btrfs_ioctl_search_args_v2*>(mem.get());
   const char* buf = reinterpret_cast<const char*>(args->buf);
   BtrfsKey from = search.min;
   while (!(search.max < from)) {
@@ -70,7 +76,7 @@ Status BtrfsTreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& vi
     key.max_offset = search.max.offset;
     key.min_transid = search.min_transid;
     key.max_transid = search.max_transid;
-    key.nr_items = 4096;
+    key.nr_items = kItemsPerCall;
     args->buf_size = kBuffer;
     if (::ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) != 0) return Status::Io("BTRFS_IOC_TREE_SEARCH_V2", errno);
     if (key.nr_items == 0) break;
@@ -90,6 +96,9 @@ Status BtrfsTreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& vi
       last = item.key;
       if (!visit(item)) return Status::Ok();
     }
+    // The kernel stops a call at the item count, at an item that does not fit the buffer,
+    // or past the last key: with fewer items and room for any item left, it found all.
+    if (key.nr_items < kItemsPerCall && kBuffer - off >= kMaxItem + sizeof(btrfs_ioctl_search_header)) break;
     if (!last.Next(&from)) break;
   }
   return Status::Ok();
@@ -199,7 +208,10 @@ bool DecodeFileExtent(std::string_view d, BtrfsFileExtent* out) {
   out->ram_bytes = Le<uint64_t>(p + offsetof(btrfs_file_extent_item, ram_bytes));
   out->compression = uint8_t(p[offsetof(btrfs_file_extent_item, compression)]);
   out->type = uint8_t(p[offsetof(btrfs_file_extent_item, type)]);
-  if (out->type == BTRFS_FILE_EXTENT_INLINE) return true;
+  if (out->type == BTRFS_FILE_EXTENT_INLINE) {
+    out->inline_data = d.substr(fixed);
+    return true;
+  }
   if (d.size() < sizeof(btrfs_file_extent_item)) return false;
   out->disk_bytenr = Le<uint64_t>(p + offsetof(btrfs_file_extent_item, disk_bytenr));
   out->disk_num_bytes = Le<uint64_t>(p + offsetof(btrfs_file_extent_item, disk_num_bytes));

@@ -107,6 +107,7 @@ struct BtrfsFileExtent {
   uint8_t compression = 0, type = 0;  // type: 0 inline, 1 regular, 2 prealloc
   uint64_t disk_bytenr = 0, disk_num_bytes = 0, offset = 0, num_bytes = 0;  // regular/prealloc only
   uint64_t ram_bytes = 0;
+  std::string_view inline_data;  // inline only: the bytes after the fixed part (compressed if `compression`)
 };
 bool DecodeFileExtent(std::string_view data, BtrfsFileExtent* out);
 

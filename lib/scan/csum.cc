@@ -114,6 +114,7 @@ ChecksumCounts Checksums::counts() const {
   c.bytes = bytes_.load();
   c.hole_bytes = hole_bytes_.load();
   c.searches = searches_.load();
+  c.inline_bytes = inline_bytes_.load();
   for (size_t i = 0; i < c.read.size(); ++i) c.read[i] = read_[i].load();
   return c;
 }
@@ -210,12 +211,30 @@ Result<bool> Checksums::Fill(int fd, const std::string& fs_key, uint32_t block_s
   if (!Computable(fs.kind))
     for (const auto& s : segments)
       if (s.type != Segment::kSums) return *why = s.type == Segment::kRead ? s.why : ReadWhy::kOther, false;
-  return FillFrom(fd, fs, segments, block_size, buffer, bytes_read, stop, e, why);
+  return FillFrom(fd, fd, fs, segments, block_size, buffer, bytes_read, stop, e, why);
 }
 
-// The sums of every segment in order, then the keys; the file's extents mapped again
-// after, to see that they did not move meanwhile.
-Result<bool> Checksums::FillFrom(int fd, const Fs& fs, const std::vector<Segment>& segments, uint32_t block_size,
+Result<bool> Checksums::FillUnopened(int dirfd, const std::string& fs_key, uint32_t block_size,
+                                     const std::atomic<bool>* stop, FileEntry* e) {
+  if (read_data_) return false;
+  const Fs& fs = FsOf(fs_key, dirfd);
+  if (!fs.usable || (e->inode_flags & kNoCowFlag) || e->extents.empty()) return false;
+  const std::vector<Segment> segments = SegmentsOf(*e);
+  uint64_t hole_sectors = 0;
+  for (const auto& s : segments) {
+    if (s.type == Segment::kRead) return false;
+    if (s.type == Segment::kHole) hole_sectors += s.count;
+  }
+  if (hole_sectors > kMaxKeptSums) return false;
+  ReadWhy why = ReadWhy::kOther;
+  return FillFrom(-1, dirfd, fs, segments, block_size, nullptr, nullptr, stop, e, &why);
+}
+
+// The sums of every segment in order, then the keys. With an open file (`read_fd`), what
+// has no checksum is read and its extents are mapped again after, to see that they did
+// not move meanwhile; without one (-1), a sector without a checksum gives up, and the
+// caller checks the file's inode item instead. Searches go through `search_fd`.
+Result<bool> Checksums::FillFrom(int read_fd, int search_fd, const Fs& fs, const std::vector<Segment>& segments, uint32_t block_size,
                                  std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read,
                                  const std::atomic<bool>* stop, FileEntry* e, ReadWhy* why) {
   SumKeys keys(fs.kind, e->size, block_size);
@@ -231,7 +250,7 @@ Result<bool> Checksums::FillFrom(int fd, const Fs& fs, const std::vector<Segment
       continue;
     }
     if (s.type == Segment::kRead) {
-      OANS_ASSIGN_OR_RETURN(bool whole, ReadSectors(sys_, fd, e->size, s.sector, s.count, fs.kind, buffer,
+      OANS_ASSIGN_OR_RETURN(bool whole, ReadSectors(sys_, read_fd, e->size, s.sector, s.count, fs.kind, buffer,
                                                     bytes_read, &keys, &read[size_t(s.why)]));
       if (!whole) return Status::Mismatch("file shrank while being read");
       continue;
@@ -239,7 +258,7 @@ Result<bool> Checksums::FillFrom(int fd, const Fs& fs, const std::vector<Segment
     // Long extents are looked up a window at a time.
     for (uint64_t done = 0; done < s.count;) {
       const uint64_t n = std::min<uint64_t>(s.count - done, 1u << 15);
-      OANS_RETURN_IF_ERROR(Lookup(fd, fs, s.physical + done * kSectorBytes, n, &sums, &have));
+      OANS_RETURN_IF_ERROR(Lookup(search_fd, fs, s.physical + done * kSectorBytes, n, &sums, &have));
       for (uint64_t i = 0; i < n;) {
         if (have[i]) {
           keys.Add(sums[i]);
@@ -247,10 +266,10 @@ Result<bool> Checksums::FillFrom(int fd, const Fs& fs, const std::vector<Segment
           ++i;
           continue;
         }
-        if (!Computable(fs.kind)) return *why = ReadWhy::kNoChecksum, false;
+        if (!Computable(fs.kind) || read_fd < 0) return *why = ReadWhy::kNoChecksum, false;
         uint64_t j = i;
         while (j < n && !have[j]) ++j;
-        OANS_ASSIGN_OR_RETURN(bool whole, ReadSectors(sys_, fd, e->size, s.sector + done + i, j - i, fs.kind, buffer,
+        OANS_ASSIGN_OR_RETURN(bool whole, ReadSectors(sys_, read_fd, e->size, s.sector + done + i, j - i, fs.kind, buffer,
                                                       bytes_read, &keys, &read[size_t(ReadWhy::kNoChecksum)]));
         if (!whole) return Status::Mismatch("file shrank while being read");
         i = j;
@@ -258,12 +277,14 @@ Result<bool> Checksums::FillFrom(int fd, const Fs& fs, const std::vector<Segment
       done += n;
     }
   }
-  std::vector<FiemapExtent> after;
-  if (!sys_.Fiemap(fd, &after).ok() || after.size() != e->extents.size() ||
-      !std::equal(after.begin(), after.end(), e->extents.begin(), [](const FiemapExtent& a, const FiemapExtent& b) {
-        return a.logical == b.logical && a.physical == b.physical && a.length == b.length && a.flags == b.flags;
-      }))
-    return *why = ReadWhy::kNoChecksum, false;
+  if (read_fd >= 0) {
+    std::vector<FiemapExtent> after;
+    if (!sys_.Fiemap(read_fd, &after).ok() || after.size() != e->extents.size() ||
+        !std::equal(after.begin(), after.end(), e->extents.begin(), [](const FiemapExtent& a, const FiemapExtent& b) {
+          return a.logical == b.logical && a.physical == b.physical && a.length == b.length && a.flags == b.flags;
+        }))
+      return *why = ReadWhy::kNoChecksum, false;
+  }
   keys.Finish(&e->hash, &e->block_hashes, &e->sector_sums);
   e->sum_kind = e->key_kind = uint8_t(fs.kind);
   e->hashed = true;

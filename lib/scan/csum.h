@@ -52,6 +52,7 @@ struct ChecksumCounts {
   uint64_t bytes = 0;           // file bytes whose sums came from checksums
   uint64_t hole_bytes = 0;      // bytes of holes (neither read nor looked up)
   uint64_t searches = 0;        // checksum tree searches
+  uint64_t inline_bytes = 0;    // bytes of inline data taken from the items, not read
   std::array<uint64_t, size_t(ReadWhy::kCount)> read{};  // bytes read, by reason
 };
 
@@ -66,6 +67,21 @@ class Checksums {
   // once `stop` is set. `bytes_read` counts what was read, for progress.
   Result<bool> Fill(int fd, const std::string& fs_key, uint32_t block_size, std::vector<char>* buffer,
                     std::atomic<uint64_t>* bytes_read, const std::atomic<bool>* stop, FileEntry* e, ReadWhy* why);
+
+  // Whether sums may come from checksums on this filesystem (not --read-data, btrfs with
+  // checksum facts, the search permitted); the first call per filesystem commits it (syncfs).
+  bool Usable(const std::string& fs_key, int fd) { return !read_data_ && FsOf(fs_key, fd).usable; }
+
+  // Fill for a file that is not open, its extents and inode flags taken from the tree
+  // (tree_map.h) and the searches made through `dirfd`, a descriptor of its directory:
+  // true when every sector has a checksum or is a hole; false, with nothing counted, when
+  // anything would have to be read (the caller then opens the file and calls Fill). The
+  // caller checks after that the file's inode item did not change meanwhile.
+  Result<bool> FillUnopened(int dirfd, const std::string& fs_key, uint32_t block_size, const std::atomic<bool>* stop,
+                            FileEntry* e);
+
+  // `bytes` of inline data hashed from a file's item (tree_map.h), not read.
+  void CountInline(uint64_t bytes) { inline_bytes_.fetch_add(bytes, std::memory_order_relaxed); }
 
   // `bytes` read by HashFile for reason `why`.
   void CountRead(ReadWhy why, uint64_t bytes) { read_[size_t(why)].fetch_add(bytes, std::memory_order_relaxed); }
@@ -85,7 +101,7 @@ class Checksums {
   const Fs& FsOf(const std::string& fs_key, int fd);
   Status Lookup(int fd, const Fs& fs, uint64_t logical, uint64_t sectors, std::vector<uint32_t>* sums,
                 std::vector<uint8_t>* have);
-  Result<bool> FillFrom(int fd, const Fs& fs, const std::vector<Segment>& segments, uint32_t block_size,
+  Result<bool> FillFrom(int read_fd, int search_fd, const Fs& fs, const std::vector<Segment>& segments, uint32_t block_size,
                         std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read, const std::atomic<bool>* stop,
                         FileEntry* e, ReadWhy* why);
 
@@ -94,7 +110,7 @@ class Checksums {
   const uint64_t instance_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<Fs>> fs_;
-  std::atomic<uint64_t> files_{0}, bytes_{0}, hole_bytes_{0}, searches_{0};
+  std::atomic<uint64_t> files_{0}, bytes_{0}, hole_bytes_{0}, searches_{0}, inline_bytes_{0};
   std::array<std::atomic<uint64_t>, size_t(ReadWhy::kCount)> read_{};
 };
 

@@ -41,6 +41,16 @@ void FailEntry(FileEntry* e, const Status& s) {
 
 namespace {
 
+// e's keys from hashes of its data.
+void SetDataKeys(FileHashes&& h, FileEntry* e) {
+  e->hash = h.whole;
+  e->block_hashes = std::move(h.blocks);
+  e->sector_sums = std::move(h.sector_sums);
+  e->sum_kind = e->sector_sums.empty() ? 0 : uint8_t(SumKind::kCrc32c);
+  e->key_kind = 0;
+  e->hashed = true;
+}
+
 // Whether the file kept its size, mtime and ctime while it was read.
 bool Unchanged(Sys& sys, int fd, FileEntry* e) {
   auto after = sys.Fstat(fd);
@@ -84,13 +94,22 @@ bool ReadOpen(Sys& sys, int fd, bool mapped, const std::string& fs_key, const Pr
   if (!h.ok()) return FailEntry(e, h.status()), true;
   if (checksums) checksums->CountRead(why, h->bytes_read);
   if (!Unchanged(sys, fd, e)) return true;
-  e->hash = h->whole;
-  e->block_hashes = std::move(h->blocks);
-  e->sector_sums = std::move(h->sector_sums);
-  e->sum_kind = e->sector_sums.empty() ? 0 : uint8_t(SumKind::kCrc32c);
-  e->key_kind = 0;
-  e->hashed = true;
+  SetDataKeys(std::move(*h), e);
   return true;
+}
+
+bool FillFromTree(int dirfd, const std::string& fs_key, TreeMap&& map, const PreviousIndex& prev,
+                  const ScanOptions& o, Checksums* checksums, FileEntry* e) {
+  e->extents = std::move(map.extents);
+  e->inode_flags = map.inode_flags;
+  if (prev.Reuse(fs_key, e)) return true;
+  if (!map.inline_data.empty()) {
+    SetDataKeys(HashMemory(map.inline_data.data(), map.inline_data.size(), o.block_size), e);
+    checksums->CountInline(map.inline_data.size());
+    return true;
+  }
+  auto done = checksums->FillUnopened(dirfd, fs_key, o.block_size, o.stop, e);
+  return done.ok() && *done;
 }
 
 }  // namespace oans

@@ -14,6 +14,7 @@
 #include "lib/scan/csum.h"
 #include "lib/scan/previous.h"
 #include "lib/scan/scan.h"
+#include "lib/scan/tree_map.h"
 #include "lib/scan/walk.h"
 
 namespace oans {
@@ -35,5 +36,14 @@ void FailEntry(FileEntry* e, const Status& s);
 bool ReadOpen(Sys& sys, int fd, bool mapped, const std::string& fs_key, const PreviousIndex& prev,
               const ScanOptions& o, Checksums* checksums, std::vector<char>* buffer,
               std::atomic<uint64_t>* bytes_read, FileEntry* e);
+
+// Fills e, whose identity comes from `map` (its items, lib/scan/tree_map.h), without
+// opening the file, where `checksums` is usable on btrfs: its extents and flags from the
+// map, then hashes reused from the previous index when unchanged, else the keys of its
+// inline data, else its sums from the checksum tree (Checksums::FillUnopened), searched
+// through `dirfd`. False when any sector would have to be read: the file is to be opened
+// (ReadOpen), nothing counted.
+bool FillFromTree(int dirfd, const std::string& fs_key, TreeMap&& map, const PreviousIndex& prev,
+                  const ScanOptions& o, Checksums* checksums, FileEntry* e);
 
 }  // namespace oans

@@ -96,6 +96,12 @@ Status ReadFully(Sys& sys, int fd, char* buf, size_t len, uint64_t off) {
 
 }  // namespace
 
+FileHashes HashMemory(const char* data, size_t len, uint32_t block_size) {
+  FileHasher hasher(len, block_size);
+  hasher.Data(data, len);
+  return hasher.Finish();
+}
+
 Result<FileHashes> HashFile(Sys& sys, int fd, uint64_t size, uint32_t block_size, std::vector<char>* buffer,
                             void (*on_bytes)(void*, uint64_t), void* ctx, const std::atomic<bool>* stop) {
   if (block_size == 0) return Status::Invalid("block size must not be zero");
@@ -104,8 +110,8 @@ Result<FileHashes> HashFile(Sys& sys, int fd, uint64_t size, uint32_t block_size
   // 2 MiB between them (the kernel's readahead, not the buffer, makes reads sequential).
   size_t want = std::max<size_t>(block_size, (256u << 10) / block_size * block_size);
   if (buffer->size() != want) buffer->assign(want, 0);
-  std::memset(buffer->data(), 0, block_size);
-  const Hash128 zero_block = HashBytes(buffer->data(), block_size);
+  Hash128 zero_block;  // the hash of a block of zeros, made at the first hole (most files have none)
+  bool have_zero_block = false;
   FileHasher hasher(size, block_size);
   uint64_t off = 0;
   uint64_t data_start = 0, data_end = 0;  // the data segment known to hold `off`
@@ -120,6 +126,11 @@ Result<FileHashes> HashFile(Sys& sys, int fd, uint64_t size, uint32_t block_size
       // A hole up to the next data: skipped in whole blocks (off is on a block boundary).
       const uint64_t n = (std::min<uint64_t>(data_start, size) - off) / block_size * block_size;
       if (n > 0) {
+        if (!have_zero_block) {
+          std::memset(buffer->data(), 0, block_size);
+          zero_block = HashBytes(buffer->data(), block_size);
+          have_zero_block = true;
+        }
         hasher.Hole(off, n, zero_block);
         off += n;
         continue;

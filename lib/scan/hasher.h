@@ -52,6 +52,9 @@ Result<FileHashes> HashFile(Sys& sys, int fd, uint64_t size, uint32_t block_size
                             std::vector<char>* buffer, void (*on_bytes)(void*, uint64_t) = nullptr,
                             void* ctx = nullptr, const std::atomic<bool>* stop = nullptr);
 
+// The hashes HashFile gives a file of `len` bytes without holes that holds `data`.
+FileHashes HashMemory(const char* data, size_t len, uint32_t block_size);
+
 // XXH3-128 of a memory range.
 Hash128 HashBytes(const void* data, size_t len);
 

@@ -1,5 +1,6 @@
 #include "lib/scan/scan.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "lib/scan/kept.h"
 #include "lib/scan/previous.h"
 #include "lib/scan/sink.h"
+#include "lib/scan/tree_map.h"
 #include "lib/scan/walk.h"
 
 namespace oans {
@@ -102,7 +104,7 @@ struct WalkState {
   // In walk order, files are read while the walk has them open, by the walk's threads,
   // and leave at once: memory stays flat. Other orders keep the files to sort them.
   bool read_in_walk = false;
-  std::atomic<uint64_t> found{0}, bytes_read{0}, unopened{0}, walked_bytes{0};
+  std::atomic<uint64_t> found{0}, bytes_read{0}, unopened{0}, tree_mapped{0}, walked_bytes{0};
 };
 
 // Each file is mapped while the walk has it open. Unchanged files (and, in walk order,
@@ -138,11 +140,10 @@ bool OnOpenFile(WalkState& s, int fd, WalkEntry* w) {
 // Unchanged files are finished from one stat by name, without opening them, when
 // their extent map cannot have changed either: btrfs wrote none of their metadata
 // since the previous scan, or they held only inline data.
-bool OnUnopenedFile(WalkState& s, int dirfd, const std::string& name, uint64_t ino, WalkEntry* w) {
-  if (s.o.stop && s.o.stop->load()) return false;
+bool FinishFromPrevious(WalkState& s, int dirfd, const std::string& name, uint64_t ino, uint32_t dir_fs,
+                        WalkEntry* w) {
   // The directory's filesystem is the file's but for a mount on the file itself,
   // which the stat below catches: files that will be opened anyway skip the stat.
-  const uint32_t dir_fs = s.filesystems.Of(w->st.dev, -1, w->path, w->root);
   if (!s.prev.MayFinishUnopened(s.filesystems.Key(dir_fs), ino, s.filesystems.UnchangedExtents(dir_fs, ino)))
     return false;
   auto st = s.sys.StatAt(dirfd, name);
@@ -157,6 +158,91 @@ bool OnUnopenedFile(WalkState& s, int dirfd, const std::string& name, uint64_t i
   return true;
 }
 
+// The maps of the regular files of the directory batch this thread is going through
+// (OnBatch), for FinishFromTree; `dirfd` tells whose they are.
+struct BatchMaps {
+  int dirfd = -1;
+  std::vector<TreeMap> maps;  // by inode
+};
+thread_local BatchMaps batch_maps;
+
+// Gap between inode numbers past which a batch's files are searched apart.
+constexpr uint64_t kInodeGap = 64;
+
+// On btrfs, as root, the files of a directory batch whose inode numbers lie close
+// together (made together) are mapped in one tree search per run of them.
+void OnBatch(WalkState& s, int dirfd, uint64_t dev, const std::string& path, uint32_t root,
+             const std::vector<DirEntry>& batch) {
+  batch_maps.dirfd = -1;
+  batch_maps.maps.clear();
+  if (s.o.read_data) return;
+  std::vector<uint64_t> inos;
+  for (const auto& d : batch)
+    if (d.type == DT_REG) inos.push_back(d.ino);
+  if (inos.size() < 2) return;
+  const uint32_t fs = s.filesystems.Of(dev, dirfd, path, root);
+  if (!s.checksums.Usable(s.filesystems.Key(fs), dirfd)) return;
+  std::sort(inos.begin(), inos.end());
+  inos.erase(std::unique(inos.begin(), inos.end()), inos.end());
+  std::vector<uint64_t> run;
+  std::vector<TreeMap> found;
+  for (size_t i = 0; i <= inos.size(); ++i) {
+    if (i < inos.size() && (run.empty() || inos[i] - run.back() <= kInodeGap)) {
+      run.push_back(inos[i]);
+      continue;
+    }
+    // A file has an inode item, a reference, an extent or a few; past 16 items a file
+    // on average, the rest are searched one by one.
+    if (run.size() > 1 && MapManyFromTree(s.sys, dirfd, run, 16 * run.size() + 64, &found).ok())
+      for (auto& m : found) batch_maps.maps.push_back(std::move(m));
+    run.clear();
+    if (i < inos.size()) run.push_back(inos[i]);
+  }
+  batch_maps.dirfd = dirfd;
+}
+
+// The map of `ino` from this thread's batch, or one search of its own.
+bool MapOf(Sys& sys, int dirfd, uint64_t ino, TreeMap* out) {
+  if (batch_maps.dirfd == dirfd) {
+    auto& v = batch_maps.maps;
+    auto it = std::lower_bound(v.begin(), v.end(), ino, [](const TreeMap& m, uint64_t i) { return m.ino < i; });
+    if (it != v.end() && it->ino == ino) {
+      *out = std::move(*it);
+      return true;
+    }
+  }
+  auto found = MapFromTree(sys, dirfd, ino, out);
+  return found.ok() && *found;
+}
+
+// On btrfs, as root, a regular file is mapped and keyed from the filesystem's trees
+// without being opened or stat'ed (FillFromTree), whatever the read order: none of its
+// data is read. Hardlinks (merged after the walk) and files that need reading are
+// opened as before.
+bool FinishFromTree(WalkState& s, int dirfd, uint64_t ino, uint32_t dir_fs, WalkEntry* w) {
+  const std::string key = s.filesystems.Key(dir_fs);
+  if (!s.checksums.Usable(key, dirfd)) return false;
+  TreeMap map;
+  if (!MapOf(s.sys, dirfd, ino, &map)) return false;
+  const FileStat st = map.Stat(w->st.dev);
+  if (!S_ISREG(st.mode) || st.nlink != 1 || st.size == 0 || st.size < s.o.min_size) return false;
+  w->st = st;
+  FileEntry e = EntryOf(*w, dir_fs);
+  if (!FillFromTree(dirfd, key, std::move(map), s.prev, s.o, &s.checksums, &e)) return false;
+  s.tree_mapped.fetch_add(1, std::memory_order_relaxed);
+  if (e.reused) s.unopened.fetch_add(1, std::memory_order_relaxed);
+  s.walked_bytes.fetch_add(st.size, std::memory_order_relaxed);
+  s.sink.Add(std::move(e), s.walked_bytes.load(), s.found.load());
+  return true;
+}
+
+bool OnUnopenedFile(WalkState& s, int dirfd, const std::string& name, uint64_t ino, WalkEntry* w) {
+  if (s.o.stop && s.o.stop->load()) return false;
+  const uint32_t dir_fs = s.filesystems.Of(w->st.dev, -1, w->path, w->root);
+  if (!s.o.previous.empty() && FinishFromPrevious(s, dirfd, name, ino, dir_fs, w)) return true;
+  return !s.o.read_data && FinishFromTree(s, dirfd, ino, dir_fs, w);
+}
+
 WalkOptions WalkOptionsFor(WalkState& s, int threads) {
   WalkOptions wo;
   wo.excludes = s.o.excludes;
@@ -169,7 +255,10 @@ WalkOptions WalkOptionsFor(WalkState& s, int threads) {
     auto st = s.sys.Fstat(fd);
     if (st.ok()) s.sink.AddDir({path, s.filesystems.Of(st->dev, fd, path, root), st->ino});
   };
-  if (!s.o.previous.empty())
+  if (!s.o.read_data)
+    wo.on_batch = [&s](int dirfd, uint64_t dev, const std::string& path, uint32_t root,
+                       const std::vector<DirEntry>& batch) { OnBatch(s, dirfd, dev, path, root, batch); };
+  if (!s.o.previous.empty() || !s.o.read_data)
     wo.without_open = [&s](int dirfd, const std::string& name, uint64_t ino, WalkEntry* w) -> bool {
       return OnUnopenedFile(s, dirfd, name, ino, w);
     };
@@ -260,6 +349,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   OANS_RETURN_IF_ERROR(sink.status());
   WalkResult& w = *walked;
   stats->unopened = state.unopened.load();
+  stats->tree_mapped = state.tree_mapped.load();
   CountWalk(w, stats);
   const uint64_t found = state.found.load();
   const uint64_t walked_bytes = state.walked_bytes.load();

@@ -86,6 +86,7 @@ class Walker {
         next = 0;
         if (!more.ok()) L.problems.push_back({path, Status::Io("reading directory " + path, more.status().errnum())});
         if (!more.ok() || !*more) break;
+        if (o_.on_batch) o_.on_batch(handle->fd(), dev, path, root, batch);
         continue;
       }
       const DirEntry* de = &batch[next++];

@@ -35,6 +35,12 @@ struct WalkOptions {
   // means the visitor finished the file itself (entry.path and root are set for it, and
   // entry.st.dev is the directory's device: a hint, only the file's own stat says).
   std::function<bool(int dirfd, const std::string& name, uint64_t ino, WalkEntry* entry)> without_open;
+  // When set, called with each batch of entries readdir returns, before any of them is
+  // handed to without_open or opened, from the walker thread that then goes through the
+  // batch; with the directory's descriptor, device, path and root.
+  std::function<void(int dirfd, uint64_t dev, const std::string& path, uint32_t root,
+                     const std::vector<DirEntry>& batch)>
+      on_batch;
   // When set, called from a walker thread for each directory once it is open, with
   // its descriptor (valid only during the call), path and root.
   std::function<void(int fd, const std::string& path, uint32_t root)> on_dir;

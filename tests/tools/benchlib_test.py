@@ -536,6 +536,24 @@ class Reports(unittest.TestCase):
         self.assertNotIn("oans hash vs read floor: wall", text)
         self.assertIn("oans warm vs stat floor: wall 1.25x", text)
 
+    def test_a_run_that_reads_no_data_has_the_stat_walk_and_one_read_as_floors(self):
+        dedupe = load_script("bench-dedupe")
+        runs = dict(DEDUPE_RUNS)
+        runs["runs"] = [dict(r, reads_data=False) if r["candidate"] == "oans" else r for r in DEDUPE_RUNS["runs"]]
+        summary = dedupe.summarize(runs, "duperemove")
+        row = {(r["candidate"], r["scenario"]): r for r in summary["table"]}
+        self.assertEqual((row["oans", "hash"]["vs_floor"]["bound"], row["oans", "hash"]["vs_floor"]["times"]),
+                         ("stat", 1))
+        self.assertEqual(row["oans", "hash"]["vs_floor"]["wall_ratio"], 2.5)  # 0.5 / 0.2 s
+        self.assertEqual(row["duperemove", "cold"]["vs_floor"]["bound"], "read")
+        for r in runs["runs"]:
+            if (r["candidate"], r["scenario"]) == ("oans", "cold"):
+                r["cap_bytes"] = 1 << 29
+        summary = dedupe.summarize(runs, "duperemove")
+        row = {(r["candidate"], r["scenario"]): r for r in summary["table"]}
+        self.assertEqual((row["oans", "cold"]["vs_floor"]["bound"], row["oans", "cold"]["vs_floor"]["times"]),
+                         ("read", 1))
+
     def test_capped_cold_is_against_twice_the_read_floor_and_traced_figures(self):
         dedupe = load_script("bench-dedupe")
         tr = {"requests": 10, "read_requests": 8, "read_bytes": 4096, "write_requests": 2, "seeks": 6,

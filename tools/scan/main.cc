@@ -27,6 +27,7 @@ std::string ChecksumSummary(const ChecksumCounts& c) {
   if (c.files || c.bytes)
     parts.push_back("from btrfs checksums " + FormatSize(c.bytes) + " (" + std::to_string(c.files) + " files, " +
                     std::to_string(c.searches) + " searches)");
+  if (c.inline_bytes) parts.push_back("inline data from the tree " + FormatSize(c.inline_bytes));
   if (c.hole_bytes) parts.push_back("holes " + FormatSize(c.hole_bytes));
   bool first = true;
   for (size_t i = 0; i < c.read.size(); ++i)
@@ -146,6 +147,7 @@ int main(int argc, char** argv) {
                                {"hashed", stats.hashed},
                                {"reused", stats.reused},
                                {"unopened", stats.unopened},
+                               {"tree_mapped", stats.tree_mapped},
                                {"errors", stats.errors},
                                {"hardlinks", stats.hardlinks},
                                {"dirs", stats.dirs},
@@ -164,6 +166,7 @@ int main(int argc, char** argv) {
                                {"checksum_bytes", stats.checksums.bytes},
                                {"checksum_searches", stats.checksums.searches},
                                {"hole_bytes", stats.checksums.hole_bytes},
+                               {"inline_tree_bytes", stats.checksums.inline_bytes},
                                {"read_by_reason", ReadByReason(stats.checksums)}});
   } else if (!quiet) {
     using ull = unsigned long long;
@@ -171,7 +174,10 @@ int main(int argc, char** argv) {
                               FormatSize(stats.bytes) + ") in " + std::to_string(stats.dirs) + " directories in " +
                               renderer.Elapsed();
     std::fputs(cli::WrapSummary(found, {"read " + FormatSize(stats.bytes_read),
-                                        "hashed " + std::to_string(stats.hashed) + " files",
+                                        "hashed " + std::to_string(stats.hashed) + " files" +
+                                            (stats.tree_mapped ? " (" + std::to_string(stats.tree_mapped) +
+                                                                     " mapped from btrfs's trees, not opened)"
+                                                               : ""),
                                         "reused " + std::to_string(stats.reused) + " from the previous index (" +
                                             std::to_string(stats.unopened) + " not opened)",
                                         stats.followed ? "followed btrfs changes: " +

@@ -1,0 +1,157 @@
+#include "lib/scan/tree_map.h"
+
+#include <memory>
+
+namespace oans {
+namespace {
+
+constexpr uint64_t kSector = 4096;
+constexpr uint32_t kNotAligned = 0x100;  // FIEMAP_EXTENT_NOT_ALIGNED
+constexpr uint8_t kInline = 0, kRegular = 1, kPrealloc = 2;
+
+uint64_t RoundUp(uint64_t x) { return (x + kSector - 1) / kSector * kSector; }
+
+// One inode's map, built from its items in key order.
+class Builder {
+ public:
+  explicit Builder(uint64_t ino) { map_.ino = ino; }
+  uint64_t ino() const { return map_.ino; }
+
+  // False when the item cannot be used: the map is then not to be trusted.
+  bool Add(const BtrfsItem& it) {
+    if (it.key.type == kBtrfsInodeItem) return have_inode_ = DecodeInodeItem(it.data, &map_.inode);
+    if (it.key.type != kBtrfsExtentData) return true;  // refs, xattrs
+    BtrfsFileExtent x;
+    if (!have_inode_ || !DecodeFileExtent(it.data, &x)) return false;
+    ++items_;
+    const uint64_t at = it.key.offset;
+    if (x.type == kInline) {
+      last_end_ = RoundUp(at + x.ram_bytes);
+      Emit(at, 0, last_end_ - at, kExtentInline | kNotAligned | (x.compression ? kExtentEncoded : 0));
+      if (!x.compression && at == 0 && x.inline_data.size() == x.ram_bytes) map_.inline_data.assign(x.inline_data);
+      ++inline_items_;
+      return true;
+    }
+    if (x.type != kRegular && x.type != kPrealloc) return false;
+    last_end_ = at + x.num_bytes;
+    if (x.disk_bytenr == 0) return true;  // an explicit hole
+    uint32_t flags = x.type == kPrealloc ? kExtentUnwritten : 0;
+    if (x.compression) flags |= kExtentEncoded;
+    Emit(at, x.disk_bytenr + (x.compression ? 0 : x.offset), x.num_bytes, flags);
+    return true;
+  }
+
+  // False without an inode item.
+  bool Finish(TreeMap* out) {
+    if (!have_inode_) return false;
+    // The inline data stands for the file only when it is all of it.
+    if (inline_items_ != 1 || items_ != 1 || map_.inline_data.size() != map_.inode.size) map_.inline_data.clear();
+    auto& x = map_.extents;
+    if (!x.empty() && x.back().logical + x.back().length >= last_end_) x.back().flags |= kExtentLast;
+    map_.inode_flags = FsFlagsOfBtrfs(map_.inode.flags);
+    *out = std::move(map_);
+    return true;
+  }
+
+ private:
+  // As btrfs's emit_fiemap_extent: merged into the previous extent when both are
+  // contiguous in the file and on disk and their flags are the same.
+  void Emit(uint64_t logical, uint64_t physical, uint64_t length, uint32_t flags) {
+    auto& x = map_.extents;
+    if (!x.empty()) {
+      FiemapExtent& p = x.back();
+      if (p.logical + p.length == logical && p.physical + p.length == physical && p.flags == flags) {
+        p.length += length;
+        return;
+      }
+    }
+    x.push_back({logical, physical, length, flags});
+  }
+
+  TreeMap map_;
+  bool have_inode_ = false;
+  uint64_t last_end_ = 0, items_ = 0, inline_items_ = 0;
+};
+
+}  // namespace
+
+FileStat TreeMap::Stat(uint64_t dev) const {
+  FileStat st;
+  st.dev = dev;
+  st.ino = ino;
+  st.size = inode.size;
+  st.mtime_ns = inode.mtime_ns;
+  st.ctime_ns = inode.ctime_ns;
+  st.mode = inode.mode;
+  st.nlink = inode.nlink;
+  st.uid = inode.uid;
+  st.gid = inode.gid;
+  st.blocks = inode.nbytes / 512;
+  return st;
+}
+
+uint32_t FsFlagsOfBtrfs(uint64_t f) {
+  // fs/btrfs/ioctl.c, btrfs_inode_flags_to_fsflags; read-only flags in the upper half.
+  uint32_t out = 0;
+  if (f & (1u << 5)) out |= 0x00000008;             // SYNC
+  if (f & (1u << 6)) out |= 0x00000010;             // IMMUTABLE
+  if (f & (1u << 7)) out |= 0x00000020;             // APPEND
+  if (f & (1u << 8)) out |= 0x00000040;             // NODUMP
+  if (f & (1u << 9)) out |= 0x00000080;             // NOATIME
+  if (f & (1u << 10)) out |= 0x00010000;            // DIRSYNC
+  if (f & (1u << 1)) out |= 0x00800000;             // NODATACOW: FS_NOCOW_FL
+  if (f & (uint64_t(1) << 32)) out |= 0x00100000;   // VERITY
+  if (f & (1u << 3)) out |= 0x00000400;             // NOCOMPRESS
+  else if (f & (1u << 11)) out |= 0x00000004;       // COMPRESS
+  return out;
+}
+
+Result<bool> MapFromTree(Sys& sys, int dirfd, uint64_t ino, TreeMap* out) {
+  BtrfsSearch s;
+  s.tree_id = 0;  // the directory's subvolume: a regular file lies in its directory's
+  s.min = {ino, kBtrfsInodeItem, 0};
+  s.max = {ino, kBtrfsExtentData, ~uint64_t(0)};
+  Builder b(ino);
+  bool usable = true;
+  OANS_RETURN_IF_ERROR(sys.TreeSearch(dirfd, s, [&](const BtrfsItem& it) {
+    return it.key.objectid == ino && (usable = b.Add(it));
+  }));
+  return usable && b.Finish(out);
+}
+
+Status MapManyFromTree(Sys& sys, int dirfd, const std::vector<uint64_t>& inos, uint64_t max_items,
+                       std::vector<TreeMap>* out) {
+  out->clear();
+  if (inos.empty()) return Status::Ok();
+  BtrfsSearch s;
+  s.tree_id = 0;
+  s.min = {inos.front(), kBtrfsInodeItem, 0};
+  s.max = {inos.back(), kBtrfsExtentData, ~uint64_t(0)};
+  size_t next = 0;  // inos[next] is the first not yet passed
+  std::unique_ptr<Builder> b;
+  bool usable = false;
+  uint64_t items = 0;
+  auto end_inode = [&] {
+    TreeMap m;
+    if (b && usable && b->Finish(&m)) out->push_back(std::move(m));
+    b.reset();
+  };
+  OANS_RETURN_IF_ERROR(sys.TreeSearch(dirfd, s, [&](const BtrfsItem& it) {
+    if (++items > max_items) return false;
+    if (b && it.key.objectid != b->ino()) end_inode();
+    if (!b) {
+      while (next < inos.size() && inos[next] < it.key.objectid) ++next;
+      if (next == inos.size()) return false;
+      if (inos[next] != it.key.objectid) return true;  // another inode's item
+      b = std::make_unique<Builder>(it.key.objectid);
+      usable = true;
+      ++next;
+    }
+    if (usable) usable = b->Add(it);
+    return true;
+  }));
+  if (items <= max_items) end_inode();  // the search ended after the last inode's items
+  return Status::Ok();
+}
+
+}  // namespace oans
