@@ -3,6 +3,8 @@
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
+#include <future>
+#include <system_error>
 #include <memory>
 
 #include "lib/apply/executor.h"
@@ -21,7 +23,8 @@ std::unique_ptr<Executor> MakeExecutor(Sys& sys, const ApplyOptions& o, RateLimi
   return std::make_unique<ReflinkExecutor>(sys);
 }
 
-// The state of one run, shared by the two stages; each field says which stage writes it.
+// The state of one run, shared by the two stages (and the thread that opens the round
+// after the one being read); each field says which stage writes it.
 class Run {
  public:
   Run(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* observer, ApplyStats* stats)
@@ -42,8 +45,13 @@ class Run {
   bool ShouldStop() const { return (o_.stop && o_.stop->load()) || deadline_hit_.load(); }
   // Whether rounds are read into the page cache before and dropped after their dedupe.
   bool Prefetching() const { return o_.prefetch && !o_.dry_run && !o_.hardlink; }
-  // Stage 1: the next round, opened, checked and read ahead; null at the end.
+  // Stage 1: the next round, opened, checked and read ahead; null at the end. The round
+  // after it is opened and checked meanwhile, on a thread of its own (OpenNext): its
+  // lookups and inode reads overlap this round's reads instead of adding to them.
   PreparedRound* Prepare(tbb::flow_control& fc);
+  // The next round from the plan, its files opened and checked; null at the end of the
+  // plan, on a stop or when the plan cannot be read (plan_error_).
+  std::unique_ptr<PreparedRound> OpenNext();
   // Stage 2: executes, journals and counts one round.
   void Finish(PreparedRound* p);
   void ReportProblems(const PreparedRound& p);
@@ -58,8 +66,9 @@ class Run {
   Observer* observer_;
   ApplyStats* stats_;     // stage 2
   const PlanHeader& h_;
-  RoundSource source_;    // stage 1
-  Verifier verifier_;     // stage 1
+  RoundSource source_;    // stage 1 (OpenNext)
+  Verifier verifier_;     // stage 1 (OpenNext)
+  std::future<std::unique_ptr<PreparedRound>> next_;  // stage 1: the round being opened
   RateLimiter rate_;      // both (thread-safe)
   std::vector<char> buffer_;  // stage 1
   std::unique_ptr<Executor> executor_;  // stage 2
@@ -73,25 +82,43 @@ class Run {
   Clock::time_point last_progress_ = Clock::now();  // stage 2
 };
 
-PreparedRound* Run::Prepare(tbb::flow_control& fc) {
+std::unique_ptr<PreparedRound> Run::OpenNext() {
   if (ShouldStop() || journal_failed_.load()) {
     stopped_early_ = true;
-    fc.stop();
     return nullptr;
   }
   auto p = std::make_unique<PreparedRound>();
   auto more = source_.Next(&p->round);
   if (!more.ok() || !*more) {
     if (!more.ok()) plan_error_ = more.status();
-    fc.stop();
     return nullptr;
   }
   if (o_.journal && o_.journal->Done(p->round.index)) {
     p->from_journal = true;
-    return p.release();
+    return p;
   }
   verifier_.OpenAll(p.get());
-  if (Prefetching()) Prefetch(sys_, o_.order, o_.order_seed, &rate_, &buffer_, p.get());
+  return p;
+}
+
+PreparedRound* Run::Prepare(tbb::flow_control& fc) {
+  std::unique_ptr<PreparedRound> p = next_.valid() ? next_.get() : OpenNext();
+  if (p && !p->from_journal && (ShouldStop() || journal_failed_.load())) {
+    // Stopped while it was opened: never started, left for the next run.
+    Verifier::CloseAll(sys_, p.get());
+    stopped_early_ = true;
+    p.reset();
+  }
+  if (!p) {
+    fc.stop();
+    return nullptr;
+  }
+  try {
+    next_ = std::async(std::launch::async, [this] { return OpenNext(); });
+  } catch (const std::system_error&) {
+    // No thread to be had: the next round is opened here, after this one is read.
+  }
+  if (!p->from_journal && Prefetching()) Prefetch(sys_, o_.order, o_.order_seed, &rate_, &buffer_, p.get());
   return p.release();
 }
 
@@ -192,6 +219,10 @@ Status Run::Go() {
   });
   OANS_TSAN_ACQUIRE(&order.stage[0]);
   OANS_TSAN_ACQUIRE(&order.stage[1]);
+  if (next_.valid()) {  // opened after the last round to run: closed unused
+    std::unique_ptr<PreparedRound> left = next_.get();
+    if (left && !left->from_journal) Verifier::CloseAll(sys_, left.get());
+  }
   OANS_RETURN_IF_ERROR(journal_error_);
   OANS_RETURN_IF_ERROR(plan_error_);
   if ((stopped_early_ && ShouldStop()) || discarded_) stats_->interrupted = true;

@@ -134,7 +134,12 @@ const Checksums::Fs& Checksums::FsOf(const std::string& fs_key, int fd) {
   fs.why = ReadWhy::kOther;
   if (fs.kind == SumKind::kNone || info->sector_size != kSectorBytes || fs.csum_size < 4) return fs;
   fs.span = uint64_t(std::max<uint32_t>(info->node_size, 4096)) / fs.csum_size * kSectorBytes;
-  (void)sys_.Syncfs(fd);  // a failure leaves unwritten data as delalloc extents: read
+  // A failure leaves unwritten data as delalloc extents (read), and files unmapped from
+  // the trees (which would not hold that data yet).
+  if (sys_.Syncfs(fd).ok()) {
+    auto after = sys_.BtrfsInfoOf(fd);
+    if (after.ok()) fs.committed = after->generation;
+  }
   BtrfsSearch probe;
   probe.tree_id = kBtrfsCsumTree;
   probe.min = probe.max = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 0};

@@ -72,11 +72,23 @@ class Checksums {
   // checksum facts, the search permitted); the first call per filesystem commits it (syncfs).
   bool Usable(const std::string& fs_key, int fd) { return !read_data_ && FsOf(fs_key, fd).usable; }
 
+  // When Usable and the syncfs succeeded, the generation it committed: the trees then
+  // hold every file as it was before the scan, and an inode item of a later transaction
+  // is a file changed since. 0 otherwise.
+  uint64_t Committed(const std::string& fs_key, int fd) {
+    if (read_data_) return 0;
+    const Fs& fs = FsOf(fs_key, fd);
+    return fs.usable ? fs.committed : 0;
+  }
+
   // Fill for a file that is not open, its extents and inode flags taken from the tree
   // (tree_map.h) and the searches made through `dirfd`, a descriptor of its directory:
   // true when every sector has a checksum or is a hole; false, with nothing counted, when
-  // anything would have to be read (the caller then opens the file and calls Fill). The
-  // caller checks after that the file's inode item did not change meanwhile.
+  // anything would have to be read (the caller then opens the file and calls Fill).
+  // Nothing is mapped again after: the extents and the sums are the trees' at the time of
+  // their searches (the sums maybe from this thread's window of an earlier one), so a file
+  // rewritten in between can get the sums of what its old space holds then, as it can get
+  // a colliding sum: a pair the kernel's compare refuses (DIFFERS), never shared data.
   Result<bool> FillUnopened(int dirfd, const std::string& fs_key, uint32_t block_size, const std::atomic<bool>* stop,
                             FileEntry* e);
 
@@ -97,6 +109,7 @@ class Checksums {
     SumKind kind = SumKind::kNone;
     uint32_t csum_size = 4;
     uint64_t span = 0;  // most bytes of data one checksum item can cover
+    uint64_t committed = 0;  // the filesystem's generation after the syncfs; 0 when it failed
   };
   const Fs& FsOf(const std::string& fs_key, int fd);
   Status Lookup(int fd, const Fs& fs, uint64_t logical, uint64_t sectors, std::vector<uint32_t>* sums,

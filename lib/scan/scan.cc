@@ -1,6 +1,5 @@
 #include "lib/scan/scan.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 #include <memory>
 #include <thread>
 
+#include "lib/base/paths.h"
 #include "lib/base/spill.h"
 #include "lib/base/version.h"
 #include "lib/scan/entry.h"
@@ -101,6 +101,8 @@ struct WalkState {
   Filesystems& filesystems;
   Sink& sink;
   Checksums& checksums;
+  std::vector<std::string> mounts{};  // mount points below the roots, sorted
+  bool map_from_trees = true;       // false when the mount points are not known
   // In walk order, files are read while the walk has them open, by the walk's threads,
   // and leave at once: memory stays flat. Other orders keep the files to sort them.
   bool read_in_walk = false;
@@ -141,13 +143,17 @@ bool OnOpenFile(WalkState& s, int fd, WalkEntry* w) {
 // their extent map cannot have changed either: btrfs wrote none of their metadata
 // since the previous scan, or they held only inline data.
 bool FinishFromPrevious(WalkState& s, int dirfd, const std::string& name, uint64_t ino, uint32_t dir_fs,
-                        WalkEntry* w) {
+                        WalkEntry* w, bool* open_it) {
   // The directory's filesystem is the file's but for a mount on the file itself,
   // which the stat below catches: files that will be opened anyway skip the stat.
   if (!s.prev.MayFinishUnopened(s.filesystems.Key(dir_fs), ino, s.filesystems.UnchangedExtents(dir_fs, ino)))
     return false;
   auto st = s.sys.StatAt(dirfd, name);
-  if (!st.ok() || !S_ISREG(st->mode) || st->nlink > 1 || st->size == 0 || st->size < s.o.min_size) return false;
+  if (!st.ok() || !S_ISREG(st->mode) || st->nlink > 1 || st->size == 0 || st->size < s.o.min_size ||
+      st->dev != w->st.dev) {
+    *open_it = true;  // what the stat says now is what counts: not the trees' older state
+    return false;
+  }
   w->st = *st;
   const uint32_t fs = s.filesystems.Of(st->dev, -1, w->path, w->root);
   FileEntry e = EntryOf(*w, fs);
@@ -158,61 +164,17 @@ bool FinishFromPrevious(WalkState& s, int dirfd, const std::string& name, uint64
   return true;
 }
 
-// The maps of the regular files of the directory batch this thread is going through
-// (OnBatch), for FinishFromTree; `dirfd` tells whose they are.
-struct BatchMaps {
-  int dirfd = -1;
-  std::vector<TreeMap> maps;  // by inode
-};
+// The maps of the regular files of the directory batch this thread is going through.
 thread_local BatchMaps batch_maps;
 
-// Gap between inode numbers past which a batch's files are searched apart.
-constexpr uint64_t kInodeGap = 64;
-
-// On btrfs, as root, the files of a directory batch whose inode numbers lie close
-// together (made together) are mapped in one tree search per run of them.
+// On btrfs, as root, the regular files of a directory batch are mapped before any is
+// handed out (BatchMaps).
 void OnBatch(WalkState& s, int dirfd, uint64_t dev, const std::string& path, uint32_t root,
              const std::vector<DirEntry>& batch) {
-  batch_maps.dirfd = -1;
-  batch_maps.maps.clear();
-  if (s.o.read_data) return;
-  std::vector<uint64_t> inos;
-  for (const auto& d : batch)
-    if (d.type == DT_REG) inos.push_back(d.ino);
-  if (inos.size() < 2) return;
+  batch_maps.Clear();
+  if (s.o.read_data || !s.map_from_trees) return;
   const uint32_t fs = s.filesystems.Of(dev, dirfd, path, root);
-  if (!s.checksums.Usable(s.filesystems.Key(fs), dirfd)) return;
-  std::sort(inos.begin(), inos.end());
-  inos.erase(std::unique(inos.begin(), inos.end()), inos.end());
-  std::vector<uint64_t> run;
-  std::vector<TreeMap> found;
-  for (size_t i = 0; i <= inos.size(); ++i) {
-    if (i < inos.size() && (run.empty() || inos[i] - run.back() <= kInodeGap)) {
-      run.push_back(inos[i]);
-      continue;
-    }
-    // A file has an inode item, a reference, an extent or a few; past 16 items a file
-    // on average, the rest are searched one by one.
-    if (run.size() > 1 && MapManyFromTree(s.sys, dirfd, run, 16 * run.size() + 64, &found).ok())
-      for (auto& m : found) batch_maps.maps.push_back(std::move(m));
-    run.clear();
-    if (i < inos.size()) run.push_back(inos[i]);
-  }
-  batch_maps.dirfd = dirfd;
-}
-
-// The map of `ino` from this thread's batch, or one search of its own.
-bool MapOf(Sys& sys, int dirfd, uint64_t ino, TreeMap* out) {
-  if (batch_maps.dirfd == dirfd) {
-    auto& v = batch_maps.maps;
-    auto it = std::lower_bound(v.begin(), v.end(), ino, [](const TreeMap& m, uint64_t i) { return m.ino < i; });
-    if (it != v.end() && it->ino == ino) {
-      *out = std::move(*it);
-      return true;
-    }
-  }
-  auto found = MapFromTree(sys, dirfd, ino, out);
-  return found.ok() && *found;
+  if (s.checksums.Committed(s.filesystems.Key(fs), dirfd)) batch_maps.Map(s.sys, dirfd, batch);
 }
 
 // On btrfs, as root, a regular file is mapped and keyed from the filesystem's trees
@@ -221,11 +183,18 @@ bool MapOf(Sys& sys, int dirfd, uint64_t ino, TreeMap* out) {
 // opened as before.
 bool FinishFromTree(WalkState& s, int dirfd, uint64_t ino, uint32_t dir_fs, WalkEntry* w) {
   const std::string key = s.filesystems.Key(dir_fs);
-  if (!s.checksums.Usable(key, dirfd)) return false;
+  const uint64_t committed = s.checksums.Committed(key, dirfd);
+  // A file that is a mount point is the mounted one: the trees hold the one below.
+  if (!committed || !s.map_from_trees || std::binary_search(s.mounts.begin(), s.mounts.end(), w->path))
+    return false;
   TreeMap map;
-  if (!MapOf(s.sys, dirfd, ino, &map)) return false;
+  if (!batch_maps.Take(s.sys, dirfd, ino, &map)) return false;
   const FileStat st = map.Stat(w->st.dev);
-  if (!S_ISREG(st.mode) || st.nlink != 1 || st.size == 0 || st.size < s.o.min_size) return false;
+  // Changed since the scan's commit (its item may be older than the file), a hardlink,
+  // empty, or without a single extent: opened.
+  if (map.inode.transid > committed || !S_ISREG(st.mode) || st.nlink != 1 || st.size == 0 ||
+      st.size < s.o.min_size || map.extents.empty())
+    return false;
   w->st = st;
   FileEntry e = EntryOf(*w, dir_fs);
   if (!FillFromTree(dirfd, key, std::move(map), s.prev, s.o, &s.checksums, &e)) return false;
@@ -239,8 +208,9 @@ bool FinishFromTree(WalkState& s, int dirfd, uint64_t ino, uint32_t dir_fs, Walk
 bool OnUnopenedFile(WalkState& s, int dirfd, const std::string& name, uint64_t ino, WalkEntry* w) {
   if (s.o.stop && s.o.stop->load()) return false;
   const uint32_t dir_fs = s.filesystems.Of(w->st.dev, -1, w->path, w->root);
-  if (!s.o.previous.empty() && FinishFromPrevious(s, dirfd, name, ino, dir_fs, w)) return true;
-  return !s.o.read_data && FinishFromTree(s, dirfd, ino, dir_fs, w);
+  bool open_it = false;
+  if (!s.o.previous.empty() && FinishFromPrevious(s, dirfd, name, ino, dir_fs, w, &open_it)) return true;
+  return !open_it && !s.o.read_data && FinishFromTree(s, dirfd, ino, dir_fs, w);
 }
 
 WalkOptions WalkOptionsFor(WalkState& s, int threads) {
@@ -341,6 +311,14 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   Checksums checksums(sys, o.read_data);
   WalkState state{sys, o, *prev, filesystems, sink, checksums};
   state.read_in_walk = stats->order == ReadOrder::kNone;
+  if (header.mounts_below) {
+    auto mounts = sys.MountPoints();
+    state.map_from_trees = mounts.ok();  // not knowing which files are mount points: open them all
+    for (const auto& m : mounts.ok() ? *mounts : std::vector<std::string>())
+      for (const auto& r : header.roots)
+        if (m != r && PathWithin(m, r)) state.mounts.push_back(m);
+    std::sort(state.mounts.begin(), state.mounts.end());
+  }
   WalkOptions wo = WalkOptionsFor(state, stats->threads);
   tbb::global_control allow_walkers(tbb::global_control::max_allowed_parallelism,
                                     size_t(std::max<int>(wo.threads, int(std::thread::hardware_concurrency()))));

@@ -1,5 +1,8 @@
 #include "lib/scan/tree_map.h"
 
+#include <dirent.h>
+
+#include <algorithm>
 #include <memory>
 
 namespace oans {
@@ -33,8 +36,8 @@ class Builder {
       return true;
     }
     if (x.type != kRegular && x.type != kPrealloc) return false;
+    if (x.disk_bytenr == 0) return true;  // an explicit hole: FIEMAP's last extent is the one before
     last_end_ = at + x.num_bytes;
-    if (x.disk_bytenr == 0) return true;  // an explicit hole
     uint32_t flags = x.type == kPrealloc ? kExtentUnwritten : 0;
     if (x.compression) flags |= kExtentEncoded;
     Emit(at, x.disk_bytenr + (x.compression ? 0 : x.offset), x.num_bytes, flags);
@@ -152,6 +155,48 @@ Status MapManyFromTree(Sys& sys, int dirfd, const std::vector<uint64_t>& inos, u
   }));
   if (items <= max_items) end_inode();  // the search ended after the last inode's items
   return Status::Ok();
+}
+
+void BatchMaps::Clear() {
+  dirfd_ = -1;
+  maps_.clear();
+}
+
+void BatchMaps::Map(Sys& sys, int dirfd, const std::vector<DirEntry>& batch) {
+  constexpr uint64_t kInodeGap = 64;
+  Clear();
+  std::vector<uint64_t> inos;
+  for (const auto& d : batch)
+    if (d.type == DT_REG) inos.push_back(d.ino);
+  if (inos.size() < 2) return;
+  std::sort(inos.begin(), inos.end());
+  inos.erase(std::unique(inos.begin(), inos.end()), inos.end());
+  std::vector<uint64_t> run;
+  std::vector<TreeMap> found;
+  for (size_t i = 0; i <= inos.size(); ++i) {
+    if (i < inos.size() && (run.empty() || inos[i] - run.back() <= kInodeGap)) {
+      run.push_back(inos[i]);
+      continue;
+    }
+    if (run.size() > 1 && MapManyFromTree(sys, dirfd, run, 16 * run.size() + 64, &found).ok())
+      for (auto& m : found) maps_.push_back(std::move(m));
+    run.clear();
+    if (i < inos.size()) run.push_back(inos[i]);
+  }
+  dirfd_ = dirfd;
+}
+
+bool BatchMaps::Take(Sys& sys, int dirfd, uint64_t ino, TreeMap* out) {
+  if (dirfd == dirfd_) {
+    auto it = std::lower_bound(maps_.begin(), maps_.end(), ino, [](const TreeMap& m, uint64_t i) { return m.ino < i; });
+    if (it != maps_.end() && it->ino == ino) {
+      *out = std::move(*it);
+      maps_.erase(it);
+      return true;
+    }
+  }
+  auto found = MapFromTree(sys, dirfd, ino, out);
+  return found.ok() && *found;
 }
 
 }  // namespace oans

@@ -52,6 +52,24 @@ Result<bool> MapFromTree(Sys& sys, int dirfd, uint64_t ino, TreeMap* out);
 Status MapManyFromTree(Sys& sys, int dirfd, const std::vector<uint64_t>& inos, uint64_t max_items,
                        std::vector<TreeMap>* out);
 
+// The maps of the regular files of one batch of directory entries (getdents), made
+// before the batch is gone through: one MapManyFromTree per run of inode numbers less
+// than 64 apart (files made together are numbered together), at most 16 items a file
+// on average (past it, the rest are searched one by one). One object per thread.
+class BatchMaps {
+ public:
+  // Maps the batch's regular files, in the subvolume `dirfd` lies in; forgets the last.
+  void Map(Sys& sys, int dirfd, const std::vector<DirEntry>& batch);
+  void Clear();
+  // The map of `ino` of directory `dirfd`, taken out of the batch (a second name of the
+  // same inode gets a search of its own), else one search of its own (MapFromTree).
+  bool Take(Sys& sys, int dirfd, uint64_t ino, TreeMap* out);
+
+ private:
+  int dirfd_ = -1;
+  std::vector<TreeMap> maps_;  // by inode
+};
+
 // FS_IOC_GETFLAGS's flags for a btrfs inode item's flags.
 uint32_t FsFlagsOfBtrfs(uint64_t inode_flags);
 

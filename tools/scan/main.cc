@@ -75,8 +75,9 @@ int main(int argc, char** argv) {
   app.add_flag("--refresh-extents", o.refresh_extents,
                "With --previous: map every file's extents again (FIEMAP), even those btrfs says are unchanged");
   app.add_flag("--read-data", o.read_data,
-               "Read every file's data to hash it, as on other filesystems, even on btrfs where the sums of its "
-               "4 KiB sectors are otherwise taken from the filesystem's checksum tree (as root, after a syncfs)");
+               "Open every file and read its data to hash it, as on other filesystems, even on btrfs where files "
+               "are otherwise mapped from the filesystem's trees, unopened, and the sums of their 4 KiB sectors "
+               "taken from its checksum tree (as root, after a syncfs)");
   cli::AddSize(app, "--block-size", &block_size, "Bytes per block hash, a multiple of 4K (default 128K)");
   cli::AddSize(app, "--min-size", &o.min_size, "Skip files smaller than SIZE (default: keep every non-empty file)");
   app.add_option("--exclude", o.excludes,

@@ -2,6 +2,7 @@
 // tree of raw items: the maps FIEMAP would give, the flags FS_IOC_GETFLAGS would.
 #include "lib/scan/tree_map.h"
 
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <linux/btrfs_tree.h>
 
@@ -140,6 +141,18 @@ TEST(TreeMap, InlineData) {
   EXPECT_TRUE(m.inline_data.empty());
 }
 
+// An explicit hole after the last extent (a filesystem made without no-holes): the last
+// extent is still LAST, as FIEMAP has it.
+TEST(TreeMap, TrailingExplicitHole) {
+  FakeTree t;
+  t.Inode(300, 1 << 20);
+  t.Extent(300, 0, BTRFS_FILE_EXTENT_REG, 1 << 20, 65536, 0, 65536);
+  t.Extent(300, 65536, BTRFS_FILE_EXTENT_REG, 0, 0, 0, (1 << 20) - 65536);
+  TreeMap m;
+  ASSERT_TRUE(*MapFromTree(t, -1, 300, &m));
+  EXPECT_TRUE(Same(m.extents, {{0, 1 << 20, 65536, kExtentLast}}));
+}
+
 // No inode item, or an item too short to decode: no map.
 TEST(TreeMap, MissingOrDamagedItems) {
   FakeTree t;
@@ -175,6 +188,33 @@ TEST(TreeMap, ManyInodesInOneSearch) {
   ASSERT_OK(MapManyFromTree(t, -1, {300, 302}, 10, &out));
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].ino, 300u);
+}
+
+// A batch's regular files in one search; each map is taken once (a second name of the
+// same inode searches again, as does another directory's descriptor).
+TEST(TreeMap, BatchMapsTakenOnce) {
+  FakeTree t;
+  for (uint64_t ino = 300; ino < 304; ++ino) {
+    t.Inode(ino, 4096);
+    t.Extent(ino, 0, BTRFS_FILE_EXTENT_REG, ino << 20, 4096, 0, 4096);
+  }
+  std::vector<DirEntry> batch = {{".", 256, DT_DIR}, {"a", 300, DT_REG}, {"b", 301, DT_REG},
+                                 {"d", 302, DT_DIR}, {"c", 303, DT_REG}, {"far", 9000, DT_REG}};
+  BatchMaps b;
+  b.Map(t, 7, batch);
+  EXPECT_EQ(t.searches, 1);
+  TreeMap m;
+  ASSERT_TRUE(b.Take(t, 7, 301, &m));
+  EXPECT_EQ(m.ino, 301u);
+  EXPECT_EQ(t.searches, 1);
+  ASSERT_TRUE(b.Take(t, 7, 301, &m));  // taken already: searched
+  EXPECT_EQ(t.searches, 2);
+  ASSERT_TRUE(b.Take(t, 8, 303, &m));  // another directory: searched
+  EXPECT_EQ(t.searches, 3);
+  EXPECT_FALSE(b.Take(t, 7, 9000, &m));  // not found in its own search either
+  b.Clear();
+  ASSERT_TRUE(b.Take(t, 7, 300, &m));
+  EXPECT_EQ(t.searches, 5);
 }
 
 }  // namespace
