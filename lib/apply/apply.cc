@@ -72,6 +72,7 @@ class Run {
   RateLimiter rate_;      // both (thread-safe)
   std::vector<char> buffer_;  // stage 1
   std::unique_ptr<Executor> executor_;  // stage 2
+  std::unique_ptr<Releaser> releaser_;  // stage 2 hands rounds to it; set when prefetching
   std::atomic<bool> deadline_hit_{false};
   bool stopped_early_ = false;  // stage 1: stopped before the plan's end
   bool discarded_ = false;      // stage 2: a prepared round was not run
@@ -155,13 +156,14 @@ void Run::Finish(PreparedRound* raw) {
       Progress();
     }
   });
-  if (Prefetching()) Release(sys_, *p);
-  Verifier::CloseAll(sys_, p.get());
+  const uint64_t index = p->round.index;
+  if (releaser_) releaser_->Add(std::move(p));  // dropped from the page cache and closed meanwhile
+  else Verifier::CloseAll(sys_, p.get());
   r.AddTo(stats_);
   for (const auto& n : r.notices) observer_->Notice(n);
   if (r.retry) stats_->rounds_to_retry++;
   if (o_.journal && !o_.dry_run && !r.retry) {
-    journal_error_ = o_.journal->MarkDone(p->round.index);
+    journal_error_ = o_.journal->MarkDone(index);
     if (!journal_error_.ok()) {
       journal_failed_ = true;
       return;
@@ -197,6 +199,7 @@ Status Run::Go() {
   OANS_RETURN_IF_ERROR(CheckPlanFilesystems(sys_, h_));
   OANS_RETURN_IF_ERROR(RecoverLinks());
   OANS_RETURN_IF_ERROR(source_.Start());
+  if (Prefetching()) releaser_ = std::make_unique<Releaser>(sys_);
   // Two threads at least, so that prefetch overlaps the dedupe even on one core.
   tbb::task_arena arena(2);
   PipelineOrder order;
@@ -219,6 +222,7 @@ Status Run::Go() {
   });
   OANS_TSAN_ACQUIRE(&order.stage[0]);
   OANS_TSAN_ACQUIRE(&order.stage[1]);
+  releaser_.reset();  // every deduped round released and closed
   if (next_.valid()) {  // opened after the last round to run: closed unused
     std::unique_ptr<PreparedRound> left = next_.get();
     if (left && !left->from_journal) Verifier::CloseAll(sys_, left.get());

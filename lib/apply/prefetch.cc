@@ -44,6 +44,39 @@ void Release(Sys& sys, const PreparedRound& p) {
   for (const auto& r : Ranges(p)) sys.DontNeed(r.fd, r.offset, r.length);
 }
 
+Releaser::Releaser(Sys& sys) : sys_(sys), thread_([this] { Loop(); }) {}
+
+Releaser::~Releaser() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    done_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void Releaser::Add(std::unique_ptr<PreparedRound> r) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    queue_.push_back(std::move(r));
+  }
+  cv_.notify_one();
+}
+
+void Releaser::Loop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    cv_.wait(lk, [this] { return done_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // done, nothing left
+    std::unique_ptr<PreparedRound> r = std::move(queue_.front());
+    queue_.pop_front();
+    lk.unlock();
+    Release(sys_, *r);
+    Verifier::CloseAll(sys_, r.get());
+    lk.lock();
+  }
+}
+
 void Prefetch(Sys& sys, ApplyOrder order, uint64_t seed, RateLimiter* rate, std::vector<char>* buffer,
               PreparedRound* p) {
   std::vector<R> ranges = Ranges(*p);
@@ -61,8 +94,9 @@ void Prefetch(Sys& sys, ApplyOrder order, uint64_t seed, RateLimiter* rate, std:
   }
   for (const auto& r : ranges) {
     for (uint64_t off = 0; off < r.length;) {
-      auto n = sys.Pread(r.fd, buffer->data(), size_t(std::min<uint64_t>(buffer->size(), r.length - off)),
-                         r.offset + off);
+      // Where --max-rate paces the reads, a buffer at a time.
+      const uint64_t most = rate->limited() ? buffer->size() : r.length - off;
+      auto n = sys.Populate(r.fd, r.offset + off, size_t(std::min<uint64_t>(most, r.length - off)), buffer);
       if (!n.ok() || *n == 0) break;  // the dedupe call will see the problem itself
       off += *n;
       p->prefetched += *n;

@@ -1,7 +1,8 @@
 // Prefetch: reads a prepared round's ranges (sources and destinations) into the page
 // cache before it is deduped, so the kernel's compare finds them there. In physical order
 // every range is first requested at once (POSIX_FADV_WILLNEED, by physical offset) so the
-// device has many reads in flight, then read through one buffer in the same order; in
+// device has many reads in flight, then read in the same order into the page cache
+// without being copied out (Sys::Populate); in
 // shuffled order the ranges are read in a fixed pseudo-random order instead.
 // Once the round is deduped, Release drops what the prefetch read from the page cache
 // again: a finished round's sources would otherwise stay (the kernel's compare made them
@@ -13,8 +14,12 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "lib/apply/round_source.h"
@@ -46,5 +51,27 @@ void Prefetch(Sys& sys, ApplyOrder order, uint64_t seed, RateLimiter* rate, std:
 // After `r` is deduped (its files still open): drops every range Prefetch read, sources
 // and destinations, from the page cache (POSIX_FADV_DONTNEED; dirty pages are kept).
 void Release(Sys& sys, const PreparedRound& r);
+
+// Releases deduped rounds and closes their files on a thread of its own, as soon as each
+// is handed over, so that freeing a round's pages (as long as reading a third of them)
+// overlaps the next round's dedupe instead of delaying it. Rounds are released in the
+// order given; the destructor releases what is left and joins the thread.
+class Releaser {
+ public:
+  explicit Releaser(Sys& sys);
+  ~Releaser();
+  Releaser(const Releaser&) = delete;
+  Releaser& operator=(const Releaser&) = delete;
+  void Add(std::unique_ptr<PreparedRound> r);
+
+ private:
+  void Loop();
+  Sys& sys_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<PreparedRound>> queue_;
+  bool done_ = false;
+  std::thread thread_;  // last: started once the rest is built
+};
 
 }  // namespace oans

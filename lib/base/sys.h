@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -171,6 +172,13 @@ class Sys {
   // Asks the kernel to start reading [offset, offset + length) into the page cache
   // (POSIX_FADV_WILLNEED), without waiting; a hint only. The default does nothing.
   virtual void WillNeed(int fd, uint64_t offset, uint64_t length) { (void)fd, (void)offset, (void)length; }
+  // Reads up to `length` bytes at `offset` into the page cache and waits for them, for
+  // their next reader; returns the bytes read (0 at EOF). The real one has the kernel
+  // splice them to /dev/null (sendfile: no copy to user space); this default reads them
+  // through `buffer` with Pread.
+  virtual Result<size_t> Populate(int fd, uint64_t offset, size_t length, std::vector<char>* buffer) {
+    return Pread(fd, buffer->data(), std::min(length, buffer->size()), offset);
+  }
   // Tells the kernel [offset, offset + length) is not needed again soon
   // (POSIX_FADV_DONTNEED): its clean pages leave the page cache, dirty ones are written
   // back first and stay. A hint only; the default does nothing.
