@@ -114,11 +114,11 @@ PreparedRound* Run::Prepare(tbb::flow_control& fc) {
     fc.stop();
     return nullptr;
   }
-  try {
-    next_ = std::async(std::launch::async, [this] { return OpenNext(); });
-  } catch (const std::system_error&) {
-    // No thread to be had: the next round is opened here, after this one is read.
-  }
+  if (stats_->open_ahead) try {
+      next_ = std::async(std::launch::async, [this] { return OpenNext(); });
+    } catch (const std::system_error&) {
+      // No thread to be had: the next round is opened here, after this one is read.
+    }
   if (!p->from_journal && Prefetching()) Prefetch(sys_, o_.order, o_.order_seed, &rate_, &buffer_, p.get());
   return p.release();
 }
@@ -197,6 +197,8 @@ Status Run::Go() {
   stats_->rounds = h_.rounds;
   stats_->bytes_planned = h_.planned_bytes;
   OANS_RETURN_IF_ERROR(CheckPlanFilesystems(sys_, h_));
+  stats_->open_ahead = o_.storage == StorageChoice::kSsd ||
+                       (o_.storage == StorageChoice::kAuto && PlanStorage(sys_, h_) == StorageKind::kSsd);
   OANS_RETURN_IF_ERROR(RecoverLinks());
   OANS_RETURN_IF_ERROR(source_.Start());
   if (Prefetching()) releaser_ = std::make_unique<Releaser>(sys_);

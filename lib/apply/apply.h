@@ -34,6 +34,10 @@ struct ApplyOptions {
   bool dry_run = false;   // verify files and report operations, change nothing
   bool prefetch = true;   // read each round into the page cache before deduping it
   ApplyOrder order = ApplyOrder::kPhysical;
+  // On SSDs the next round's files are opened while a round is read; on a spinning disk
+  // after, so that their metadata reads do not come between the round's data reads.
+  // kAuto: the storage of the plan's roots (DetectStorage).
+  StorageChoice storage = StorageChoice::kAuto;
   uint64_t order_seed = kDefaultOrderSeed;  // for ApplyOrder::kShuffled
   const std::atomic<bool>* stop = nullptr;  // stop after the current round
   // Stop after the round during which this time passes (0 = no deadline).

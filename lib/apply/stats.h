@@ -21,6 +21,7 @@ struct ApplyStats {
   uint64_t bytes_prefetched = 0;
   uint64_t files_checked = 0;
   uint64_t files_mismatch = 0;
+  bool open_ahead = false;  // the next round opened while one was read (SSD)
   // Bytes not deduped, by reason ("changed since scan", "differs", "EPERM", ...).
   std::map<std::string, uint64_t> skipped;
   uint64_t errors = 0;  // destinations that failed (not counting "differs"/changed)

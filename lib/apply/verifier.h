@@ -52,4 +52,8 @@ class Verifier {
 // Checks that the plan's filesystems are the ones mounted at its roots.
 Status CheckPlanFilesystems(Sys& sys, const PlanHeader& header);
 
+// The storage behind the plan's roots (DetectStorage of their filesystems' devices):
+// spinning if any of them spins.
+StorageKind PlanStorage(Sys& sys, const PlanHeader& h);
+
 }  // namespace oans

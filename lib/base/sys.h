@@ -85,6 +85,8 @@ struct FsUsage {
 };
 
 enum class StorageKind { kSsd, kHdd };
+// What a tool was told of the storage: detect it (DetectStorage), or take it as said.
+enum class StorageChoice { kAuto, kSsd, kHdd };
 
 struct StorageInfo {
   StorageKind kind = StorageKind::kSsd;

@@ -32,7 +32,6 @@
 namespace oans {
 
 enum class ReadOrder { kAuto, kPhysical, kInode, kNone };
-enum class StorageChoice { kAuto, kSsd, kHdd };
 
 struct ScanOptions {
   std::vector<std::string> roots;

@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   std::string plan_path, prefetch = "on", order = "physical", progress = "auto", journal_path, until,
       io_class = "best-effort";
   bool quiet = false, json = false, no_journal = false;
+  std::string storage = "auto";
   uint64_t deadline_s = 0;
   app.add_option("plan", plan_path, "Plan file from oans-plan ('-' for standard input)")->required()->type_name("PLAN");
   app.add_flag("-n,--dry-run", o.dry_run,
@@ -66,6 +67,10 @@ int main(int argc, char** argv) {
                      ", the same on every run; resumes like physical), to measure what disk order is worth; "
                      "reads the whole plan into memory first")
       ->check(CLI::IsMember({"physical", "none"}));
+  app.add_option("--storage", storage,
+                 "Storage kind: auto, ssd or hdd (default auto: sysfs plus a seek test). On ssd the next round's "
+                 "files are opened while a round is read ahead; on hdd after it, so that the disk sweeps")
+      ->check(CLI::IsMember({"auto", "ssd", "hdd"}));
   app.add_option("--progress", progress, "Progress on stderr: auto, tty, json or none")
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
   cli::AddDuration(app, "--deadline", &deadline_s,
@@ -105,6 +110,7 @@ int main(int argc, char** argv) {
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   o.prefetch = prefetch == "on";
   o.order = order == "none" ? ApplyOrder::kShuffled : ApplyOrder::kPhysical;
+  o.storage = storage == "ssd" ? StorageChoice::kSsd : storage == "hdd" ? StorageChoice::kHdd : StorageChoice::kAuto;
   std::atomic<bool> stop{false};
   o.stop = &stop;
   cli::InstallSignalHandlers(&stop);
@@ -189,6 +195,7 @@ int main(int argc, char** argv) {
                                {"bytes_skipped", s.bytes_skipped()},
                                {"skipped", std::move(reasons)},
                                {"files_checked", s.files_checked},
+                               {"open_ahead", s.open_ahead},
                                {"files_changed", s.files_mismatch},
                                {"errors", s.errors},
                                {"interrupted", s.interrupted},
