@@ -1,6 +1,9 @@
 #include "lib/apply/apply.h"
 
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,10 +39,13 @@ class FakeSys : public test::ForwardingSys {
   // Decides the outcome of a call; the default dedupes everything.
   std::function<Status(const Call&, std::vector<DedupeDest>*)> on_dedupe;
 
+  int read_delay_ms = 0;  // each pread waits this long first (a slow disk)
+
   Result<int> OpenNoFollow(const std::string& path) override {
     auto fd = ForwardingSys::OpenNoFollow(path);
     std::lock_guard<std::mutex> lk(mu_);
     opened_paths_.push_back(path);
+    sequence_.push_back("open " + path);
     if (fd.ok()) fds_[*fd] = path;
     return fd;
   }
@@ -57,10 +63,12 @@ class FakeSys : public test::ForwardingSys {
     ForwardingSys::Close(fd);
   }
   Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) override {
+    if (read_delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(read_delay_ms));
     {
       std::lock_guard<std::mutex> lk(mu_);
       preads_++;
       reads_.push_back({fds_.count(fd) ? fds_[fd] : "?", offset});
+      sequence_.push_back("read " + (fds_.count(fd) ? fds_[fd] : "?"));
     }
     return ForwardingSys::Pread(fd, buf, len, offset);
   }
@@ -136,7 +144,13 @@ class FakeSys : public test::ForwardingSys {
     hints_.clear();
     events_.clear();
     opened_paths_.clear();
+    sequence_.clear();
     preads_ = 0;
+  }
+  // Opens and reads, in the order made: "open PATH", "read PATH".
+  std::vector<std::string> sequence() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return sequence_;
   }
   bool Opened(const std::string& path) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -147,7 +161,7 @@ class FakeSys : public test::ForwardingSys {
   std::mutex mu_;
   std::map<int, std::string> fds_;
   std::vector<Call> calls_;
-  std::vector<std::string> opened_paths_, events_;
+  std::vector<std::string> opened_paths_, events_, sequence_;
   std::vector<std::pair<std::string, uint64_t>> reads_, hints_;
   int preads_ = 0;
 };
@@ -767,6 +781,30 @@ TEST_F(ApplyTest, PrefetchReadOrder) {
   ASSERT_OK(Apply(Header(1), {r}, &s2, o));
   EXPECT_EQ(sys_.reads(), shuffled) << "not repeatable";
   EXPECT_TRUE(sys_.hints().empty()) << "no read-ahead hint without disk order";
+}
+
+// On a spinning disk a round's files are opened after the round before is read (their
+// metadata reads would come between its data reads); on an SSD while it is read.
+TEST_F(ApplyTest, OnASpinningDiskTheNextRoundIsOpenedAfterTheReads) {
+  sys_.read_delay_ms = 20;
+  auto last_read_before_open = [&](int i) {
+    const auto seq = sys_.sequence();
+    const std::string next = "open " + P("r" + std::to_string(i + 1) + ".a");
+    const auto open = std::find(seq.begin(), seq.end(), next);
+    EXPECT_NE(open, seq.end()) << next;
+    const std::string read = "read " + P("r" + std::to_string(i) + ".b");
+    return std::find(open, seq.end(), read) == seq.end();  // no read of round i after round i+1's open
+  };
+  for (StorageChoice storage : {StorageChoice::kHdd, StorageChoice::kSsd}) {
+    sys_.ClearRecords();
+    ApplyOptions o;
+    o.storage = storage;
+    ApplyStats stats;
+    ASSERT_OK(Apply(Header(3), Rounds(3), &stats, o));
+    EXPECT_EQ(stats.rounds_done, 3u);
+    EXPECT_EQ(stats.open_ahead, storage == StorageChoice::kSsd);
+    for (int i : {0, 1}) EXPECT_EQ(last_read_before_open(i), storage == StorageChoice::kHdd) << i;
+  }
 }
 
 // A finished round's ranges leave the page cache, after its dedupe: otherwise, under a
