@@ -24,9 +24,17 @@ sync
 [ "$(json_field "$WORK/plan2.json" planned_bytes)" = 0 ] || fail "warm plan not empty: $(cat "$WORK/plan2.json")"
 [ "$(json_field "$WORK/plan2.json" shared_bytes)" -gt 0 ] || fail "shared data since the last run not seen"
 pass "warm re-run of a deduped tree: 0 bytes read, empty plan, sharing seen through refreshed extents"
+# btrfs names every inode with an item in a tree block written since (a superset: the
+# dedupe rewrites the copies' leaves, and a leaf it fills pushes items into its
+# neighbours, which may hold originals; how many depends on when the commits fell).
+# Every file it does not name is carried unopened.
 unopened=$(json_field "$WORK/scan2.json" unopened)
-[ "$unopened" -gt 0 ] || fail "no file left unopened although btrfs wrote no metadata of the originals"
-pass "$unopened files whose metadata btrfs had not written since the first scan were not opened"
+changed=$(json_field "$WORK/scan2.json" changed_inodes)
+files=$(json_field "$WORK/scan2.json" files)
+[ "$changed" -lt "$files" ] || echo "note: btrfs named $changed inodes for $files files"
+[ "$unopened" -ge $((files - changed)) ] \
+  || fail "$unopened files left unopened, but btrfs named only $changed inodes of $files files: $(cat "$WORK/scan2.json")"
+pass "$unopened of $files files were not opened ($changed inodes named by btrfs since the first scan)"
 
 # A day of changes.
 python3 - "$MNT" <<'PY'
