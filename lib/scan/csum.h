@@ -68,11 +68,9 @@ class Checksums {
   Result<bool> Fill(int fd, const std::string& fs_key, uint32_t block_size, std::vector<char>* buffer,
                     std::atomic<uint64_t>* bytes_read, const std::atomic<bool>* stop, FileEntry* e, ReadWhy* why);
 
-  // Whether sums may come from checksums on this filesystem (not --read-data, btrfs with
-  // checksum facts, the search permitted); the first call per filesystem commits it (syncfs).
-  bool Usable(const std::string& fs_key, int fd) { return !read_data_ && FsOf(fs_key, fd).usable; }
-
-  // When Usable and the syncfs succeeded, the generation it committed: the trees then
+  // When sums may come from checksums on this filesystem (not --read-data, btrfs with
+  // checksum facts, the search permitted) and the syncfs that the first call per
+  // filesystem makes succeeded, the generation it committed: the trees then
   // hold every file as it was before the scan, and an inode item of a later transaction
   // is a file changed since. 0 otherwise.
   uint64_t Committed(const std::string& fs_key, int fd) {
