@@ -238,7 +238,7 @@ Result<bool> Checksums::FillUnopened(int dirfd, const std::string& fs_key, uint3
 // The sums of every segment in order, then the keys. With an open file (`read_fd`), what
 // has no checksum is read and its extents are mapped again after, to see that they did
 // not move meanwhile; without one (-1), a sector without a checksum gives up, and the
-// caller checks the file's inode item instead. Searches go through `search_fd`.
+// map is not checked again (csum.h, FillUnopened). Searches go through `search_fd`.
 Result<bool> Checksums::FillFrom(int read_fd, int search_fd, const Fs& fs, const std::vector<Segment>& segments, uint32_t block_size,
                                  std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read,
                                  const std::atomic<bool>* stop, FileEntry* e, ReadWhy* why) {
