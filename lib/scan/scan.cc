@@ -20,6 +20,7 @@
 #include "lib/scan/kept.h"
 #include "lib/scan/previous.h"
 #include "lib/scan/sink.h"
+#include "lib/scan/tree_ahead.h"
 #include "lib/scan/tree_map.h"
 #include "lib/scan/walk.h"
 
@@ -235,6 +236,30 @@ WalkOptions WalkOptionsFor(WalkState& s, int threads) {
   return wo;
 }
 
+// On a spinning disk, the trees the walk will search are read first, in key order, for as
+// long as --memory allows (tree_ahead.h); once per subvolume (st_dev) of the roots.
+void ReadAhead(Sys& sys, const ScanOptions& o, const std::vector<std::string>& roots, Filesystems& filesystems,
+               Checksums& checksums, Observer* observer, ScanStats* stats) {
+  TreeAheadStats ahead;
+  std::vector<uint64_t> done;
+  for (uint32_t i = 0; i < roots.size() && !(o.stop && o.stop->load()); ++i) {
+    auto fd = sys.OpenAt(AT_FDCWD, roots[i], true);  // as the walk opens it
+    if (!fd.ok()) continue;  // the walk reports it
+    auto st = sys.Fstat(*fd);
+    if (st.ok() && std::find(done.begin(), done.end(), st->dev) == done.end()) {
+      done.push_back(st->dev);
+      const uint32_t fs = filesystems.Of(st->dev, *fd, roots[i], i);
+      if (checksums.Committed(filesystems.Key(fs), *fd)) {
+        Status s = ReadTreesAhead(sys, *fd, o.memory, &ahead);
+        if (!s.ok()) observer->Notice("warning: " + roots[i] + ": btrfs trees not read ahead: " + s.message());
+      }
+    }
+    sys.Close(*fd);
+  }
+  stats->tree_ahead_bytes = ahead.bytes;
+  stats->tree_ahead_cut = ahead.cut_short;
+}
+
 void CountWalk(const WalkResult& w, ScanStats* stats) {
   stats->dirs = w.dirs;
   stats->skipped_special = w.skipped_special;
@@ -319,6 +344,8 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
         if (m != r && PathWithin(m, r)) state.mounts.push_back(m);
     std::sort(state.mounts.begin(), state.mounts.end());
   }
+  if (stats->storage.kind == StorageKind::kHdd && !o.read_data && state.map_from_trees)
+    ReadAhead(sys, o, header.roots, filesystems, checksums, observer, stats);
   WalkOptions wo = WalkOptionsFor(state, stats->threads);
   tbb::global_control allow_walkers(tbb::global_control::max_allowed_parallelism,
                                     size_t(std::max<int>(wo.threads, int(std::thread::hardware_concurrency()))));

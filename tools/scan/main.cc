@@ -86,14 +86,17 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);  // one GLOB per --exclude, so roots can follow
   app.add_option("--io-threads", o.io_threads, "Reader threads (default: 8 on SSD, 1 on HDD)")
       ->check(CLI::Range(1, 256));
-  app.add_option("--storage", storage, "Storage kind: auto, ssd or hdd (default auto: sysfs plus a seek test)")
+  app.add_option("--storage", storage,
+                 "Storage kind: auto, ssd or hdd (default auto: sysfs plus a seek test); on hdd, btrfs's trees are "
+                 "first read in key order, up to --memory of items")
       ->check(CLI::IsMember({"auto", "ssd", "hdd"}));
   app.add_option("--order", order, "Read order: auto, physical, inode or none (default: physical on HDD; none on SSD: files are read "
                  "as the walk finds them, in parallel, in flat memory)")
       ->check(CLI::IsMember({"auto", "physical", "inode", "none"}));
   cli::AddSize(app, "--memory", &o.memory,
                "Memory for the --previous index's records (default 512M, at least 16M); past it they go to an "
-               "unnamed file in --temp-dir, and 24 bytes a file stay in memory");
+               "unnamed file in --temp-dir, and 24 bytes a file stay in memory. Also bounds the trees read ahead "
+               "on hdd");
   app.add_option("--temp-dir", o.temp_dir,
                  "Directory for the unnamed spool of records finished during the walk and the --previous records "
                  "past --memory (default $TMPDIR, else /var/tmp; about 60 bytes per file for the spool, and 80 "
@@ -149,6 +152,8 @@ int main(int argc, char** argv) {
                                {"reused", stats.reused},
                                {"unopened", stats.unopened},
                                {"tree_mapped", stats.tree_mapped},
+                               {"tree_ahead_bytes", stats.tree_ahead_bytes},
+                               {"tree_ahead_cut", stats.tree_ahead_cut},
                                {"errors", stats.errors},
                                {"hardlinks", stats.hardlinks},
                                {"dirs", stats.dirs},
@@ -181,6 +186,11 @@ int main(int argc, char** argv) {
                                                                : ""),
                                         "reused " + std::to_string(stats.reused) + " from the previous index (" +
                                             std::to_string(stats.unopened) + " not opened)",
+                                        stats.tree_ahead_bytes
+                                            ? "read btrfs's trees ahead in key order: " +
+                                                  FormatSize(stats.tree_ahead_bytes) +
+                                                  (stats.tree_ahead_cut ? " (stopped at --memory)" : "")
+                                            : "",
                                         stats.followed ? "followed btrfs changes: " +
                                                              std::to_string(stats.changed_inodes) + " inodes looked at"
                                                        : "walked the tree"})
