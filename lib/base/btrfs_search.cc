@@ -5,6 +5,7 @@
 #include <linux/btrfs_tree.h>
 #include <sys/ioctl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -64,6 +65,7 @@ Status BtrfsTreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& vi
   auto* args = reinterpret_cast<btrfs_ioctl_search_args_v2*>(mem.get());
   const char* buf = reinterpret_cast<const char*>(args->buf);
   BtrfsKey from = search.min;
+  uint32_t left = search.max_items;  // when limited
   while (!(search.max < from)) {
     btrfs_ioctl_search_key& key = args->key;
     std::memset(&key, 0, sizeof key);
@@ -76,7 +78,8 @@ Status BtrfsTreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& vi
     key.max_offset = search.max.offset;
     key.min_transid = search.min_transid;
     key.max_transid = search.max_transid;
-    key.nr_items = kItemsPerCall;
+    const uint32_t asked = search.max_items ? std::min(left, kItemsPerCall) : kItemsPerCall;
+    key.nr_items = asked;
     args->buf_size = kBuffer;
     if (::ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) != 0) return Status::Io("BTRFS_IOC_TREE_SEARCH_V2", errno);
     if (key.nr_items == 0) break;
@@ -98,7 +101,8 @@ Status BtrfsTreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& vi
     }
     // The kernel stops a call at the item count, at an item that does not fit the buffer,
     // or past the last key: with fewer items and room for any item left, it found all.
-    if (key.nr_items < kItemsPerCall && kBuffer - off >= kMaxItem + sizeof(btrfs_ioctl_search_header)) break;
+    if (key.nr_items < asked && kBuffer - off >= kMaxItem + sizeof(btrfs_ioctl_search_header)) break;
+    if (search.max_items && (left -= key.nr_items) == 0) break;
     if (!last.Next(&from)) break;
   }
   return Status::Ok();
@@ -131,6 +135,66 @@ Result<std::string> BtrfsDirectoryPath(int fd, uint64_t tree_id, uint64_t dir_in
   std::string path(a.name);
   if (!path.empty() && path.back() == '/') path.pop_back();
   return path;
+}
+
+Result<std::string> BtrfsDevicePath(int fd, uint64_t devid) {
+  auto a = std::make_unique<btrfs_ioctl_dev_info_args>();
+  std::memset(a.get(), 0, sizeof *a);
+  a->devid = devid;
+  if (::ioctl(fd, BTRFS_IOC_DEV_INFO, a.get()) != 0) return Status::Io("BTRFS_IOC_DEV_INFO", errno);
+  a->path[sizeof a->path - 1] = 0;
+  return std::string(reinterpret_cast<const char*>(a->path));
+}
+
+bool DecodeRootItem(std::string_view d, BtrfsRootItem* out) {
+  if (d.size() < offsetof(btrfs_root_item, level) + 1) return false;
+  const char* p = d.data();
+  out->generation = Le<uint64_t>(p + offsetof(btrfs_root_item, generation));
+  out->bytenr = Le<uint64_t>(p + offsetof(btrfs_root_item, bytenr));
+  out->bytes_used = Le<uint64_t>(p + offsetof(btrfs_root_item, bytes_used));
+  out->level = uint8_t(p[offsetof(btrfs_root_item, level)]);
+  return true;
+}
+
+bool DecodeChunk(std::string_view d, BtrfsChunk* out) {
+  if (d.size() < sizeof(btrfs_chunk)) return false;  // holds stripe 0
+  const char* p = d.data();
+  out->length = Le<uint64_t>(p + offsetof(btrfs_chunk, length));
+  out->type = Le<uint64_t>(p + offsetof(btrfs_chunk, type));
+  out->num_stripes = Le<uint16_t>(p + offsetof(btrfs_chunk, num_stripes));
+  out->devid = Le<uint64_t>(p + offsetof(btrfs_chunk, stripe) + offsetof(btrfs_stripe, devid));
+  out->physical = Le<uint64_t>(p + offsetof(btrfs_chunk, stripe) + offsetof(btrfs_stripe, offset));
+  return out->num_stripes > 0 && d.size() >= sizeof(btrfs_chunk) + (out->num_stripes - 1u) * sizeof(btrfs_stripe);
+}
+
+bool DecodeNode(std::string_view d, BtrfsNode* out) {
+  // struct btrfs_header and btrfs_key_ptr (fs/btrfs/accessors.h; not in the uapi
+  // headers): csum[32] fsid[16] bytenr flags chunk_tree_uuid[16] generation owner
+  // nritems(le32) level(u8), 101 bytes; a key pointer is a disk key (17 bytes), blockptr
+  // and generation, 33 bytes.
+  constexpr size_t kHeader = 101, kPtr = 33;
+  if (d.size() < kHeader) return false;
+  const char* p = d.data();
+  out->bytenr = Le<uint64_t>(p + 48);
+  out->generation = Le<uint64_t>(p + 80);
+  out->owner = Le<uint64_t>(p + 88);
+  const uint32_t n = Le<uint32_t>(p + 96);
+  out->level = uint8_t(p[100]);
+  out->ptrs.clear();
+  if (out->level == 0) return true;
+  if (n > (d.size() - kHeader) / kPtr) return false;
+  out->ptrs.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const char* k = p + kHeader + i * kPtr;
+    BtrfsNodePtr ptr;
+    ptr.key.objectid = Le<uint64_t>(k);
+    ptr.key.type = uint8_t(k[8]);
+    ptr.key.offset = Le<uint64_t>(k + 9);
+    ptr.bytenr = Le<uint64_t>(k + 17);
+    ptr.generation = Le<uint64_t>(k + 25);
+    out->ptrs.push_back(ptr);
+  }
+  return true;
 }
 
 bool DecodeInodeItem(std::string_view d, BtrfsInodeItem* out) {

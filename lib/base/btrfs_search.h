@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "lib/base/status.h"
 
@@ -35,7 +36,9 @@ inline constexpr BtrfsKey kBtrfsKeyMax{~uint64_t(0), 255, ~uint64_t(0)};
 inline constexpr uint8_t kBtrfsInodeItem = 1, kBtrfsInodeRef = 12, kBtrfsInodeExtref = 13, kBtrfsXattrItem = 24,
                          kBtrfsDirItem = 84, kBtrfsDirIndex = 96, kBtrfsExtentData = 108, kBtrfsExtentCsum = 128,
                          kBtrfsRootItem = 132, kBtrfsRootBackref = 144, kBtrfsRootRef = 156;
-inline constexpr uint64_t kBtrfsRootTree = 1, kBtrfsCsumTree = 7, kBtrfsFsTree = 5;
+inline constexpr uint8_t kBtrfsChunkItem = 228;
+inline constexpr uint64_t kBtrfsRootTree = 1, kBtrfsChunkTree = 3, kBtrfsCsumTree = 7, kBtrfsFsTree = 5;
+inline constexpr uint64_t kBtrfsFirstChunkTreeObjectid = 256;
 inline constexpr uint64_t kBtrfsExtentCsumObjectid = ~uint64_t(0) - 9;  // -10
 
 // One search: the items of tree `tree_id` (0: the subvolume of the descriptor) with keys
@@ -44,6 +47,9 @@ struct BtrfsSearch {
   uint64_t tree_id = 0;
   BtrfsKey min, max = kBtrfsKeyMax;
   uint64_t min_transid = 0, max_transid = ~uint64_t(0);
+  // Stop after this many items (0: no limit). The kernel is asked for no more, so it
+  // reads no tree block past the one holding the last of them.
+  uint32_t max_items = 0;
 };
 
 // One item found. `transid` is the generation of the tree block holding it; `data`
@@ -76,7 +82,40 @@ Result<BtrfsInfo> BtrfsInfoOf(int fd);
 // root itself, without a leading or trailing slash.
 Result<std::string> BtrfsDirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino);
 
+// The path of device `devid` of the filesystem holding `fd`, as btrfs knows it
+// (BTRFS_IOC_DEV_INFO).
+Result<std::string> BtrfsDevicePath(int fd, uint64_t devid);
+
 // --- Item layouts (the fields oans reads), decoded; false when the item is too short. ---
+
+// A ROOT_ITEM (in the root tree, keyed by the tree's id): where its root block is.
+struct BtrfsRootItem {
+  uint64_t generation = 0, bytenr = 0, bytes_used = 0;
+  uint8_t level = 0;
+};
+bool DecodeRootItem(std::string_view data, BtrfsRootItem* out);
+
+// A CHUNK_ITEM (chunk tree, key (256, CHUNK_ITEM, logical start)): its length, type and
+// profile flags (BTRFS_BLOCK_GROUP_*), and where its first stripe lies.
+struct BtrfsChunk {
+  uint64_t length = 0, type = 0;
+  uint16_t num_stripes = 0;
+  uint64_t devid = 0, physical = 0;  // of stripe 0
+};
+bool DecodeChunk(std::string_view data, BtrfsChunk* out);
+
+// A tree block's header, and for an internal node (level > 0) its key pointers.
+struct BtrfsNodePtr {
+  BtrfsKey key;  // the first key below the pointer
+  uint64_t bytenr = 0, generation = 0;
+};
+struct BtrfsNode {
+  uint64_t bytenr = 0, generation = 0, owner = 0;
+  uint8_t level = 0;
+  std::vector<BtrfsNodePtr> ptrs;  // internal nodes only
+};
+// False when the block is shorter than its header or than the pointers it claims.
+bool DecodeNode(std::string_view block, BtrfsNode* out);
 
 struct BtrfsInodeItem {
   uint64_t generation = 0, transid = 0, size = 0, nbytes = 0, flags = 0;

@@ -224,6 +224,19 @@ class PosixSys final : public Sys {
   Result<std::string> DirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino) override {
     return BtrfsDirectoryPath(fd, tree_id, dir_ino);
   }
+  Result<std::string> BtrfsDevicePath(int fd, uint64_t devid) override { return oans::BtrfsDevicePath(fd, devid); }
+  Result<int> OpenBlockDevice(const std::string& path) override {
+    int fd;
+    do fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);  // never waits for a FIFO
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) return Status::Io("open " + path, errno);
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISBLK(st.st_mode)) {
+      ::close(fd);
+      return Status::Invalid(path + " is not a block device");
+    }
+    return fd;
+  }
 
   uint64_t Seek(int fd, uint64_t offset, bool hole) override {
     off_t r = ::lseek(fd, off_t(offset), hole ? SEEK_HOLE : SEEK_DATA);

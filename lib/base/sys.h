@@ -162,6 +162,17 @@ class Sys {
     (void)fd, (void)tree_id, (void)dir_ino;
     return Status::Invalid("BTRFS_IOC_INO_LOOKUP is not supported here");
   }
+  // The path of device `devid` of fd's btrfs filesystem (BTRFS_IOC_DEV_INFO).
+  virtual Result<std::string> BtrfsDevicePath(int fd, uint64_t devid) {
+    (void)fd, (void)devid;
+    return Status::Invalid("BTRFS_IOC_DEV_INFO is not supported here");
+  }
+  // Opens a block device read-only for reads that bypass its page cache (O_DIRECT:
+  // buffers, offsets and lengths 4 KiB-aligned); an error when `path` is not one.
+  virtual Result<int> OpenBlockDevice(const std::string& path) {
+    (void)path;
+    return Status::Invalid("block devices cannot be opened here");
+  }
   // The mount points of this process's mount namespace (/proc/self/mountinfo), as
   // absolute paths. The default knows none.
   virtual Result<std::vector<std::string>> MountPoints() { return std::vector<std::string>{}; }

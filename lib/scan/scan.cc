@@ -236,8 +236,9 @@ WalkOptions WalkOptionsFor(WalkState& s, int threads) {
   return wo;
 }
 
-// On a spinning disk, the trees the walk will search are read first, in key order, for as
-// long as --memory allows (tree_ahead.h); once per subvolume (st_dev) of the roots.
+// On a spinning disk, the trees the walk will search are read first, in disk order (or
+// key order), for as long as --memory allows (tree_ahead.h); once per subvolume (st_dev)
+// of the roots.
 void ReadAhead(Sys& sys, const ScanOptions& o, const std::vector<std::string>& roots, Filesystems& filesystems,
                Checksums& checksums, Observer* observer, ScanStats* stats) {
   TreeAheadStats ahead;
@@ -257,6 +258,7 @@ void ReadAhead(Sys& sys, const ScanOptions& o, const std::vector<std::string>& r
     sys.Close(*fd);
   }
   stats->tree_ahead_bytes = ahead.bytes;
+  stats->tree_ahead_leaves = ahead.leaves;
   stats->tree_ahead_cut = ahead.cut_short;
 }
 

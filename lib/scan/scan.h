@@ -66,8 +66,9 @@ struct ScanStats {
   uint64_t reused = 0;         // files whose hashes came from the previous index
   uint64_t unopened = 0;       // of those, finished from a stat alone: extents known unchanged
   uint64_t tree_mapped = 0;    // files mapped and keyed from btrfs's trees, never opened (lib/scan/tree_map.h)
-  uint64_t tree_ahead_bytes = 0;  // on a spinning disk, btrfs tree items read ahead in key order (tree_ahead.h)
-  bool tree_ahead_cut = false;    // that read stopped at --memory
+  uint64_t tree_ahead_bytes = 0;   // on a spinning disk, btrfs tree blocks read before the walk (tree_ahead.h)
+  uint64_t tree_ahead_leaves = 0;  // of those, leaves read in disk order
+  bool tree_ahead_cut = false;     // that read stopped at --memory
   uint64_t errors = 0;         // files recorded with an error
   uint64_t hardlinks = 0;      // extra names of inodes already recorded
   uint64_t dirs = 0, skipped_special = 0, skipped_symlinks = 0, skipped_mounts = 0, skipped_small = 0,

@@ -22,7 +22,9 @@
 namespace oans {
 
 struct TreeAheadStats {
-  uint64_t bytes = 0;      // item bytes read ahead
+  uint64_t bytes = 0;      // bytes read ahead: leaves read in disk order, items read in key order
+  uint64_t leaves = 0;     // leaves read in disk order
+  bool on_disk = false;    // a tree was read in disk order
   bool cut_short = false;  // stopped at the budget
 };
 

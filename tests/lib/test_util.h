@@ -98,6 +98,8 @@ class ForwardingSys : public Sys {
   Result<BtrfsInfo> BtrfsInfoOf(int fd) override { return real().BtrfsInfoOf(fd); }
   Status Syncfs(int fd) override { return real().Syncfs(fd); }
   Result<std::vector<std::string>> MountPoints() override { return real().MountPoints(); }
+  Result<std::string> BtrfsDevicePath(int fd, uint64_t devid) override { return real().BtrfsDevicePath(fd, devid); }
+  Result<int> OpenBlockDevice(const std::string& path) override { return real().OpenBlockDevice(path); }
   Result<std::string> DirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino) override {
     return real().DirectoryPath(fd, tree_id, dir_ino);
   }

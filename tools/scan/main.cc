@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   app.add_option("--storage", storage,
                  "Storage kind: auto, ssd or hdd (default auto: sysfs plus a seek test); on hdd, btrfs's trees are "
-                 "first read in key order, up to --memory of items")
+                 "first read in disk order, up to --memory")
       ->check(CLI::IsMember({"auto", "ssd", "hdd"}));
   app.add_option("--order", order, "Read order: auto, physical, inode or none (default: physical on HDD; none on SSD: files are read "
                  "as the walk finds them, in parallel, in flat memory)")
@@ -153,6 +153,7 @@ int main(int argc, char** argv) {
                                {"unopened", stats.unopened},
                                {"tree_mapped", stats.tree_mapped},
                                {"tree_ahead_bytes", stats.tree_ahead_bytes},
+                               {"tree_ahead_leaves", stats.tree_ahead_leaves},
                                {"tree_ahead_cut", stats.tree_ahead_cut},
                                {"errors", stats.errors},
                                {"hardlinks", stats.hardlinks},
@@ -187,9 +188,12 @@ int main(int argc, char** argv) {
                                         "reused " + std::to_string(stats.reused) + " from the previous index (" +
                                             std::to_string(stats.unopened) + " not opened)",
                                         stats.tree_ahead_bytes
-                                            ? "read btrfs's trees ahead in key order: " +
-                                                  FormatSize(stats.tree_ahead_bytes) +
-                                                  (stats.tree_ahead_cut ? " (stopped at --memory)" : "")
+                                            ? "read btrfs's trees ahead: " + FormatSize(stats.tree_ahead_bytes) +
+                                                  (stats.tree_ahead_leaves
+                                                       ? " (" + std::to_string(stats.tree_ahead_leaves) +
+                                                             " leaves in disk order)"
+                                                       : " in key order") +
+                                                  (stats.tree_ahead_cut ? ", stopped at --memory" : "")
                                             : "",
                                         stats.followed ? "followed btrfs changes: " +
                                                              std::to_string(stats.changed_inodes) + " inodes looked at"

@@ -1,9 +1,12 @@
-// The tree read-ahead of spinning disks (lib/scan/tree_ahead.h): which trees it reads, in
-// which order, and where --memory stops it.
+// The tree read-ahead of spinning disks (lib/scan/tree_ahead.h): trees laid out from
+// their internal nodes and read leaf by leaf in disk order; key order when they cannot
+// be; where --memory stops it.
 #include "lib/scan/tree_ahead.h"
 
 #include <gtest/gtest.h>
+#include <linux/btrfs_tree.h>
 
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -13,76 +16,240 @@
 namespace oans {
 namespace {
 
-// Two trees of items: the subvolume's (tree 0 through the descriptor) and the checksum
-// tree, each with a few other keys the search must not reach.
-class FakeTrees : public test::ForwardingSys {
+constexpr uint64_t kSubvol = 257;
+constexpr uint32_t kNode = 16384;
+constexpr uint64_t kChunkLogical = 1ull << 30, kChunkPhysical = 100ull << 20;
+constexpr int kDeviceFd = 977;
+
+template <typename T>
+void Put(std::string* b, size_t at, T v) {
+  std::memcpy(b->data() + at, &v, sizeof v);  // little-endian host
+}
+
+// A filesystem of two trees: the subvolume's (ten files, two items each) and the checksum
+// tree (two items), each with a root node over leaves laid out on "disk" in an order
+// unlike their key order, one chunk mapping the metadata, one device.
+class FakeFs : public test::ForwardingSys {
  public:
   std::map<uint64_t, std::map<BtrfsKey, std::string>> trees;
+  std::map<uint64_t, std::string> disk;  // physical offset -> block
   std::vector<BtrfsSearch> searches;
-  std::vector<BtrfsKey> visited;
-  Status fail;
+  uint64_t chunk_type = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_DUP;
+  bool stale = false;  // the root node on disk is of another generation than its root item says
 
+  // Leaves of the subvolume tree: first keys, and the logical address of each.
+  std::vector<std::pair<BtrfsKey, uint64_t>> fs_leaves = {
+      {{256, kBtrfsInodeItem, 0}, kChunkLogical + 5 * kNode},
+      {{259, kBtrfsInodeItem, 0}, kChunkLogical + 2 * kNode},
+      {{262, kBtrfsInodeItem, 0}, kChunkLogical + 9 * kNode},
+  };
+  std::vector<std::pair<BtrfsKey, uint64_t>> csum_leaves = {
+      {{kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 1 << 20}, kChunkLogical + 7 * kNode},
+      {{kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 8 << 20}, kChunkLogical + 3 * kNode},
+  };
+
+  FakeFs() {
+    for (uint64_t ino = 256; ino < 266; ++ino) {
+      trees[kSubvol][{ino, kBtrfsInodeItem, 0}] = std::string(160, 'i');
+      trees[kSubvol][{ino, kBtrfsExtentData, 0}] = std::string(53, 'x');
+    }
+    trees[kBtrfsCsumTree][{kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 1 << 20}] = std::string(400, 'c');
+    trees[kBtrfsCsumTree][{kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 8 << 20}] = std::string(400, 'c');
+  }
+
+  // Writes the root nodes, root items and chunk item; call after changing the above.
+  void Lay() {
+    disk.clear();
+    trees[kBtrfsRootTree].clear();
+    trees[kBtrfsChunkTree].clear();
+    Root(kSubvol, kChunkLogical + 1 * kNode, fs_leaves);
+    Root(kBtrfsCsumTree, kChunkLogical + 4 * kNode, csum_leaves);
+    btrfs_chunk c;
+    std::memset(&c, 0, sizeof c);
+    c.length = htole64(64ull << 20);
+    c.type = htole64(chunk_type);
+    c.num_stripes = htole16(1);
+    c.stripe.devid = htole64(1);
+    c.stripe.offset = htole64(kChunkPhysical);
+    trees[kBtrfsChunkTree][{kBtrfsFirstChunkTreeObjectid, kBtrfsChunkItem, kChunkLogical}] =
+        std::string(reinterpret_cast<char*>(&c), sizeof c);
+  }
+
+  void Root(uint64_t tree, uint64_t bytenr, const std::vector<std::pair<BtrfsKey, uint64_t>>& leaves) {
+    std::string node(kNode, '\0');
+    Put<uint64_t>(&node, 48, bytenr);
+    Put<uint64_t>(&node, 80, stale ? 41 : 42);
+    Put<uint64_t>(&node, 88, tree);
+    Put<uint32_t>(&node, 96, uint32_t(leaves.size()));
+    node[100] = 1;  // level
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      const size_t at = 101 + i * 33;
+      Put<uint64_t>(&node, at, leaves[i].first.objectid);
+      node[at + 8] = char(leaves[i].first.type);
+      Put<uint64_t>(&node, at + 9, leaves[i].first.offset);
+      Put<uint64_t>(&node, at + 17, leaves[i].second);
+      Put<uint64_t>(&node, at + 25, 42);
+    }
+    disk[kChunkPhysical + (bytenr - kChunkLogical)] = node;
+    btrfs_root_item r;
+    std::memset(&r, 0, sizeof r);
+    r.generation = htole64(42);
+    r.bytenr = htole64(bytenr);
+    r.bytes_used = htole64((leaves.size() + 1) * kNode);
+    r.level = 1;
+    trees[kBtrfsRootTree][{tree, kBtrfsRootItem, 0}] = std::string(reinterpret_cast<char*>(&r), sizeof r);
+  }
+
+  Result<FsIdentity> Identify(int) override {
+    FsIdentity id;
+    id.type = "btrfs";
+    id.subvolume = kSubvol;
+    return id;
+  }
+  Result<BtrfsInfo> BtrfsInfoOf(int) override {
+    BtrfsInfo info;
+    info.node_size = kNode;
+    return info;
+  }
+  Result<std::string> BtrfsDevicePath(int, uint64_t devid) override {
+    if (devid != 1) return Status::Invalid("no such device");
+    return std::string("/dev/fake");
+  }
+  Result<int> OpenBlockDevice(const std::string& path) override {
+    EXPECT_EQ(path, "/dev/fake");
+    return kDeviceFd;
+  }
+  void Close(int fd) override { EXPECT_EQ(fd, kDeviceFd); }
+  Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) override {
+    EXPECT_EQ(fd, kDeviceFd);
+    auto it = disk.find(offset);
+    if (it == disk.end()) return Status::Io("read", 5);
+    const size_t n = std::min(len, it->second.size());
+    std::memcpy(buf, it->second.data(), n);
+    return n;
+  }
   Status TreeSearch(int, const BtrfsSearch& s, const BtrfsVisitor& visit) override {
     searches.push_back(s);
-    if (!fail.ok()) return fail;
     const auto& items = trees[s.tree_id];
+    uint32_t n = 0;
     for (auto it = items.lower_bound(s.min); it != items.end() && !(s.max < it->first); ++it) {
-      visited.push_back(it->first);
       if (!visit({it->first, 1, it->second})) break;
+      if (s.max_items && ++n == s.max_items) break;
     }
     return Status::Ok();
   }
 
-  FakeTrees() {
-    for (uint64_t ino = 256; ino < 266; ++ino) {
-      trees[0][{ino, kBtrfsInodeItem, 0}] = std::string(160, 'i');
-      trees[0][{ino, kBtrfsExtentData, 0}] = std::string(53, 'x');
-    }
-    trees[kBtrfsCsumTree][{kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 1 << 20}] = std::string(400, 'c');
-    trees[kBtrfsCsumTree][{kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 8 << 20}] = std::string(400, 'c');
-    // Not checksums: a log tree's or relocation's items would sit outside the range.
-    trees[kBtrfsCsumTree][{kBtrfsExtentCsumObjectid + 1, kBtrfsExtentCsum, 0}] = std::string(999, 'o');
+  // The searches of the trees read ahead (not of the root and chunk trees), as
+  // (tree, first key, max_items).
+  std::vector<std::tuple<uint64_t, BtrfsKey, uint32_t>> Reads() const {
+    std::vector<std::tuple<uint64_t, BtrfsKey, uint32_t>> out;
+    for (const auto& s : searches)
+      if (s.tree_id != kBtrfsRootTree && s.tree_id != kBtrfsChunkTree) out.emplace_back(s.tree_id, s.min, s.max_items);
+    return out;
   }
 };
 
-TEST(TreeAhead, ReadsTheSubvolumeThenTheChecksumsInKeyOrder) {
-  FakeTrees sys;
+using Read = std::tuple<uint64_t, BtrfsKey, uint32_t>;
+
+TEST(TreeAhead, ReadsEachTreesLeavesInDiskOrderOneSearchEach) {
+  FakeFs sys;
+  sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, 1 << 20, &stats).ok());
-  ASSERT_EQ(sys.searches.size(), 2u);
-  EXPECT_EQ(sys.searches[0].tree_id, 0u);
-  EXPECT_EQ(sys.searches[1].tree_id, kBtrfsCsumTree);
-  EXPECT_EQ(sys.visited.size(), 22u);
-  EXPECT_TRUE(std::is_sorted(sys.visited.begin(), sys.visited.begin() + 20));
-  EXPECT_EQ(stats.bytes, 10u * (160 + 53) + 2 * 400);  // the other item is not reached
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, 1 << 30, &stats).ok());
+  const std::vector<Read> want = {
+      // The subvolume's leaves at 2, 5 and 9 nodes into the chunk, then the checksums' at 3 and 7.
+      {kSubvol, {259, kBtrfsInodeItem, 0}, 1},
+      {kSubvol, {256, kBtrfsInodeItem, 0}, 1},
+      {kSubvol, {262, kBtrfsInodeItem, 0}, 1},
+      {kBtrfsCsumTree, {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 8 << 20}, 1},
+      {kBtrfsCsumTree, {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 1 << 20}, 1},
+  };
+  EXPECT_EQ(sys.Reads(), want);
+  EXPECT_EQ(stats.leaves, 5u);
+  EXPECT_EQ(stats.bytes, 5u * kNode);
+  EXPECT_TRUE(stats.on_disk);
   EXPECT_FALSE(stats.cut_short);
 }
 
-TEST(TreeAhead, StopsAtTheBudgetAndSaysSo) {
-  FakeTrees sys;
+// Every item of the range, in one search per tree.
+void ExpectKeyOrder(const FakeFs& sys, const TreeAheadStats& stats) {
+  const auto reads = sys.Reads();
+  ASSERT_EQ(reads.size(), 2u);
+  EXPECT_EQ(std::get<0>(reads[0]), kSubvol);
+  EXPECT_EQ(std::get<2>(reads[0]), 0u);
+  EXPECT_EQ(std::get<0>(reads[1]), kBtrfsCsumTree);
+  EXPECT_EQ(stats.leaves, 0u);
+  EXPECT_EQ(stats.bytes, 10u * (160 + 53) + 2 * 400);
+}
+
+TEST(TreeAhead, AStaleNodeOnDiskMeansKeyOrder) {
+  FakeFs sys;
+  sys.stale = true;
+  sys.Lay();
   TreeAheadStats stats;
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, 1 << 30, &stats).ok());
+  ExpectKeyOrder(sys, stats);
+}
+
+TEST(TreeAhead, AStripedProfileMeansKeyOrder) {
+  FakeFs sys;
+  sys.chunk_type = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID10;
+  sys.Lay();
+  TreeAheadStats stats;
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, 1 << 30, &stats).ok());
+  ExpectKeyOrder(sys, stats);
+}
+
+TEST(TreeAhead, ALeafOutsideEveryChunkMeansKeyOrder) {
+  FakeFs sys;
+  sys.fs_leaves[1].second = 5ull << 30;
+  sys.csum_leaves[0].second = 7ull << 30;
+  sys.Lay();
+  TreeAheadStats stats;
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, 1 << 30, &stats).ok());
+  ExpectKeyOrder(sys, stats);
+}
+
+TEST(TreeAhead, StopsAtTheBudgetAndSaysSo) {
+  FakeFs sys;
+  sys.Lay();
+  TreeAheadStats stats;
+  // The subvolume's tree (4 blocks) fits and is read in disk order; the checksum tree (3)
+  // no longer does and is read in key order, its items within what is left.
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, 5 * kNode, &stats).ok());
+  EXPECT_FALSE(stats.cut_short);
+  EXPECT_EQ(stats.leaves, 3u);
+  EXPECT_EQ(stats.bytes, 3u * kNode + 800);
+  stats = {};
+  sys.searches.clear();
   ASSERT_TRUE(ReadTreesAhead(sys, 3, 1000, &stats).ok());
   EXPECT_TRUE(stats.cut_short);
-  EXPECT_EQ(sys.searches.size(), 1u);  // the checksum tree is not started
-  // 160 + 53 + ... : the ninth item brings it to 1012, past the budget.
-  EXPECT_EQ(sys.visited.size(), 9u);
-  EXPECT_EQ(stats.bytes, 1012u);
+  EXPECT_EQ(stats.leaves, 0u);
+  ASSERT_EQ(sys.Reads().size(), 1u);  // the checksum tree is not started
+  EXPECT_EQ(stats.bytes, 1012u);      // 160 + 53 + ...: the ninth item passes 1000
 
   // A second root's call on a spent budget reads nothing.
   TreeAheadStats spent = stats;
   sys.searches.clear();
   ASSERT_TRUE(ReadTreesAhead(sys, 4, 1000, &spent).ok());
-  EXPECT_TRUE(sys.searches.empty());
+  EXPECT_TRUE(sys.Reads().empty());
   EXPECT_EQ(spent.bytes, stats.bytes);
 }
 
-TEST(TreeAhead, ASearchErrorIsReturned) {
-  FakeTrees sys;
-  sys.fail = Status::Io("BTRFS_IOC_TREE_SEARCH_V2", 1);
-  TreeAheadStats stats;
-  Status s = ReadTreesAhead(sys, 3, 1 << 20, &stats);
-  EXPECT_FALSE(s.ok());
-  EXPECT_EQ(stats.bytes, 0u);
+TEST(TreeAhead, NodesAreDecodedWithTheirKeyPointers) {
+  FakeFs sys;
+  sys.Lay();
+  const std::string& block = sys.disk.begin()->second;
+  BtrfsNode node;
+  ASSERT_TRUE(DecodeNode(block, &node));
+  EXPECT_EQ(node.level, 1);
+  EXPECT_EQ(node.generation, 42u);
+  ASSERT_EQ(node.ptrs.size(), 3u);
+  EXPECT_EQ(node.ptrs[1].key, (BtrfsKey{259, kBtrfsInodeItem, 0}));
+  EXPECT_EQ(node.ptrs[1].bytenr, kChunkLogical + 2 * kNode);
+  // A node claiming more pointers than it holds is refused.
+  EXPECT_FALSE(DecodeNode(block.substr(0, 101 + 2 * 33), &node));
+  EXPECT_FALSE(DecodeNode(block.substr(0, 100), &node));
 }
 
 }  // namespace
