@@ -17,6 +17,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// At most this much of the extent and free space trees is read ahead on a spinning disk:
+// the blocks must stay cached next to two rounds and the kernel's inodes under a memory
+// limit as small as 512 MiB. A larger extent tree (a filesystem of millions of extents)
+// is left to be read as the dedupes meet it.
+constexpr uint64_t kTreeAheadBudget = 128ull << 20;
+
 std::unique_ptr<Executor> MakeExecutor(Sys& sys, const ApplyOptions& o, RateLimiter* rate) {
   if (o.dry_run) return std::make_unique<DryRunExecutor>(o.on_dry_run);
   if (o.hardlink) return std::make_unique<HardlinkExecutor>(sys, o.link_policy, rate, o.link_log);
@@ -201,6 +207,7 @@ Status Run::Go() {
                        (o_.storage == StorageChoice::kAuto && PlanStorage(sys_, h_) == StorageKind::kSsd);
   OANS_RETURN_IF_ERROR(RecoverLinks());
   OANS_RETURN_IF_ERROR(source_.Start());
+  if (!stats_->open_ahead && Prefetching() && h_.rounds > 0) stats_->tree_ahead_bytes = ReadPlanTreesAhead(sys_, h_, kTreeAheadBudget);
   if (Prefetching()) releaser_ = std::make_unique<Releaser>(sys_);
   // Two threads at least, so that prefetch overlaps the dedupe even on one core.
   tbb::task_arena arena(2);

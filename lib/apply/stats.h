@@ -22,6 +22,7 @@ struct ApplyStats {
   uint64_t files_checked = 0;
   uint64_t files_mismatch = 0;
   bool open_ahead = false;  // the next round opened while one was read (SSD)
+  uint64_t tree_ahead_bytes = 0;  // extent and free space tree blocks read in disk order first (HDD)
   // Bytes not deduped, by reason ("changed since scan", "differs", "EPERM", ...).
   std::map<std::string, uint64_t> skipped;
   uint64_t errors = 0;  // destinations that failed (not counting "differs"/changed)

@@ -2,8 +2,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "lib/apply/errors.h"
 #include "lib/base/paths.h"
+#include "lib/base/tree_ahead.h"
 
 namespace oans {
 
@@ -92,6 +95,22 @@ StorageKind PlanStorage(Sys& sys, const PlanHeader& h) {
     if (id.ok()) devices.insert(devices.end(), id->devices.begin(), id->devices.end());
   }
   return devices.empty() ? StorageKind::kSsd : sys.DetectStorage(devices).kind;
+}
+
+uint64_t ReadPlanTreesAhead(Sys& sys, const PlanHeader& h, uint64_t budget) {
+  TreeAheadStats stats;
+  std::vector<std::string> done;
+  for (const auto& root : h.roots) {
+    auto fd = sys.OpenNoFollow(root);
+    if (!fd.ok()) continue;
+    auto id = sys.Identify(*fd);
+    if (id.ok() && id->type == "btrfs" && std::find(done.begin(), done.end(), id->uuid) == done.end()) {
+      done.push_back(id->uuid);
+      (void)ReadTreesAhead(sys, *fd, TreesFor::kApply, budget, &stats);  // a hint: what failed is read later
+    }
+    sys.Close(*fd);
+  }
+  return stats.bytes;
 }
 
 }  // namespace oans

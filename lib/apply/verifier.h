@@ -56,4 +56,11 @@ Status CheckPlanFilesystems(Sys& sys, const PlanHeader& header);
 // spinning if any of them spins.
 StorageKind PlanStorage(Sys& sys, const PlanHeader& h);
 
+// On a spinning disk, before the first round: the extent and free space trees of each
+// btrfs filesystem of the plan's roots, read in disk order (lib/base/tree_ahead.h) when
+// they take at most `budget` bytes in all, so that the dedupes' lookups of extent items
+// find them in memory instead of seeking between the rounds' reads. Returns the bytes
+// read; a tree that cannot be read so (not btrfs, not root, a striped profile) is left.
+uint64_t ReadPlanTreesAhead(Sys& sys, const PlanHeader& h, uint64_t budget);
+
 }  // namespace oans

@@ -37,7 +37,8 @@ inline constexpr uint8_t kBtrfsInodeItem = 1, kBtrfsInodeRef = 12, kBtrfsInodeEx
                          kBtrfsDirItem = 84, kBtrfsDirIndex = 96, kBtrfsExtentData = 108, kBtrfsExtentCsum = 128,
                          kBtrfsRootItem = 132, kBtrfsRootBackref = 144, kBtrfsRootRef = 156;
 inline constexpr uint8_t kBtrfsChunkItem = 228;
-inline constexpr uint64_t kBtrfsRootTree = 1, kBtrfsChunkTree = 3, kBtrfsCsumTree = 7, kBtrfsFsTree = 5;
+inline constexpr uint64_t kBtrfsRootTree = 1, kBtrfsExtentTree = 2, kBtrfsChunkTree = 3, kBtrfsFsTree = 5,
+                          kBtrfsCsumTree = 7, kBtrfsFreeSpaceTree = 10;
 inline constexpr uint64_t kBtrfsFirstChunkTreeObjectid = 256;
 inline constexpr uint64_t kBtrfsExtentCsumObjectid = ~uint64_t(0) - 9;  // -10
 

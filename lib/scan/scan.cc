@@ -20,7 +20,7 @@
 #include "lib/scan/kept.h"
 #include "lib/scan/previous.h"
 #include "lib/scan/sink.h"
-#include "lib/scan/tree_ahead.h"
+#include "lib/base/tree_ahead.h"
 #include "lib/scan/tree_map.h"
 #include "lib/scan/walk.h"
 
@@ -251,7 +251,7 @@ void ReadAhead(Sys& sys, const ScanOptions& o, const std::vector<std::string>& r
       done.push_back(st->dev);
       const uint32_t fs = filesystems.Of(st->dev, *fd, roots[i], i);
       if (checksums.Committed(filesystems.Key(fs), *fd)) {
-        Status s = ReadTreesAhead(sys, *fd, o.memory, &ahead);
+        Status s = ReadTreesAhead(sys, *fd, TreesFor::kScan, o.memory, &ahead);
         if (!s.ok()) observer->Notice("warning: " + roots[i] + ": btrfs trees not read ahead: " + s.message());
       }
     }

@@ -196,6 +196,7 @@ int main(int argc, char** argv) {
                                {"skipped", std::move(reasons)},
                                {"files_checked", s.files_checked},
                                {"open_ahead", s.open_ahead},
+                               {"tree_ahead_bytes", s.tree_ahead_bytes},
                                {"files_changed", s.files_mismatch},
                                {"errors", s.errors},
                                {"interrupted", s.interrupted},

@@ -1,7 +1,7 @@
-// The tree read-ahead of spinning disks (lib/scan/tree_ahead.h): trees laid out from
+// The tree read-ahead of spinning disks (lib/base/tree_ahead.h): trees laid out from
 // their internal nodes and read leaf by leaf in disk order; key order when they cannot
 // be; where --memory stops it.
-#include "lib/scan/tree_ahead.h"
+#include "lib/base/tree_ahead.h"
 
 #include <gtest/gtest.h>
 #include <linux/btrfs_tree.h>
@@ -58,12 +58,14 @@ class FakeFs : public test::ForwardingSys {
   }
 
   // Writes the root nodes, root items and chunk item; call after changing the above.
-  void Lay() {
+  void Lay(uint64_t first = kSubvol, uint64_t second = kBtrfsCsumTree) {
     disk.clear();
     trees[kBtrfsRootTree].clear();
     trees[kBtrfsChunkTree].clear();
-    Root(kSubvol, kChunkLogical + 1 * kNode, fs_leaves);
-    Root(kBtrfsCsumTree, kChunkLogical + 4 * kNode, csum_leaves);
+    trees[first] = trees[kSubvol];
+    trees[second] = trees[kBtrfsCsumTree];
+    Root(first, kChunkLogical + 1 * kNode, fs_leaves);
+    Root(second, kChunkLogical + 4 * kNode, csum_leaves);
     btrfs_chunk c;
     std::memset(&c, 0, sizeof c);
     c.length = htole64(64ull << 20);
@@ -155,7 +157,7 @@ TEST(TreeAhead, ReadsEachTreesLeavesInDiskOrderOneSearchEach) {
   FakeFs sys;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, 1 << 30, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, &stats).ok());
   const std::vector<Read> want = {
       // The subvolume's leaves at 2, 5 and 9 nodes into the chunk, then the checksums' at 3 and 7.
       {kSubvol, {259, kBtrfsInodeItem, 0}, 1},
@@ -187,7 +189,7 @@ TEST(TreeAhead, AStaleNodeOnDiskMeansKeyOrder) {
   sys.stale = true;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, 1 << 30, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, &stats).ok());
   ExpectKeyOrder(sys, stats);
 }
 
@@ -196,7 +198,7 @@ TEST(TreeAhead, AStripedProfileMeansKeyOrder) {
   sys.chunk_type = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID10;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, 1 << 30, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, &stats).ok());
   ExpectKeyOrder(sys, stats);
 }
 
@@ -206,7 +208,7 @@ TEST(TreeAhead, ALeafOutsideEveryChunkMeansKeyOrder) {
   sys.csum_leaves[0].second = 7ull << 30;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, 1 << 30, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, &stats).ok());
   ExpectKeyOrder(sys, stats);
 }
 
@@ -216,13 +218,13 @@ TEST(TreeAhead, StopsAtTheBudgetAndSaysSo) {
   TreeAheadStats stats;
   // The subvolume's tree (4 blocks) fits and is read in disk order; the checksum tree (3)
   // no longer does and is read in key order, its items within what is left.
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, 5 * kNode, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 5 * kNode, &stats).ok());
   EXPECT_FALSE(stats.cut_short);
   EXPECT_EQ(stats.leaves, 3u);
   EXPECT_EQ(stats.bytes, 3u * kNode + 800);
   stats = {};
   sys.searches.clear();
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, 1000, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1000, &stats).ok());
   EXPECT_TRUE(stats.cut_short);
   EXPECT_EQ(stats.leaves, 0u);
   ASSERT_EQ(sys.Reads().size(), 1u);  // the checksum tree is not started
@@ -231,9 +233,37 @@ TEST(TreeAhead, StopsAtTheBudgetAndSaysSo) {
   // A second root's call on a spent budget reads nothing.
   TreeAheadStats spent = stats;
   sys.searches.clear();
-  ASSERT_TRUE(ReadTreesAhead(sys, 4, 1000, &spent).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 4, TreesFor::kScan, 1000, &spent).ok());
   EXPECT_TRUE(sys.Reads().empty());
   EXPECT_EQ(spent.bytes, stats.bytes);
+}
+
+TEST(TreeAhead, ForApplyTheExtentAndFreeSpaceTreesInDiskOrder) {
+  FakeFs sys;
+  sys.csum_leaves[0].first = {1ull << 20, BTRFS_FREE_SPACE_INFO_KEY, 1 << 30};
+  sys.csum_leaves[1].first = {9ull << 20, BTRFS_FREE_SPACE_EXTENT_KEY, 4096};
+  sys.Lay(kBtrfsExtentTree, kBtrfsFreeSpaceTree);
+  TreeAheadStats stats;
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kApply, 1 << 30, &stats).ok());
+  const std::vector<Read> want = {
+      {kBtrfsExtentTree, {259, kBtrfsInodeItem, 0}, 1},
+      {kBtrfsExtentTree, {256, kBtrfsInodeItem, 0}, 1},
+      {kBtrfsExtentTree, {262, kBtrfsInodeItem, 0}, 1},
+      {kBtrfsFreeSpaceTree, {9ull << 20, BTRFS_FREE_SPACE_EXTENT_KEY, 4096}, 1},
+      {kBtrfsFreeSpaceTree, {1ull << 20, BTRFS_FREE_SPACE_INFO_KEY, 1 << 30}, 1},
+  };
+  EXPECT_EQ(sys.Reads(), want);
+  EXPECT_EQ(stats.leaves, 5u);
+}
+
+TEST(TreeAhead, ForApplyNothingInKeyOrder) {
+  FakeFs sys;
+  sys.chunk_type = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID0;
+  sys.Lay(kBtrfsExtentTree, kBtrfsFreeSpaceTree);
+  TreeAheadStats stats;
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kApply, 1 << 30, &stats).ok());
+  EXPECT_TRUE(sys.Reads().empty());
+  EXPECT_EQ(stats.bytes, 0u);
 }
 
 TEST(TreeAhead, NodesAreDecodedWithTheirKeyPointers) {

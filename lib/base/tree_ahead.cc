@@ -1,4 +1,4 @@
-#include "lib/scan/tree_ahead.h"
+#include "lib/base/tree_ahead.h"
 
 #include <linux/btrfs_tree.h>
 
@@ -165,16 +165,21 @@ Result<bool> ReadOnDisk(Sys& sys, int fd, const BtrfsSearch& whole, uint32_t nod
 
 }  // namespace
 
-Status ReadTreesAhead(Sys& sys, int fd, uint64_t budget, TreeAheadStats* stats) {
-  auto id = sys.Identify(fd);
+Status ReadTreesAhead(Sys& sys, int fd, TreesFor what, uint64_t budget, TreeAheadStats* stats) {
   auto info = sys.BtrfsInfoOf(fd);
-  if (!id.ok()) return id.status();
   if (!info.ok()) return info.status();
-  BtrfsSearch trees[2];
-  trees[0].tree_id = id->subvolume;
-  trees[1].tree_id = kBtrfsCsumTree;
-  trees[1].min = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 0};
-  trees[1].max = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, ~uint64_t(0)};
+  std::vector<BtrfsSearch> trees(2);
+  if (what == TreesFor::kScan) {
+    auto id = sys.Identify(fd);
+    if (!id.ok()) return id.status();
+    trees[0].tree_id = id->subvolume;
+    trees[1].tree_id = kBtrfsCsumTree;
+    trees[1].min = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 0};
+    trees[1].max = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, ~uint64_t(0)};
+  } else {
+    trees[0].tree_id = kBtrfsExtentTree;
+    trees[1].tree_id = kBtrfsFreeSpaceTree;
+  }
   ChunkMap chunks;
   const bool mapped = chunks.Load(sys, fd).ok();
   Devices devices(sys, fd);
@@ -191,6 +196,7 @@ Status ReadTreesAhead(Sys& sys, int fd, uint64_t budget, TreeAheadStats* stats) 
         continue;
       }
     }
+    if (what == TreesFor::kApply) continue;
     // In key order instead: every item of the range, discarded.
     OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, s, [&](const BtrfsItem& item) {
       stats->bytes += item.data.size();
