@@ -77,6 +77,7 @@ class Run {
   std::future<std::unique_ptr<PreparedRound>> next_;  // stage 1: the round being opened
   RateLimiter rate_;      // both (thread-safe)
   std::vector<char> buffer_;  // stage 1
+  uint64_t head_ = 0;         // stage 1: where the last round's prefetch ended on disk
   std::unique_ptr<Executor> executor_;  // stage 2
   std::unique_ptr<Releaser> releaser_;  // stage 2 hands rounds to it; set when prefetching
   std::atomic<bool> deadline_hit_{false};
@@ -125,7 +126,7 @@ PreparedRound* Run::Prepare(tbb::flow_control& fc) {
     } catch (const std::system_error&) {
       // No thread to be had: the next round is opened here, after this one is read.
     }
-  if (!p->from_journal && Prefetching()) Prefetch(sys_, o_.order, o_.order_seed, &rate_, &buffer_, p.get());
+  if (!p->from_journal && Prefetching()) Prefetch(sys_, o_.order, o_.order_seed, &rate_, &buffer_, &head_, p.get());
   return p.release();
 }
 

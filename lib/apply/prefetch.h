@@ -1,6 +1,7 @@
 // Prefetch: reads a prepared round's ranges (sources and destinations) into the page
 // cache before it is deduped, so the kernel's compare finds them there. In physical order
-// every range is first requested at once (POSIX_FADV_WILLNEED, by physical offset) so the
+// (by offset, from where the previous round left the head, wrapping once)
+// every range is first requested at once (POSIX_FADV_WILLNEED, in that order) so the
 // device has many reads in flight, then read in the same order into the page cache
 // without being copied out (Sys::Populate); in
 // shuffled order the ranges are read in a fixed pseudo-random order instead.
@@ -44,9 +45,11 @@ class RateLimiter {
 };
 
 // Reads every range of `r` once through `buffer`; adds the bytes to r->prefetched.
-// Read errors are left for the dedupe call to meet and report.
+// In physical order the ranges are read by offset from `*head` (where the previous
+// round's reads ended; 0 at first) up, then from the lowest; `*head` is then left where
+// this round's reads end. Read errors are left for the dedupe call to meet and report.
 void Prefetch(Sys& sys, ApplyOrder order, uint64_t seed, RateLimiter* rate, std::vector<char>* buffer,
-              PreparedRound* r);
+              uint64_t* head, PreparedRound* r);
 
 // After `r` is deduped (its files still open): drops every range Prefetch read, sources
 // and destinations, from the page cache (POSIX_FADV_DONTNEED; dirty pages are kept).

@@ -783,6 +783,23 @@ TEST_F(ApplyTest, PrefetchReadOrder) {
   EXPECT_TRUE(sys_.hints().empty()) << "no read-ahead hint without disk order";
 }
 
+// Each round is read from where the round before left the head, wrapping once: sources
+// and destinations in two parts of the disk cost one long seek per round, not two.
+TEST_F(ApplyTest, PrefetchStartsWhereTheRoundBeforeEnded) {
+  std::vector<PlanRound> rounds = Rounds(3);
+  for (uint64_t i = 0; i < 3; ++i) {
+    rounds[i].ops[0].physical = 1000000 + i * 100000;            // the sources: copy0's part
+    rounds[i].ops[0].dests[0].physical = 9000000 + i * 100000;   // the destinations, far above
+  }
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(3), rounds, &stats));
+  using Reads = std::vector<std::pair<std::string, uint64_t>>;
+  const Reads want = {{P("r0.a"), 0}, {P("r0.b"), 0}, {P("r1.b"), 0},
+                      {P("r1.a"), 0}, {P("r2.a"), 0}, {P("r2.b"), 0}};
+  EXPECT_EQ(sys_.reads(), want);
+  EXPECT_EQ(sys_.hints(), want);
+}
+
 // On a spinning disk a round's files are opened after the round before is read (their
 // metadata reads would come between its data reads); on an SSD while it is read.
 TEST_F(ApplyTest, OnASpinningDiskTheNextRoundIsOpenedAfterTheReads) {
