@@ -208,7 +208,10 @@ Status Run::Go() {
                        (o_.storage == StorageChoice::kAuto && PlanStorage(sys_, h_) == StorageKind::kSsd);
   OANS_RETURN_IF_ERROR(RecoverLinks());
   OANS_RETURN_IF_ERROR(source_.Start());
-  if (!stats_->open_ahead && Prefetching() && h_.rounds > 0) stats_->tree_ahead_bytes = ReadPlanTreesAhead(sys_, h_, kTreeAheadBudget);
+  if (!stats_->open_ahead && Prefetching() && h_.rounds > 0)
+    stats_->tree_ahead_bytes = ReadPlanTreesAhead(sys_, h_, kTreeAheadBudget, [this] {
+      return ShouldStop() || (o_.deadline != Clock::time_point{} && Clock::now() >= o_.deadline);
+    });
   if (Prefetching()) releaser_ = std::make_unique<Releaser>(sys_);
   // Two threads at least, so that prefetch overlaps the dedupe even on one core.
   tbb::task_arena arena(2);

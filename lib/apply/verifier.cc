@@ -2,8 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <algorithm>
-
 #include "lib/apply/errors.h"
 #include "lib/base/paths.h"
 #include "lib/base/tree_ahead.h"
@@ -97,17 +95,15 @@ StorageKind PlanStorage(Sys& sys, const PlanHeader& h) {
   return devices.empty() ? StorageKind::kSsd : sys.DetectStorage(devices).kind;
 }
 
-uint64_t ReadPlanTreesAhead(Sys& sys, const PlanHeader& h, uint64_t budget) {
+uint64_t ReadPlanTreesAhead(Sys& sys, const PlanHeader& h, uint64_t budget, const TreeAheadStop& stop) {
   TreeAheadStats stats;
-  std::vector<std::string> done;
   for (const auto& root : h.roots) {
+    if (stop && stop()) break;
     auto fd = sys.OpenNoFollow(root);
     if (!fd.ok()) continue;
     auto id = sys.Identify(*fd);
-    if (id.ok() && id->type == "btrfs" && std::find(done.begin(), done.end(), id->uuid) == done.end()) {
-      done.push_back(id->uuid);
-      (void)ReadTreesAhead(sys, *fd, TreesFor::kApply, budget, &stats);  // a hint: what failed is read later
-    }
+    // Once per filesystem (stats.filesystems); a hint: what is not read ahead is read later.
+    if (id.ok() && id->type == "btrfs") (void)ReadTreesAhead(sys, *fd, TreesFor::kApply, budget, stop, &stats);
     sys.Close(*fd);
   }
   return stats.bytes;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lib/base/sys.h"
+#include "lib/base/tree_ahead.h"
 #include "lib/format/plan_file.h"
 
 namespace oans {
@@ -60,7 +61,8 @@ StorageKind PlanStorage(Sys& sys, const PlanHeader& h);
 // btrfs filesystem of the plan's roots, read in disk order (lib/base/tree_ahead.h) when
 // they take at most `budget` bytes in all, so that the dedupes' lookups of extent items
 // find them in memory instead of seeking between the rounds' reads. Returns the bytes
-// read; a tree that cannot be read so (not btrfs, not root, a striped profile) is left.
-uint64_t ReadPlanTreesAhead(Sys& sys, const PlanHeader& h, uint64_t budget);
+// read; a tree that cannot be read so (not btrfs, not root, a striped or mirrored
+// profile, larger than what is left of `budget`) is left. `stop` ends it early.
+uint64_t ReadPlanTreesAhead(Sys& sys, const PlanHeader& h, uint64_t budget, const TreeAheadStop& stop);
 
 }  // namespace oans

@@ -175,6 +175,7 @@ bool DecodeNode(std::string_view d, BtrfsNode* out) {
   constexpr size_t kHeader = 101, kPtr = 33;
   if (d.size() < kHeader) return false;
   const char* p = d.data();
+  out->fsid = Uuid(reinterpret_cast<const uint8_t*>(p + 32));
   out->bytenr = Le<uint64_t>(p + 48);
   out->generation = Le<uint64_t>(p + 80);
   out->owner = Le<uint64_t>(p + 88);

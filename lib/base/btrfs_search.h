@@ -111,6 +111,7 @@ struct BtrfsNodePtr {
   uint64_t bytenr = 0, generation = 0;
 };
 struct BtrfsNode {
+  std::string fsid;  // as BtrfsInfo::uuid has it
   uint64_t bytenr = 0, generation = 0, owner = 0;
   uint8_t level = 0;
   std::vector<BtrfsNodePtr> ptrs;  // internal nodes only

@@ -226,15 +226,22 @@ class PosixSys final : public Sys {
   }
   Result<std::string> BtrfsDevicePath(int fd, uint64_t devid) override { return oans::BtrfsDevicePath(fd, devid); }
   Result<int> OpenBlockDevice(const std::string& path) override {
-    int fd;
-    do fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);  // never waits for a FIFO
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0) return Status::Io("open " + path, errno);
+    // Looked at before it is opened for reading: opening a character device or a FIFO
+    // can have effects of its own.
+    const int at = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+    if (at < 0) return Status::Io("open " + path, errno);
     struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISBLK(st.st_mode)) {
-      ::close(fd);
+    if (::fstat(at, &st) != 0 || !S_ISBLK(st.st_mode)) {
+      ::close(at);
       return Status::Invalid(path + " is not a block device");
     }
+    const std::string self = "/proc/self/fd/" + std::to_string(at);
+    int fd;
+    do fd = ::open(self.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    while (fd < 0 && errno == EINTR);
+    const int err = errno;
+    ::close(at);
+    if (fd < 0) return Status::Io("open " + path, err);
     return fd;
   }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "lib/base/btrfs_search.h"
@@ -13,10 +14,11 @@
 namespace oans {
 namespace {
 
-// Profiles whose stripe 0 holds a whole copy of the chunk: single, DUP, RAID1 (2, 3, 4
-// copies). Striped ones (RAID0, RAID10, RAID5, RAID6) are not mapped here.
-constexpr uint64_t kStriped =
-    BTRFS_BLOCK_GROUP_RAID0 | BTRFS_BLOCK_GROUP_RAID10 | BTRFS_BLOCK_GROUP_RAID5 | BTRFS_BLOCK_GROUP_RAID6;
+// Chunks of one device whose stripe 0 is the copy btrfs reads: single and DUP. Striped
+// profiles (RAID0, RAID10, RAID5, RAID6) and mirrored ones (RAID1*, read from the copy
+// the reading process's pid picks) are not mapped here.
+constexpr uint64_t kNotMapped = BTRFS_BLOCK_GROUP_PROFILE_MASK & ~uint64_t(BTRFS_BLOCK_GROUP_DUP);
+constexpr int kMaxLevel = 8;  // BTRFS_MAX_LEVEL
 
 // Logical addresses of the filesystem's metadata to (device, offset): from the chunk tree.
 class ChunkMap {
@@ -28,7 +30,7 @@ class ChunkMap {
     s.max = {kBtrfsFirstChunkTreeObjectid, kBtrfsChunkItem, ~uint64_t(0)};
     return sys.TreeSearch(fd, s, [&](const BtrfsItem& it) {
       BtrfsChunk c;
-      if (DecodeChunk(it.data, &c) && !(c.type & kStriped) && c.length > 0) chunks_[it.key.offset] = c;
+      if (DecodeChunk(it.data, &c) && !(c.type & kNotMapped) && c.length > 0) chunks_[it.key.offset] = c;
       return true;
     });
   }
@@ -80,8 +82,9 @@ struct Block {
 };
 
 // Reads the tree block `ptr` points to from its device, checks it is the one meant
-// (address, generation, level) and decodes it.
-Status ReadNode(Sys& sys, Devices* devices, uint32_t node_size, const Block& b, uint8_t level, BtrfsNode* out) {
+// (filesystem, address, generation, level, keys in order) and decodes it.
+Status ReadNode(Sys& sys, Devices* devices, const BtrfsInfo& info, const Block& b, uint8_t level, BtrfsNode* out) {
+  const uint32_t node_size = info.node_size;
   auto dev = devices->Get(b.devid);
   if (!dev.ok()) return dev.status();
   struct Free {
@@ -91,17 +94,21 @@ Status ReadNode(Sys& sys, Devices* devices, uint32_t node_size, const Block& b, 
   if (!mem) return Status::Io("tree block buffer", ENOMEM);
   auto n = sys.Pread(*dev, mem.get(), node_size, b.physical);
   if (!n.ok()) return n.status();
-  if (*n != node_size || !DecodeNode(std::string_view(mem.get(), node_size), out) || out->bytenr != b.ptr.bytenr ||
-      out->generation != b.ptr.generation || out->level != level)
+  if (*n != node_size || !DecodeNode(std::string_view(mem.get(), node_size), out) || out->fsid != info.uuid ||
+      out->bytenr != b.ptr.bytenr || out->generation != b.ptr.generation || out->level != level)
     return Status::Corrupt("tree block at " + std::to_string(b.ptr.bytenr) + " is not the one its parent names");
+  for (size_t i = 1; i < out->ptrs.size(); ++i)
+    if (!(out->ptrs[i - 1].key < out->ptrs[i].key))
+      return Status::Corrupt("tree block at " + std::to_string(b.ptr.bytenr) + " has keys out of order");
   return Status::Ok();
 }
 
 // The leaves of tree `tree_id`, each with its first key, in the order of their places
 // on disk: its internal nodes read level by level (each level in disk order too). An
 // error when its blocks take more than `budget` bytes.
-Status LeavesOnDisk(Sys& sys, int fd, uint64_t tree_id, uint32_t node_size, const ChunkMap& chunks, uint64_t budget,
-                    Devices* devices, std::vector<Block>* leaves) {
+Status LeavesOnDisk(Sys& sys, int fd, uint64_t tree_id, const BtrfsInfo& info, const ChunkMap& chunks, uint64_t budget,
+                    const TreeAheadStop& stop, Devices* devices, std::vector<Block>* leaves) {
+  const uint32_t node_size = info.node_size;
   BtrfsRootItem root;
   bool found = false;
   BtrfsSearch s;
@@ -114,6 +121,8 @@ Status LeavesOnDisk(Sys& sys, int fd, uint64_t tree_id, uint32_t node_size, cons
   }));
   if (!found) return Status::Invalid("no root item for tree " + std::to_string(tree_id));
   if (root.bytes_used > budget) return Status::Invalid("tree " + std::to_string(tree_id) + " is larger than the budget");
+  if (root.level >= kMaxLevel) return Status::Corrupt("tree " + std::to_string(tree_id) + " is too deep");
+  const uint64_t most_blocks = root.bytes_used / std::max<uint32_t>(node_size, 1) + 1;
   std::vector<Block> level;
   Block top{0, 0, {BtrfsKey{}, root.bytenr, root.generation}};
   if (!chunks.Map(root.bytenr, node_size, &top.devid, &top.physical))
@@ -122,8 +131,11 @@ Status LeavesOnDisk(Sys& sys, int fd, uint64_t tree_id, uint32_t node_size, cons
   for (int l = root.level; l > 0; --l) {
     std::vector<Block> below;
     for (const Block& b : level) {
+      if (stop && stop()) return Status::Interrupted("stopped");
       BtrfsNode node;
-      OANS_RETURN_IF_ERROR(ReadNode(sys, devices, node_size, b, uint8_t(l), &node));
+      OANS_RETURN_IF_ERROR(ReadNode(sys, devices, info, b, uint8_t(l), &node));
+      if (below.size() + node.ptrs.size() > most_blocks)
+        return Status::Corrupt("tree " + std::to_string(tree_id) + " has more blocks than its root item says");
       for (const BtrfsNodePtr& p : node.ptrs) {
         Block child{0, 0, p};
         if (!chunks.Map(p.bytenr, node_size, &child.devid, &child.physical))
@@ -146,18 +158,19 @@ Status LeavesOnDisk(Sys& sys, int fd, uint64_t tree_id, uint32_t node_size, cons
 // when the tree cannot be laid out that way (a striped profile, a device that cannot be
 // opened, a block that is not the one its parent names) or is larger than what is left
 // of the budget.
-Result<bool> ReadOnDisk(Sys& sys, int fd, const BtrfsSearch& whole, uint32_t node_size, const ChunkMap& chunks,
-                        Devices* devices, uint64_t budget, TreeAheadStats* stats) {
+Result<bool> ReadOnDisk(Sys& sys, int fd, const BtrfsSearch& whole, const BtrfsInfo& info, const ChunkMap& chunks,
+                        Devices* devices, uint64_t budget, const TreeAheadStop& stop, TreeAheadStats* stats) {
   std::vector<Block> leaves;
-  if (!LeavesOnDisk(sys, fd, whole.tree_id, node_size, chunks, budget - stats->bytes, devices, &leaves).ok())
+  if (!LeavesOnDisk(sys, fd, whole.tree_id, info, chunks, budget - stats->bytes, stop, devices, &leaves).ok())
     return false;
   for (const Block& leaf : leaves) {
+    if (stop && stop()) break;
     if (whole.max < leaf.ptr.key) continue;
     BtrfsSearch one = whole;
     one.min = std::max(leaf.ptr.key, whole.min);
     one.max_items = 1;
     OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, one, [](const BtrfsItem&) { return true; }));
-    stats->bytes += node_size;
+    stats->bytes += info.node_size;
     stats->leaves++;
   }
   return true;
@@ -165,41 +178,52 @@ Result<bool> ReadOnDisk(Sys& sys, int fd, const BtrfsSearch& whole, uint32_t nod
 
 }  // namespace
 
-Status ReadTreesAhead(Sys& sys, int fd, TreesFor what, uint64_t budget, TreeAheadStats* stats) {
+Status ReadTreesAhead(Sys& sys, int fd, TreesFor what, uint64_t budget, const TreeAheadStop& stop,
+                      TreeAheadStats* stats) {
   auto info = sys.BtrfsInfoOf(fd);
   if (!info.ok()) return info.status();
-  std::vector<BtrfsSearch> trees(2);
+  // Trees of the whole filesystem are read once per filesystem, whatever the roots.
+  const bool fs_trees = std::find(stats->filesystems.begin(), stats->filesystems.end(), info->uuid) ==
+                        stats->filesystems.end();
+  if (fs_trees) stats->filesystems.push_back(info->uuid);
+  std::vector<BtrfsSearch> trees;
   if (what == TreesFor::kScan) {
     auto id = sys.Identify(fd);
     if (!id.ok()) return id.status();
-    trees[0].tree_id = id->subvolume;
-    trees[1].tree_id = kBtrfsCsumTree;
-    trees[1].min = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 0};
-    trees[1].max = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, ~uint64_t(0)};
-  } else {
-    trees[0].tree_id = kBtrfsExtentTree;
-    trees[1].tree_id = kBtrfsFreeSpaceTree;
+    trees.emplace_back().tree_id = id->subvolume;
+    if (fs_trees) {
+      BtrfsSearch& csums = trees.emplace_back();
+      csums.tree_id = kBtrfsCsumTree;
+      csums.min = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 0};
+      csums.max = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, ~uint64_t(0)};
+    }
+  } else if (fs_trees) {
+    trees.emplace_back().tree_id = kBtrfsExtentTree;
+    trees.emplace_back().tree_id = kBtrfsFreeSpaceTree;
   }
   ChunkMap chunks;
   const bool mapped = chunks.Load(sys, fd).ok();
   Devices devices(sys, fd);
   for (const BtrfsSearch& s : trees) {
+    if (stop && stop()) break;
     if (stats->bytes >= budget) {
       stats->cut_short = true;
       break;
     }
     if (mapped && s.tree_id) {
-      auto on_disk = ReadOnDisk(sys, fd, s, info->node_size, chunks, &devices, budget, stats);
+      auto on_disk = ReadOnDisk(sys, fd, s, *info, chunks, &devices, budget, stop, stats);
       if (!on_disk.ok()) return on_disk.status();
       if (*on_disk) {
         stats->on_disk = true;
         continue;
       }
     }
-    if (what == TreesFor::kApply) continue;
+    if (what == TreesFor::kApply || (stop && stop())) continue;
     // In key order instead: every item of the range, discarded.
+    uint64_t items = 0;
     OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, s, [&](const BtrfsItem& item) {
       stats->bytes += item.data.size();
+      if (stop && ++items % 256 == 0 && stop()) return false;
       if (stats->bytes < budget) return true;
       stats->cut_short = true;
       return false;

@@ -6,32 +6,41 @@
 // reads sends the head across the metadata. ReadTreesAhead reads the trees first, once,
 // with one thread, leaf by leaf in the order of their places on disk:
 //   - the tree's root item (root tree) gives its root block; its internal nodes are read
-//     from the device, level by level in disk order (a block's place from the chunk
-//     tree's map; single, DUP and RAID1 profiles), each checked to be the block its
-//     parent names (address, generation, level);
+//     from the device (O_DIRECT: not kept; the kernel reads them again, with the first
+//     search below each), level by level in disk order (a block's place from the chunk
+//     tree's map; single and DUP profiles), each checked to be the block its parent names
+//     (filesystem, address, generation, level, keys in order), and no more of them than
+//     the root item's size allows;
 //   - the leaves, with the first key each node gives them, are sorted by place, and each
 //     is read by one tree search from its first key for a single item: the kernel reads
 //     that leaf, the internal nodes above it with the first search below each, no other.
 // Where a tree cannot be laid out that way (a striped profile, a device that cannot be
 // opened, a block that is not the one its parent names, a tree larger than what is left
-// of the budget), the scan reads it in key order instead (every item, discarded), which
+// of the budget, a mirrored profile), the scan reads it in key order instead (every item, discarded), which
 // follows the order btrfs wrote the blocks in more closely than the walk does; apply
 // leaves it. Nothing is decided from what is read here: the callers' own searches
 // and the kernel's dedupe read the trees as before, only from memory
-// (docs/benchmarks.md has the traced figures).
+// (docs/benchmarks.md, "Trees read in disk order", has the traced figures).
 //
 // The blocks help only while they stay cached, so the reads stop at `budget` bytes
 // (leaves read in disk order count whole, items in key order by their size).
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "lib/base/status.h"
 #include "lib/base/sys.h"
 
 namespace oans {
 
+// Asked between reads; true stops the read-ahead (not an error). May be empty.
+using TreeAheadStop = std::function<bool()>;
+
 struct TreeAheadStats {
+  std::vector<std::string> filesystems;  // whose whole-filesystem trees were read (UUIDs)
   uint64_t bytes = 0;      // bytes read ahead: leaves read in disk order, items read in key order
   uint64_t leaves = 0;     // leaves read in disk order
   bool on_disk = false;    // a tree was read in disk order
@@ -42,9 +51,12 @@ enum class TreesFor {
   kScan,   // the subvolume holding fd, then the checksum tree; key order where disk order fails
   kApply,  // the extent tree and the free space tree; disk order only
 };
+// The checksum, extent and free space trees belong to the whole filesystem: they are
+// read by the first call for it, not again for another subvolume (stats->filesystems).
 
 // Reads the trees `what` names of the filesystem holding `fd`, at most `budget` bytes in
 // all (adding to *stats; a budget already spent by an earlier call reads nothing more).
-Status ReadTreesAhead(Sys& sys, int fd, TreesFor what, uint64_t budget, TreeAheadStats* stats);
+Status ReadTreesAhead(Sys& sys, int fd, TreesFor what, uint64_t budget, const TreeAheadStop& stop,
+                      TreeAheadStats* stats);
 
 }  // namespace oans

@@ -251,7 +251,7 @@ void ReadAhead(Sys& sys, const ScanOptions& o, const std::vector<std::string>& r
       done.push_back(st->dev);
       const uint32_t fs = filesystems.Of(st->dev, *fd, roots[i], i);
       if (checksums.Committed(filesystems.Key(fs), *fd)) {
-        Status s = ReadTreesAhead(sys, *fd, TreesFor::kScan, o.memory, &ahead);
+        Status s = ReadTreesAhead(sys, *fd, TreesFor::kScan, o.memory, [&o] { return o.stop && o.stop->load(); }, &ahead);
         if (!s.ok()) observer->Notice("warning: " + roots[i] + ": btrfs trees not read ahead: " + s.message());
       }
     }

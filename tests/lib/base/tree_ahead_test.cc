@@ -36,6 +36,10 @@ class FakeFs : public test::ForwardingSys {
   std::vector<BtrfsSearch> searches;
   uint64_t chunk_type = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_DUP;
   bool stale = false;  // the root node on disk is of another generation than its root item says
+  bool moved = false;  // the subvolume's root node on disk names another address than its own
+  bool foreign = false;  // the nodes on disk are of another filesystem
+  bool no_device = false;
+  static constexpr const char* kFsid = "11111111-1111-1111-1111-111111111111";
 
   // Leaves of the subvolume tree: first keys, and the logical address of each.
   std::vector<std::pair<BtrfsKey, uint64_t>> fs_leaves = {
@@ -79,7 +83,8 @@ class FakeFs : public test::ForwardingSys {
 
   void Root(uint64_t tree, uint64_t bytenr, const std::vector<std::pair<BtrfsKey, uint64_t>>& leaves) {
     std::string node(kNode, '\0');
-    Put<uint64_t>(&node, 48, bytenr);
+    for (int i = 0; i < 16; ++i) node[32 + i] = foreign ? 0x22 : 0x11;
+    Put<uint64_t>(&node, 48, moved && tree == kSubvol ? bytenr + kNode : bytenr);
     Put<uint64_t>(&node, 80, stale ? 41 : 42);
     Put<uint64_t>(&node, 88, tree);
     Put<uint32_t>(&node, 96, uint32_t(leaves.size()));
@@ -111,6 +116,7 @@ class FakeFs : public test::ForwardingSys {
   Result<BtrfsInfo> BtrfsInfoOf(int) override {
     BtrfsInfo info;
     info.node_size = kNode;
+    info.uuid = kFsid;
     return info;
   }
   Result<std::string> BtrfsDevicePath(int, uint64_t devid) override {
@@ -119,6 +125,7 @@ class FakeFs : public test::ForwardingSys {
   }
   Result<int> OpenBlockDevice(const std::string& path) override {
     EXPECT_EQ(path, "/dev/fake");
+    if (no_device) return Status::Invalid("/dev/fake is not a block device");
     return kDeviceFd;
   }
   void Close(int fd) override { EXPECT_EQ(fd, kDeviceFd); }
@@ -157,7 +164,7 @@ TEST(TreeAhead, ReadsEachTreesLeavesInDiskOrderOneSearchEach) {
   FakeFs sys;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
   const std::vector<Read> want = {
       // The subvolume's leaves at 2, 5 and 9 nodes into the chunk, then the checksums' at 3 and 7.
       {kSubvol, {259, kBtrfsInodeItem, 0}, 1},
@@ -189,16 +196,67 @@ TEST(TreeAhead, AStaleNodeOnDiskMeansKeyOrder) {
   sys.stale = true;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
   ExpectKeyOrder(sys, stats);
 }
 
-TEST(TreeAhead, AStripedProfileMeansKeyOrder) {
+TEST(TreeAhead, ABlockAtAnotherAddressMeansKeyOrderForItsTree) {
   FakeFs sys;
-  sys.chunk_type = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID10;
+  sys.moved = true;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
+  const auto reads = sys.Reads();
+  ASSERT_EQ(reads.size(), 3u);  // the subvolume in key order, the checksums' two leaves on disk
+  EXPECT_EQ(std::get<2>(reads[0]), 0u);
+  EXPECT_EQ(stats.leaves, 2u);
+}
+
+TEST(TreeAhead, BlocksOfAnotherFilesystemMeanKeyOrder) {
+  FakeFs sys;
+  sys.foreign = true;
+  sys.Lay();
+  TreeAheadStats stats;
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
+  ExpectKeyOrder(sys, stats);
+}
+
+TEST(TreeAhead, ADeviceThatCannotBeOpenedMeansKeyOrder) {
+  FakeFs sys;
+  sys.no_device = true;
+  sys.Lay();
+  TreeAheadStats stats;
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
+  ExpectKeyOrder(sys, stats);
+}
+
+TEST(TreeAhead, TheChecksumTreeIsReadOncePerFilesystem) {
+  FakeFs sys;
+  sys.Lay();
+  TreeAheadStats stats;
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
+  sys.searches.clear();
+  ASSERT_TRUE(ReadTreesAhead(sys, 4, TreesFor::kScan, 1 << 30, {}, &stats).ok());  // another subvolume's root
+  for (const auto& r : sys.Reads()) EXPECT_EQ(std::get<0>(r), kSubvol);
+  EXPECT_EQ(stats.leaves, 8u);
+}
+
+TEST(TreeAhead, AStopEndsItBetweenReads) {
+  FakeFs sys;
+  sys.Lay();
+  TreeAheadStats stats;
+  int asked = 0;
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, [&] { return ++asked > 2; }, &stats).ok());
+  EXPECT_LE(sys.Reads().size(), 1u);
+  EXPECT_LE(stats.leaves, 1u);
+}
+
+TEST(TreeAhead, AMirroredProfileMeansKeyOrder) {
+  FakeFs sys;
+  sys.chunk_type = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID1;  // mirrored: read from either copy
+  sys.Lay();
+  TreeAheadStats stats;
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
   ExpectKeyOrder(sys, stats);
 }
 
@@ -208,7 +266,7 @@ TEST(TreeAhead, ALeafOutsideEveryChunkMeansKeyOrder) {
   sys.csum_leaves[0].second = 7ull << 30;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
   ExpectKeyOrder(sys, stats);
 }
 
@@ -218,13 +276,13 @@ TEST(TreeAhead, StopsAtTheBudgetAndSaysSo) {
   TreeAheadStats stats;
   // The subvolume's tree (4 blocks) fits and is read in disk order; the checksum tree (3)
   // no longer does and is read in key order, its items within what is left.
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 5 * kNode, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 5 * kNode, {}, &stats).ok());
   EXPECT_FALSE(stats.cut_short);
   EXPECT_EQ(stats.leaves, 3u);
   EXPECT_EQ(stats.bytes, 3u * kNode + 800);
   stats = {};
   sys.searches.clear();
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1000, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1000, {}, &stats).ok());
   EXPECT_TRUE(stats.cut_short);
   EXPECT_EQ(stats.leaves, 0u);
   ASSERT_EQ(sys.Reads().size(), 1u);  // the checksum tree is not started
@@ -233,7 +291,7 @@ TEST(TreeAhead, StopsAtTheBudgetAndSaysSo) {
   // A second root's call on a spent budget reads nothing.
   TreeAheadStats spent = stats;
   sys.searches.clear();
-  ASSERT_TRUE(ReadTreesAhead(sys, 4, TreesFor::kScan, 1000, &spent).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 4, TreesFor::kScan, 1000, {}, &spent).ok());
   EXPECT_TRUE(sys.Reads().empty());
   EXPECT_EQ(spent.bytes, stats.bytes);
 }
@@ -244,7 +302,7 @@ TEST(TreeAhead, ForApplyTheExtentAndFreeSpaceTreesInDiskOrder) {
   sys.csum_leaves[1].first = {9ull << 20, BTRFS_FREE_SPACE_EXTENT_KEY, 4096};
   sys.Lay(kBtrfsExtentTree, kBtrfsFreeSpaceTree);
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kApply, 1 << 30, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kApply, 1 << 30, {}, &stats).ok());
   const std::vector<Read> want = {
       {kBtrfsExtentTree, {259, kBtrfsInodeItem, 0}, 1},
       {kBtrfsExtentTree, {256, kBtrfsInodeItem, 0}, 1},
@@ -261,7 +319,7 @@ TEST(TreeAhead, ForApplyNothingInKeyOrder) {
   sys.chunk_type = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID0;
   sys.Lay(kBtrfsExtentTree, kBtrfsFreeSpaceTree);
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kApply, 1 << 30, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kApply, 1 << 30, {}, &stats).ok());
   EXPECT_TRUE(sys.Reads().empty());
   EXPECT_EQ(stats.bytes, 0u);
 }
