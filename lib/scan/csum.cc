@@ -194,45 +194,48 @@ Status Checksums::Lookup(int fd, const Fs& fs, uint64_t logical, uint64_t sector
   return Status::Ok();
 }
 
-Result<bool> Checksums::Fill(int fd, const std::string& fs_key, uint32_t block_size, std::vector<char>* buffer,
-                             std::atomic<uint64_t>* bytes_read, const std::atomic<bool>* stop, FileEntry* e,
-                             ReadWhy* why) {
-  if (read_data_) return *why = ReadWhy::kAsked, false;
+const Checksums::Fs* Checksums::Eligible(int fd, const std::string& fs_key, const FileEntry& e,
+                                         std::vector<Segment>* segments, ReadWhy* why) {
+  if (read_data_) return *why = ReadWhy::kAsked, nullptr;
   const Fs& fs = FsOf(fs_key, fd);
-  if (!fs.usable) return *why = fs.why, false;
-  if (e->inode_flags & kNoCowFlag) return *why = ReadWhy::kNoCow, false;
-  if (e->extents.empty() && e->size > 0) return *why = ReadWhy::kOther, false;
-  const std::vector<Segment> segments = SegmentsOf(*e);
+  if (!fs.usable) return *why = fs.why, nullptr;
+  if (e.inode_flags & kNoCowFlag) return *why = ReadWhy::kNoCow, nullptr;
+  if (e.extents.empty() && e.size > 0) return *why = ReadWhy::kOther, nullptr;
+  *segments = SegmentsOf(e);
   // Keys from sums take a step per sector, holes included: a huge sparse file (a hostile
   // user's 4 EiB one) is hashed from its data instead, which skips its holes whole.
   uint64_t hole_sectors = 0;
-  for (const auto& s : segments)
-    if (s.type == Segment::kHole) hole_sectors += s.count;
-  if (hole_sectors > kMaxKeptSums) return *why = ReadWhy::kOther, false;
+  for (const auto& seg : *segments)
+    if (seg.type == Segment::kHole) hole_sectors += seg.count;
+  if (hole_sectors > kMaxKeptSums) return *why = ReadWhy::kOther, nullptr;
+  return &fs;
+}
+
+Result<bool> Checksums::Fill(int fd, const std::string& fs_key, uint32_t block_size, std::vector<char>* buffer,
+                             std::atomic<uint64_t>* bytes_read, const std::atomic<bool>* stop, FileEntry* e,
+                             ReadWhy* why) {
+  std::vector<Segment> segments;
+  const Fs* fs = Eligible(fd, fs_key, *e, &segments, why);
+  if (!fs) return false;
   // Inline data is the whole of a small file: read as before, its keys are reused by
   // --previous (keys from checksums are looked up again instead).
   for (const auto& s : segments)
     if (s.type == Segment::kRead && s.why == ReadWhy::kInline) return *why = ReadWhy::kInline, false;
-  if (!Computable(fs.kind))
+  if (!Computable(fs->kind))
     for (const auto& s : segments)
       if (s.type != Segment::kSums) return *why = s.type == Segment::kRead ? s.why : ReadWhy::kOther, false;
-  return FillFrom(fd, fd, fs, segments, block_size, buffer, bytes_read, stop, e, why);
+  return FillFrom(fd, fd, *fs, segments, block_size, buffer, bytes_read, stop, e, why);
 }
 
 Result<bool> Checksums::FillUnopened(int dirfd, const std::string& fs_key, uint32_t block_size,
                                      const std::atomic<bool>* stop, FileEntry* e) {
-  if (read_data_) return false;
-  const Fs& fs = FsOf(fs_key, dirfd);
-  if (!fs.usable || (e->inode_flags & kNoCowFlag) || e->extents.empty()) return false;
-  const std::vector<Segment> segments = SegmentsOf(*e);
-  uint64_t hole_sectors = 0;
-  for (const auto& s : segments) {
-    if (s.type == Segment::kRead) return false;
-    if (s.type == Segment::kHole) hole_sectors += s.count;
-  }
-  if (hole_sectors > kMaxKeptSums) return false;
+  std::vector<Segment> segments;
   ReadWhy why = ReadWhy::kOther;
-  return FillFrom(-1, dirfd, fs, segments, block_size, nullptr, nullptr, stop, e, &why);
+  const Fs* fs = Eligible(dirfd, fs_key, *e, &segments, &why);
+  if (!fs || e->extents.empty()) return false;
+  for (const auto& s : segments)
+    if (s.type == Segment::kRead) return false;  // nothing is read without the file open
+  return FillFrom(-1, dirfd, *fs, segments, block_size, nullptr, nullptr, stop, e, &why);
 }
 
 // The sums of every segment in order, then the keys. With an open file (`read_fd`), what

@@ -110,6 +110,11 @@ class Checksums {
     uint64_t committed = 0;  // the filesystem's generation after the syncfs; 0 when it failed
   };
   const Fs& FsOf(const std::string& fs_key, int fd);
+  // The checks both fills make first: --read-data, a filesystem without usable checksums,
+  // a nodatacow or unmapped file, holes past kMaxKeptSums. Null with *why when the file
+  // must be read; else its filesystem, and its segments in *segments.
+  const Fs* Eligible(int fd, const std::string& fs_key, const FileEntry& e, std::vector<Segment>* segments,
+                     ReadWhy* why);
   Status Lookup(int fd, const Fs& fs, uint64_t logical, uint64_t sectors, std::vector<uint32_t>* sums,
                 std::vector<uint8_t>* have);
   Result<bool> FillFrom(int read_fd, int search_fd, const Fs& fs, const std::vector<Segment>& segments, uint32_t block_size,
