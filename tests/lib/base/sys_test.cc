@@ -2,6 +2,7 @@
 #include "lib/base/sys.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -35,6 +36,28 @@ TEST(SysPopulate, ReadsAFileToItsEndAndSaysSo) {
   ASSERT_GE(wfd, 0);
   EXPECT_FALSE(DefaultSys().Populate(wfd, 0, 4096, &buffer).ok());
   ::close(wfd);
+}
+
+}  // namespace
+}  // namespace oans
+
+namespace oans {
+namespace {
+
+// The device path of a tree read-ahead comes from the filesystem: whatever it names is
+// looked at before it is opened, so a FIFO (which would block an open for reading), a
+// symlink to one, or a regular file is refused, never read.
+TEST(SysOpenBlockDevice, RefusesWhatIsNotABlockDevice) {
+  test::TempDir dir;
+  const std::string fifo = dir.Join("fifo"), link = dir.Join("link"), file = dir.Join("file");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_EQ(::symlink(fifo.c_str(), link.c_str()), 0);
+  test::WriteFile(file, "not a device");
+  for (const std::string& p : {fifo, link, file, std::string("/dev/null")}) {
+    auto fd = DefaultSys().OpenBlockDevice(p);
+    EXPECT_FALSE(fd.ok()) << p;
+    if (fd.ok()) ::close(*fd);
+  }
 }
 
 }  // namespace
