@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
@@ -25,6 +26,18 @@
 
 namespace oans {
 namespace {
+
+// Linux reads at most max(file read-ahead window, device's largest request) bytes per
+// POSIX_FADV_WILLNEED (force_page_cache_ra) and ignores the rest of the range. btrfs
+// sets its window to at least 4 MiB; elsewhere the default window is 128 KiB. Where an
+// administrator set a smaller one, the part of a range not read ahead is read when it
+// is first used (a prefetch's Populate), only later.
+constexpr uint64_t kDefaultReadAhead = 128u << 10;
+uint64_t ReadAheadWindow(int fd) {
+  struct statfs sfs;
+  if (::fstatfs(fd, &sfs) == 0 && sfs.f_type == BTRFS_SUPER_MAGIC) return uint64_t(4) << 20;
+  return kDefaultReadAhead;
+}
 
 FileStat FromStatx(const struct statx& sx) {
   FileStat st;
@@ -252,7 +265,16 @@ class PosixSys final : public Sys {
   }
 
   void WillNeed(int fd, uint64_t offset, uint64_t length) override {
-    ::posix_fadvise(fd, off_t(offset), off_t(length), POSIX_FADV_WILLNEED);
+    // One call reads at most the file's read-ahead window (or the device's largest
+    // request, if larger) and drops the rest of the range silently; so the range goes
+    // in calls no larger than that.
+    const uint64_t chunk = length > kDefaultReadAhead ? ReadAheadWindow(fd) : std::max<uint64_t>(length, 1);
+    uint64_t done = 0;
+    do {
+      const uint64_t n = length ? std::min(chunk, length - done) : 0;  // 0: to the end, as given
+      ::posix_fadvise(fd, off_t(offset + done), off_t(n), POSIX_FADV_WILLNEED);
+      done += n;
+    } while (done < length);
   }
   Result<size_t> Populate(int fd, uint64_t offset, size_t length, std::vector<char>* buffer) override {
     // One /dev/null for the process; where it cannot be opened or spliced to, Pread.

@@ -183,7 +183,8 @@ class Sys {
     return Status::Ok();
   }
   // Asks the kernel to start reading [offset, offset + length) into the page cache
-  // (POSIX_FADV_WILLNEED), without waiting; a hint only. The default does nothing.
+  // (POSIX_FADV_WILLNEED, in calls no larger than the kernel's read-ahead window, which
+  // caps each call), without waiting; a hint only. The default does nothing.
   virtual void WillNeed(int fd, uint64_t offset, uint64_t length) { (void)fd, (void)offset, (void)length; }
   // Reads up to `length` bytes at `offset` into the page cache and waits for them, for
   // their next reader; returns the bytes read (0 at EOF). The real one has the kernel

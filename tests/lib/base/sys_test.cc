@@ -2,6 +2,7 @@
 #include "lib/base/sys.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -38,6 +39,41 @@ TEST(SysPopulate, ReadsAFileToItsEndAndSaysSo) {
   ::close(wfd);
 }
 
+
+// A range longer than the kernel's read-ahead window is requested whole: one
+// POSIX_FADV_WILLNEED call reads at most that window and drops the rest silently, so a
+// prefetch would leave every large file's tail to be read later, out of disk order.
+TEST(SysWillNeed, RequestsAWholeRangeLongerThanTheReadAheadWindow) {
+  test::TempDir dir;
+  const size_t size = 64u << 20;  // larger than any read-ahead window a test machine has
+  test::WriteFile(dir.Join("f"), std::string(size, 'w'));
+  const int fd = ::open(dir.Join("f").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::fdatasync(fd), 0);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const size_t pages = (size + page - 1) / page;
+  auto resident = [&] {
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    EXPECT_NE(map, MAP_FAILED);
+    std::vector<unsigned char> vec(pages);
+    EXPECT_EQ(::mincore(map, size, vec.data()), 0);
+    ::munmap(map, size);
+    size_t n = 0;
+    for (unsigned char v : vec) n += v & 1;
+    return n;
+  };
+  DefaultSys().DontNeed(fd, 0, size);
+  if (resident() != 0) {
+    ::close(fd);
+    GTEST_SKIP() << "this filesystem keeps its pages cached (tmpfs?): read-ahead cannot be seen";
+  }
+  DefaultSys().WillNeed(fd, 0, size);
+  // mincore counts a page once it is read: wait for the reads the call started.
+  size_t now = 0;
+  for (int i = 0; i < 200 && (now = resident()) < pages; ++i) ::usleep(25 * 1000);
+  EXPECT_EQ(now, pages);
+  ::close(fd);
+}
 }  // namespace
 }  // namespace oans
 
