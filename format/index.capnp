@@ -35,6 +35,8 @@ struct IndexHeader {
                                  # docs/format.md), each once
   changedAt @18 :UInt64;         # bytes from the end of this header's frame to the first
                                  # batch frame that may hold one of them: all are after it
+  spinning @19 :Bool;            # the roots are on a spinning disk (detected, or --storage=hdd):
+                                 # oans-plan then makes larger rounds by default
 }
 
 struct InodeRef {

@@ -83,18 +83,6 @@ Status CheckPlanFilesystems(Sys& sys, const PlanHeader& h) {
   return Status::Ok();
 }
 
-StorageKind PlanStorage(Sys& sys, const PlanHeader& h) {
-  std::vector<std::string> devices;
-  for (const auto& root : h.roots) {
-    auto fd = sys.OpenNoFollow(root);
-    if (!fd.ok()) continue;
-    auto id = sys.Identify(*fd);
-    sys.Close(*fd);
-    if (id.ok()) devices.insert(devices.end(), id->devices.begin(), id->devices.end());
-  }
-  return devices.empty() ? StorageKind::kSsd : sys.DetectStorage(devices).kind;
-}
-
 uint64_t ReadPlanTreesAhead(Sys& sys, const PlanHeader& h, uint64_t budget, const TreeAheadStop& stop) {
   TreeAheadStats stats;
   for (const auto& root : h.roots) {

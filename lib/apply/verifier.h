@@ -53,10 +53,6 @@ class Verifier {
 // Checks that the plan's filesystems are the ones mounted at its roots.
 Status CheckPlanFilesystems(Sys& sys, const PlanHeader& header);
 
-// The storage behind the plan's roots (DetectStorage of their filesystems' devices):
-// spinning if any of them spins.
-StorageKind PlanStorage(Sys& sys, const PlanHeader& h);
-
 // On a spinning disk, before the first round: the extent and free space trees of each
 // btrfs filesystem of the plan's roots, read in disk order (lib/base/tree_ahead.h) when
 // they take at most `budget` bytes in all, so that the dedupes' lookups of extent items

@@ -68,6 +68,7 @@ Status IndexWriter::WriteHeader(const IndexHeader& h) {
   hb.setSameAsFollowed(h.same_as_followed);
   hb.setChangedKnown(h.changed_known);
   hb.setChangedAt(h.changed_at);
+  hb.setSpinning(h.spinning);
   auto changed = hb.initChangedFiles(unsigned(h.changed_files.size()));
   for (unsigned i = 0; i < h.changed_files.size(); ++i) {
     changed[i].setFs(h.changed_files[i].first);

@@ -72,6 +72,8 @@ struct IndexHeader {
   bool changed_known = false;
   std::vector<std::pair<uint32_t, uint64_t>> changed_files;
   uint64_t changed_at = 0;
+  // The roots are on a spinning disk, as the scan found or was told (--storage).
+  bool spinning = false;
   // Whether a scan made this index by following btrfs changes since `old`, of the same
   // roots on the same machine.
   bool FollowedFrom(const IndexHeader& old) const {

@@ -144,6 +144,7 @@ Status DecodeHeader(schema::IndexHeader::Reader h, const std::string& name, Inde
   header->read_data = h.getReadData() || header->format_version < 2;
   header->changed_known = h.getChangedKnown();
   header->changed_at = h.getChangedAt();
+  header->spinning = h.getSpinning();
   if (h.getChangedFiles().size() > kMaxChangedListed)
     return Status::Corrupt(name + " is damaged (its header lists " + std::to_string(h.getChangedFiles().size()) +
                            " changed files, more than a scan writes)");

@@ -43,6 +43,7 @@ class Loader {
 // A new index section (an index, or a part of a concatenated one): its header.
 Status Loader::Section(const std::string& path, const IndexHeader& h) {
   PlanHeader& header = st_.header;
+  st_.spinning |= h.spinning;
   if (header.block_size == 0 || header.indexes.empty()) header.block_size = h.block_size;
   if (h.block_size != header.block_size)
     return Status::Invalid(path + " was scanned with --block-size " + std::to_string(h.block_size) +

@@ -56,10 +56,10 @@ Status AddOps(PlanState& st, const Unit& u) {
   OANS_ASSIGN_OR_RETURN(auto src, st.details.Get(u.src));
   std::shared_ptr<const Detail> s = src;
   const uint64_t align = std::max<uint64_t>(4096, st.header.filesystems[s->fs].block_size);
-  const size_t max_dests = size_t(std::clamp<uint64_t>(st.o.round_size / align - 1, 1, kMaxDedupeDests));
+  const size_t max_dests = size_t(std::clamp<uint64_t>(st.header.round_size / align - 1, 1, kMaxDedupeDests));
   for (size_t d0 = 0; d0 < u.dests.size(); d0 += max_dests) {
     size_t nd = std::min(max_dests, u.dests.size() - d0);
-    uint64_t chunk = std::max<uint64_t>(align, st.o.round_size / (1 + nd) / align * align);
+    uint64_t chunk = std::max<uint64_t>(align, st.header.round_size / (1 + nd) / align * align);
     for (uint64_t c = 0; c < u.length; c += chunk) {
       PlanOp op;
       op.source = u.src;

@@ -33,7 +33,7 @@ Status RunPlan(const PlanOptions& o, OutputFile* out, Observer* observer, PlanSt
                std::vector<GroupReport>* reports) {
   Observer quiet;
   if (!observer) observer = &quiet;
-  if (o.round_size < (1u << 20)) return Status::Invalid("--round-size must be at least 1M");
+  if (o.round_size != 0 && o.round_size < (1u << 20)) return Status::Invalid("--round-size must be at least 1M");
   if (o.memory < (64u << 10)) return Status::Invalid("--memory must be at least 64K");
   PlanState st(o, observer, stats);
   st.header.tool_version = ToolVersion();
@@ -43,6 +43,7 @@ Status RunPlan(const PlanOptions& o, OutputFile* out, Observer* observer, PlanSt
   st.header.command_line = o.command_line;
   OANS_RETURN_IF_ERROR(LoadIndexes(st));
   if (st.header.block_size == 0) st.header.block_size = 128 * 1024;
+  if (o.round_size == 0) st.header.round_size = st.spinning ? kSpinningRoundSize : kRoundSize;
   OANS_RETURN_IF_ERROR(st.CheckStop());
   OANS_RETURN_IF_ERROR(DropDuplicateInodes(st));
   if (o.whole_files) OANS_RETURN_IF_ERROR(GroupWholeFiles(st, reports));

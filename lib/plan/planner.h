@@ -31,9 +31,14 @@
 
 namespace oans {
 
+inline constexpr uint64_t kRoundSize = 32u << 20, kSpinningRoundSize = 48u << 20;
+
 struct PlanOptions {
   std::vector<std::string> indexes;   // "-" is standard input
-  uint64_t round_size = 32u << 20;    // bytes read per round: source plus destinations
+  // Bytes read per round, sources plus destinations; 0: kRoundSize, or kSpinningRoundSize
+  // when an index says its roots are on a spinning disk (fewer rounds, so fewer long
+  // seeks between the parts of the disk a round's sources and destinations lie in).
+  uint64_t round_size = 0;
   bool whole_files = true;            // plan whole-file duplicates
   bool blocks = true;                 // plan runs of identical blocks between other files
   // Shortest partial match planned from sector sums (anchors.h): shorter runs would split

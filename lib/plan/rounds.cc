@@ -12,7 +12,7 @@ namespace {
 class RoundBuilder {
  public:
   RoundBuilder(PlanState& st, PlanWriter* writer) : st_(st), writer_(writer) {}
-  bool Fits(const OpKey& k) const { return round_.ops.empty() || round_.bytes + k.bytes() <= st_.o.round_size; }
+  bool Fits(const OpKey& k) const { return round_.ops.empty() || round_.bytes + k.bytes() <= st_.header.round_size; }
   Status Add(const OpKey& k) {
     PlanOp op;
     OANS_RETURN_IF_ERROR(OpOfKey(st_, k, &scratch_, &op));
@@ -62,7 +62,7 @@ Result<uint64_t> CountRounds(PlanState& st) {
   uint64_t rounds = 0, in_round = 0;
   bool first = true;
   OANS_RETURN_IF_ERROR(st.ops.ForEach([&](const OpKey& k) {
-    if (first || in_round + k.bytes() > st.o.round_size) {
+    if (first || in_round + k.bytes() > st.header.round_size) {
       rounds++;
       in_round = 0;
       first = false;

@@ -36,6 +36,7 @@ struct PlanState {
   Details details;
   FilesystemIds fs_ids;               // (UUID, subvolume) -> id, for --since
   int sections = 0;                   // index sections read; with one, no inode can appear twice
+  bool spinning = false;              // an index says its roots are on a spinning disk
   std::vector<bool> changed, dropped, is_dest, op_files;  // by file id
   ExternalSorter<WholeKey, WholeLess> whole;   // load -> group
   ExternalSorter<InodeKey, InodeLess> inodes;  // load -> duplicate inodes

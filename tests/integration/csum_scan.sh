@@ -208,6 +208,15 @@ run_case() {
     [ "$(json_field "$WORK/hdd.json" "v['tree_ahead_leaves'] > 0 and not v['tree_ahead_cut']")" = True ] \
       || fail "$name: --storage=hdd did not read the trees ahead in disk order: $(cat "$WORK/hdd.json")"
     [ "$(json_field "$WORK/$name.json" "v['tree_ahead_bytes']")" = 0 ] || fail "$name: trees read ahead on an SSD"
+    # The index says so, and the plan makes its rounds larger for it.
+    # (Each listing goes to a file first: a reader leaving a pipe early would kill oans-cat.)
+    "$BIN/oans-cat" "$WORK/hdd.idx" > "$WORK/hdd.jsonl"
+    [[ "$(head -1 "$WORK/hdd.jsonl")" == *'"spinning":true'* ]] || fail "$name: the index does not say it spins"
+    "$BIN/oans-plan" --quiet -o "$WORK/hdd.plan" "$WORK/hdd.idx"
+    "$BIN/oans-cat" "$WORK/hdd.plan" > "$WORK/hdd-plan.jsonl"
+    [[ "$(head -1 "$WORK/hdd-plan.jsonl")" == *'"round_size":50331648'* ]] || fail "$name: rounds not 48M on a spinning disk"
+    "$BIN/oans-cat" "$WORK/$name.idx" > "$WORK/ssd.jsonl"
+    [[ "$(head -1 "$WORK/ssd.jsonl")" == *'"spinning":false'* ]] || fail "$name: an SSD's index says it spins"
     same_maps "$WORK/hdd.idx" "$WORK/$name-data.idx" "$WORK/hdd.json" || fail "$name: maps after the read-ahead differ"
     pass "$name: on a spinning disk the trees are read ahead, and the records are the same"
     # A file with another mounted on it: the trees hold the one below, which apply would

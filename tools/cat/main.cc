@@ -57,6 +57,7 @@ Json IndexHeaderJson(const IndexHeader& h) {
   j["same_as_followed"] = h.same_as_followed;
   j["mounts_below"] = h.mounts_below;
   j["read_data"] = h.read_data;
+  j["spinning"] = h.spinning;
   if (h.changed_known) {
     Json changed = Json::array();
     for (const auto& [fs, ino] : h.changed_files) changed.push_back(Json{{"fs", fs}, {"ino", ino}});

@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "Write the plan to FILE (atomically) instead of standard output")
       ->type_name("FILE");
   cli::AddSize(app, "--round-size", &o.round_size,
-               "Bytes read per round, sources plus destinations (default 32M, at least 1M)");
+               "Bytes read per round, sources plus destinations (default 32M; 48M when the index says its files "
+               "are on a spinning disk; at least 1M)");
   std::string fdupes;
   app.add_option("--from-list", fdupes,
                  "Plan from a duplicate list of fdupes or jdupes (paths, a blank line between groups) instead of "

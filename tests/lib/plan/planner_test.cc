@@ -371,6 +371,48 @@ TEST(Planner, RoundSizeTooSmallRejected) {
   EXPECT_TRUE(StatusIs(Plan(dir, o).status, Status::Code::kInvalidArgument, "round-size"));
 }
 
+// Rounds are 32M by default, 48M when an index says its roots spin (fewer long seeks
+// between a round's sources and destinations), and what --round-size says when given.
+TEST(Planner, RoundSizeFromTheStorageUnlessGiven) {
+  TempDir dir;
+  std::vector<FileSpec> specs;
+  // Twenty pairs of equal 4 MiB files (32 blocks each): 160 MiB to read.
+  for (int i = 0; i < 40; ++i) {
+    std::vector<uint64_t> blocks;
+    for (uint64_t j = 0; j < 32; ++j) blocks.push_back(uint64_t(100 + i % 20) * 1000 + j);
+    specs.push_back({"f" + std::to_string(i), blocks, uint64_t(i + 1) << 24});
+  }
+  WriteSpecIndex(dir.Join("ssd.idx"), specs);
+  {
+    IndexHeader h;
+    h.roots = {"/r"};
+    h.filesystems = {Fs("U", 5)};
+    h.block_size = kBs;
+    h.spinning = true;
+    std::vector<FileEntry> files;
+    for (size_t i = 0; i < specs.size(); ++i) files.push_back(MakeEntry(specs[i], 1000 + i));
+    test::WriteIndex(dir.Join("hdd.idx"), h, files, 7);
+  }
+  PlanRun ssd = Plan(dir, Opts({dir.Join("ssd.idx")}));
+  ASSERT_OK(ssd.status);
+  EXPECT_EQ(ssd.header.round_size, kRoundSize);
+  CheckPlanInvariants(ssd, kRoundSize);
+  PlanRun hdd = Plan(dir, Opts({dir.Join("hdd.idx")}));
+  ASSERT_OK(hdd.status);
+  EXPECT_EQ(hdd.header.round_size, kSpinningRoundSize);
+  CheckPlanInvariants(hdd, kSpinningRoundSize);
+  EXPECT_LT(hdd.rounds.size(), ssd.rounds.size());
+  uint64_t largest = 0;
+  for (const auto& r : hdd.rounds) largest = std::max(largest, r.bytes);
+  EXPECT_GT(largest, kRoundSize);
+  PlanOptions o = Opts({dir.Join("hdd.idx")});
+  o.round_size = 8 << 20;
+  PlanRun given = Plan(dir, o);
+  ASSERT_OK(given.status);
+  EXPECT_EQ(given.header.round_size, 8u << 20);
+  CheckPlanInvariants(given, 8 << 20);
+}
+
 TEST(Planner, MoreThan127DestsSplit) {
   TempDir dir;
   std::vector<FileSpec> specs;
