@@ -177,7 +177,14 @@ StorageInfo DetectStorage(const std::vector<std::string>& devices) {
   }
   info.flagged_rotational = true;
   // Time scattered direct reads; a spinning disk seeks for milliseconds.
-  int fd = ::open(("/dev/" + flagged).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  // Only a block device is read: never through a symlink, never blocking on a FIFO.
+  int fd = ::open(("/dev/" + flagged).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  struct stat st;
+  if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISBLK(st.st_mode) ||
+                  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)) {
+    ::close(fd);
+    fd = -1;
+  }
   uint64_t size = 0;
   std::string sz = ReadLine("/sys/class/block/" + flagged + "/size");
   if (!sz.empty()) size = std::strtoull(sz.c_str(), nullptr, 10) * 512;

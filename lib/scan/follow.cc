@@ -107,6 +107,11 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, Outp
     return Status::Ok();
   }
   IndexHeader header = start;
+  if (o.storage == StorageChoice::kAuto) {  // not measured again: the same roots
+    header.spinning = prev.spinning;
+    stats->storage.kind = prev.spinning ? StorageKind::kHdd : StorageKind::kSsd;
+    stats->storage.reason = "as the previous index says";
+  }
   header.filesystems = prev.filesystems;
   header.followed_from = prev.created_ns;
   header.same_as_followed = f.unchanged();

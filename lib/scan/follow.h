@@ -22,7 +22,8 @@ namespace oans {
 
 // Writes the index to `out` from `start` (the header as far as the options tell it) and
 // the changes since o.previous, and sets *followed; or leaves *followed false, `out`
-// untouched, and says once why (the caller then walks).
+// untouched, and says once why (the caller then walks). With --storage=auto the index
+// says the roots spin when the previous one did (the same roots, not measured again).
 // Whether a filesystem is mounted below one of `roots` (at it does not count), or the
 // mount table cannot be read.
 bool MountedBelow(Sys& sys, const std::vector<std::string>& roots);

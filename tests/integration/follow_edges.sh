@@ -140,3 +140,22 @@ sync
 same_as_cold root-replaced "$prev"
 [ "$(followed root-replaced)" = True ] || fail "root replaced: not followed: $(cat "$WORK/root-replaced.json")"
 pass "the root replaced by a new directory: the new root's record, the new file, nothing of the old"
+
+# The storage: a followed scan with --storage=auto keeps what the previous index says of
+# the same roots (no seek test moving the head); one given --storage says what it was given.
+rand_file "$T/fresh2" 20000 4
+sync
+"$BIN/oans-scan" --quiet --storage=hdd "$T" -o "$WORK/spin.idx"
+"$BIN/oans-scan" --json --previous "$WORK/spin.idx" "$T" -o "$WORK/spin-followed.idx" 2> "$WORK/spin-followed.json"
+[ "$(followed spin-followed)" = True ] || fail "spinning: not followed: $(cat "$WORK/spin-followed.json")"
+"$BIN/oans-cat" "$WORK/spin-followed.idx" > "$WORK/spin.jsonl"
+[[ "$(head -1 "$WORK/spin.jsonl")" == *'"spinning":true'* ]] ||
+  fail "a followed scan did not keep the previous index's spinning disk: $(head -1 "$WORK/spin.jsonl")"
+[ "$(json_field "$WORK/spin-followed.json" storage)" = hdd ] || fail "spinning: the summary does not say hdd"
+"$BIN/oans-scan" --json --storage=ssd --previous "$WORK/spin-followed.idx" "$T" -o "$WORK/ssd-followed.idx" \
+  2> "$WORK/ssd-followed.json"
+[ "$(followed ssd-followed)" = True ] || fail "--storage=ssd: not followed: $(cat "$WORK/ssd-followed.json")"
+"$BIN/oans-cat" "$WORK/ssd-followed.idx" > "$WORK/ssd.jsonl"
+[[ "$(head -1 "$WORK/ssd.jsonl")" == *'"spinning":false'* ]] || fail "--storage=ssd on a followed scan: the index says it spins"
+[ "$(json_field "$WORK/ssd-followed.json" storage)" = ssd ] || fail "--storage=ssd: the summary does not say ssd"
+pass "a followed scan keeps the previous index's storage with auto, and takes --storage when given"

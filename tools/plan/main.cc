@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "Write the plan to FILE (atomically) instead of standard output")
       ->type_name("FILE");
   cli::AddSize(app, "--round-size", &o.round_size,
-               "Bytes read per round, sources plus destinations (default 32M; 48M when the index says its files "
+               "Bytes read per round, sources plus destinations (default 32M; 48M when an index says its files "
                "are on a spinning disk; at least 1M)");
   std::string fdupes;
   app.add_option("--from-list", fdupes,
@@ -200,6 +200,9 @@ int main(int argc, char** argv) {
     o.indexes.push_back(PinInput(fd, "the index made from " + fdupes));
   }
   if (o.memory < (16u << 20)) return cli::Fail("oans-plan", "--memory must be at least 16M");
+  // 0 is the library's "by the storage"; given, a size must be one.
+  if (app.count("--round-size") && o.round_size < (1u << 20))
+    return cli::Fail("oans-plan", "--round-size must be at least 1M");
   if (o.indexes.empty()) o.indexes.push_back("-");
   // With --since an index is read more than once (its header first): standard input is
   // kept in memory for that.

@@ -87,8 +87,9 @@ int main(int argc, char** argv) {
   app.add_option("--io-threads", o.io_threads, "Reader threads (default: 8 on SSD, 1 on HDD)")
       ->check(CLI::Range(1, 256));
   app.add_option("--storage", storage,
-                 "Storage kind: auto, ssd or hdd (default auto: sysfs plus a seek test); on hdd, btrfs's trees are "
-                 "first read in disk order, up to --memory")
+                 "Storage kind: auto, ssd or hdd (default auto: sysfs plus a seek test; with --previous, what the "
+                 "previous index says); on hdd, btrfs's trees are first read in disk order, up to --memory, and the "
+                 "index says so, for oans-plan's larger rounds")
       ->check(CLI::IsMember({"auto", "ssd", "hdd"}));
   app.add_option("--order", order, "Read order: auto, physical, inode or none (default: physical on HDD; none on SSD: files are read "
                  "as the walk finds them, in parallel, in flat memory)")

@@ -125,6 +125,7 @@ TEST_F(ScanTest, IndexesEveryFileOnce) {
   EXPECT_EQ(stats.storage.kind, StorageKind::kSsd);
 
   auto files = ReadByPath(index);
+  EXPECT_FALSE(header_.spinning);
   EXPECT_EQ(header_.roots, std::vector<std::string>{dir_.path()});
   EXPECT_EQ(header_.block_size, kBlock);
   EXPECT_EQ(header_.command_line, o.command_line);
@@ -168,6 +169,7 @@ TEST_F(ScanTest, PhysicalOrderOnHddFindsTheSameFiles) {
   EXPECT_EQ(stats.order, ReadOrder::kPhysical);
   EXPECT_EQ(stats.threads, 1);
   auto files = ReadByPath(out_dir_.Join("hdd.idx"));
+  EXPECT_TRUE(header_.spinning);  // the plan makes larger rounds for it
   ASSERT_EQ(files.size(), 4u);
   for (const auto& [rel, data] : contents_) ExpectHashedLike(files[P(rel)], data);
 }
