@@ -10,6 +10,7 @@
 #include "lib/apply/executor.h"
 #include "lib/apply/prefetch.h"
 #include "lib/apply/reflink.h"
+#include "lib/base/storage.h"
 #include "lib/base/tsan.h"
 
 namespace oans {

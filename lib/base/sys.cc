@@ -28,15 +28,13 @@ namespace oans {
 namespace {
 
 // Linux reads at most max(file read-ahead window, device's largest request) bytes per
-// POSIX_FADV_WILLNEED (force_page_cache_ra) and ignores the rest of the range. btrfs
-// sets its window to at least 4 MiB; elsewhere the default window is 128 KiB. Where an
-// administrator set a smaller one, the part of a range not read ahead is read when it
-// is first used (a prefetch's Populate), only later.
+// POSIX_FADV_WILLNEED (force_page_cache_ra) and ignores the rest of the range: btrfs's
+// window is at least 4 MiB, the default elsewhere 128 KiB (set lower, what is left is
+// read when first used, only later).
 constexpr uint64_t kDefaultReadAhead = 128u << 10;
 uint64_t ReadAheadWindow(int fd) {
   struct statfs sfs;
-  if (::fstatfs(fd, &sfs) == 0 && sfs.f_type == BTRFS_SUPER_MAGIC) return uint64_t(4) << 20;
-  return kDefaultReadAhead;
+  return ::fstatfs(fd, &sfs) == 0 && sfs.f_type == BTRFS_SUPER_MAGIC ? uint64_t(4) << 20 : kDefaultReadAhead;
 }
 
 FileStat FromStatx(const struct statx& sx) {
@@ -265,9 +263,7 @@ class PosixSys final : public Sys {
   }
 
   void WillNeed(int fd, uint64_t offset, uint64_t length) override {
-    // One call reads at most the file's read-ahead window (or the device's largest
-    // request, if larger) and drops the rest of the range silently; so the range goes
-    // in calls no larger than that.
+    // In calls no larger than what one call reads (ReadAheadWindow).
     const uint64_t chunk = length > kDefaultReadAhead ? ReadAheadWindow(fd) : std::max<uint64_t>(length, 1);
     uint64_t done = 0;
     do {
@@ -399,31 +395,6 @@ class PosixSys final : public Sys {
 Sys& DefaultSys() {
   static PosixSys sys;
   return sys;
-}
-
-StorageInfo StorageOfRoots(Sys& sys, const std::vector<std::string>& roots, StorageChoice choice) {
-  if (choice != StorageChoice::kAuto) {
-    StorageInfo s;
-    s.kind = choice == StorageChoice::kHdd ? StorageKind::kHdd : StorageKind::kSsd;
-    s.reason = "set by --storage";
-    return s;
-  }
-  std::vector<std::string> devices;
-  for (const auto& root : roots) {
-    auto fd = sys.OpenNoFollow(root);
-    if (!fd.ok()) continue;
-    auto id = sys.Identify(*fd);
-    sys.Close(*fd);
-    if (id.ok())
-      for (const auto& d : id->devices)
-        if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
-  }
-  if (devices.empty()) {
-    StorageInfo s;
-    s.reason = "no block device found for the roots";
-    return s;
-  }
-  return sys.DetectStorage(devices);
 }
 
 }  // namespace oans

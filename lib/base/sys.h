@@ -96,12 +96,6 @@ struct StorageInfo {
   std::string reason;               // one line for the user
 };
 
-class Sys;
-// The storage behind `roots`: as `choice` says, or with kAuto detected for the devices of
-// their filesystems (Sys::DetectStorage: spinning if any of them spins; an SSD when
-// none can be identified).
-StorageInfo StorageOfRoots(Sys& sys, const std::vector<std::string>& roots, StorageChoice choice);
-
 class Sys {
  public:
   virtual ~Sys() = default;

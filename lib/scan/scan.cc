@@ -312,26 +312,9 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   IndexHeader header;
   OANS_RETURN_IF_ERROR(StartHeader(o, &header));
   header.mounts_below = MountedBelow(sys, header.roots);
-  // The storage, for the reading order and for the plan's round size (header.spinning):
-  // as --storage says, or measured. A scan that follows btrfs changes does not measure
-  // it (a seek test moves the head): with auto it keeps what the previous index says of
-  // the same roots (follow.h).
-  StorageInfo storage;
-  const bool measure_after_follow = !o.previous.empty() && o.storage == StorageChoice::kAuto;
-  if (!measure_after_follow) storage = StorageOfRoots(sys, header.roots, o.storage);
-  header.spinning = storage.kind == StorageKind::kHdd;
-  if (!o.previous.empty()) {
-    stats->storage = storage;
-    bool followed = false;
-    OANS_RETURN_IF_ERROR(FollowScan(sys, o, header, out, observer, stats, &followed));
-    if (followed) return Status::Ok();
-    *stats = ScanStats();
-    if (measure_after_follow) {
-      storage = StorageOfRoots(sys, header.roots, o.storage);
-      header.spinning = storage.kind == StorageKind::kHdd;
-    }
-  }
-  stats->storage = storage;
+  bool followed = false;
+  OANS_RETURN_IF_ERROR(ChooseStorageAndFollow(sys, o, &header, out, observer, stats, &followed));
+  if (followed) return Status::Ok();
   std::unique_ptr<PreviousIndex> prev;
   OANS_RETURN_IF_ERROR(LoadPrevious(o, observer, stats, &prev));
   Filesystems filesystems(sys, header.roots, *prev, !o.refresh_extents, observer);
