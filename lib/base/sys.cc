@@ -27,10 +27,9 @@
 namespace oans {
 namespace {
 
-// Linux reads at most max(file read-ahead window, device's largest request) bytes per
-// POSIX_FADV_WILLNEED (force_page_cache_ra) and ignores the rest of the range: btrfs's
-// window is at least 4 MiB, the default elsewhere 128 KiB (set lower, what is left is
-// read when first used, only later).
+// Linux reads at most max(read-ahead window, device's largest request) per WILLNEED call
+// (force_page_cache_ra), ignoring the rest: btrfs's window is at least 4 MiB, elsewhere
+// 128 KiB by default (set lower, the rest is read when first used).
 constexpr uint64_t kDefaultReadAhead = 128u << 10;
 uint64_t ReadAheadWindow(int fd) {
   struct statfs sfs;
@@ -96,9 +95,7 @@ class PosixSys final : public Sys {
     return fd;
   }
 
-  void Close(int fd) override {
-    if (fd >= 0) ::close(fd);
-  }
+  void Close(int fd) override { if (fd >= 0) ::close(fd); }
 
   Result<FileStat> Fstat(int fd) override {
     struct statx sx;
@@ -199,9 +196,7 @@ class PosixSys final : public Sys {
     return true;
   }
 
-  StorageInfo DetectStorage(const std::vector<std::string>& devices) override {
-    return oans::DetectStorage(devices);
-  }
+  StorageInfo DetectStorage(const std::vector<std::string>& devices) override { return oans::DetectStorage(devices); }
 
   uint32_t InodeFlags(int fd) override {
     int flags = 0;
@@ -263,8 +258,12 @@ class PosixSys final : public Sys {
   }
 
   void WillNeed(int fd, uint64_t offset, uint64_t length) override {
-    // In calls no larger than what one call reads (ReadAheadWindow).
+    // In calls no larger than one call reads (ReadAheadWindow), to the end of the file
+    // at most (a damaged plan's range may claim far more).
     const uint64_t chunk = length > kDefaultReadAhead ? ReadAheadWindow(fd) : std::max<uint64_t>(length, 1);
+    struct stat st;
+    if (length > chunk && ::fstat(fd, &st) == 0)
+      length = offset >= uint64_t(st.st_size) ? 1 : std::min(length, uint64_t(st.st_size) - offset);
     uint64_t done = 0;
     do {
       const uint64_t n = length ? std::min(chunk, length - done) : 0;  // 0: to the end, as given

@@ -1,4 +1,4 @@
-// The real system interface's reads into the page cache (Sys::Populate).
+// The real system interface's reads into the page cache (Sys::Populate, Sys::WillNeed).
 #include "lib/base/sys.h"
 
 #include <fcntl.h>
@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
+
+#include <chrono>
 
 #include "tests/lib/test_util.h"
 
@@ -72,6 +74,21 @@ TEST(SysWillNeed, RequestsAWholeRangeLongerThanTheReadAheadWindow) {
   size_t now = 0;
   for (int i = 0; i < 200 && (now = resident()) < pages; ++i) ::usleep(25 * 1000);
   EXPECT_EQ(now, pages);
+  ::close(fd);
+}
+
+// A range claiming far more than the file holds (a damaged plan's) is asked for up to the
+// end of the file, not in calls all the way to its claimed end.
+TEST(SysWillNeed, ARangePastTheEndOfTheFileStopsAtIt) {
+  test::TempDir dir;
+  test::WriteFile(dir.Join("f"), std::string(1 << 20, 'e'));
+  const int fd = ::open(dir.Join("f").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const auto start = std::chrono::steady_clock::now();
+  DefaultSys().WillNeed(fd, 0, uint64_t(1) << 62);
+  DefaultSys().WillNeed(fd, uint64_t(1) << 40, uint64_t(1) << 62);
+  DefaultSys().WillNeed(fd, 4096, UINT64_MAX - 4096);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   ::close(fd);
 }
 }  // namespace
