@@ -205,8 +205,7 @@ Status Run::Go() {
   stats_->rounds = h_.rounds;
   stats_->bytes_planned = h_.planned_bytes;
   OANS_RETURN_IF_ERROR(CheckPlanFilesystems(sys_, h_));
-  stats_->open_ahead = o_.storage == StorageChoice::kSsd ||
-                       (o_.storage == StorageChoice::kAuto && StorageOfRoots(sys_, h_.roots, o_.storage).kind == StorageKind::kSsd);
+  stats_->open_ahead = StorageOfRoots(sys_, h_.roots, o_.storage).kind == StorageKind::kSsd;
   OANS_RETURN_IF_ERROR(RecoverLinks());
   OANS_RETURN_IF_ERROR(source_.Start());
   if (!stats_->open_ahead && Prefetching() && h_.rounds > 0)

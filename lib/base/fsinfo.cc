@@ -166,6 +166,26 @@ Status BtrfsChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last,
   return Status::Ok();
 }
 
+Result<int> OpenBlockDeviceFile(const std::string& path) {
+  // Looked at before it is opened for reading: opening a character device or a FIFO
+  // can have effects of its own.
+  const int at = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+  if (at < 0) return Status::Io("open " + path, errno);
+  struct stat st;
+  if (::fstat(at, &st) != 0 || !S_ISBLK(st.st_mode)) {
+    ::close(at);
+    return Status::Invalid(path + " is not a block device");
+  }
+  const std::string self = "/proc/self/fd/" + std::to_string(at);
+  int fd;
+  do fd = ::open(self.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  while (fd < 0 && errno == EINTR);
+  const int err = errno;
+  ::close(at);
+  if (fd < 0) return Status::Io("open " + path, err);
+  return fd;
+}
+
 StorageInfo DetectStorage(const std::vector<std::string>& devices) {
   StorageInfo info;
   std::string flagged;
@@ -177,14 +197,8 @@ StorageInfo DetectStorage(const std::vector<std::string>& devices) {
   }
   info.flagged_rotational = true;
   // Time scattered direct reads; a spinning disk seeks for milliseconds.
-  // Only a block device is read: never through a symlink, never blocking on a FIFO.
-  int fd = ::open(("/dev/" + flagged).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  struct stat st;
-  if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISBLK(st.st_mode) ||
-                  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)) {
-    ::close(fd);
-    fd = -1;
-  }
+  auto opened = OpenBlockDeviceFile("/dev/" + flagged);  // a block device only, read
+  int fd = opened.ok() ? *opened : -1;
   uint64_t size = 0;
   std::string sz = ReadLine("/sys/class/block/" + flagged + "/size");
   if (!sz.empty()) size = std::strtoull(sz.c_str(), nullptr, 10) * 512;

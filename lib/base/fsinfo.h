@@ -29,6 +29,11 @@ Status BtrfsChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last,
 // rotational but answer in well under a millisecond; a real spinning disk needs several.
 StorageInfo DetectStorage(const std::vector<std::string>& devices);
 
+// The real Sys::OpenBlockDevice: `path` opened for O_DIRECT reads only if it is a block
+// device, looked at (O_PATH, fstat) before it is opened, so that a FIFO, a character
+// device, a regular file or a symlink to one is refused without being opened for reading.
+Result<int> OpenBlockDeviceFile(const std::string& path);
+
 const char* StorageKindName(StorageKind k);
 
 // The mount points a mountinfo file (proc(5): /proc/self/mountinfo) lists, its fifth

@@ -1,6 +1,6 @@
-// The storage behind a scan's or a plan's roots: spinning or not, which sets the scan's
-// reading order and threads, the plan's round size (through the index's `spinning`) and
-// whether apply opens the next round's files while a round is read.
+// The storage behind a plan's roots: spinning or not, which sets whether apply opens the
+// next round's files while a round is read. (The scan measures the devices of the
+// filesystems it identifies, lib/scan/scan.cc, and records it in the index.)
 #pragma once
 
 #include <string>

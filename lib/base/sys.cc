@@ -231,25 +231,7 @@ class PosixSys final : public Sys {
     return BtrfsDirectoryPath(fd, tree_id, dir_ino);
   }
   Result<std::string> BtrfsDevicePath(int fd, uint64_t devid) override { return oans::BtrfsDevicePath(fd, devid); }
-  Result<int> OpenBlockDevice(const std::string& path) override {
-    // Looked at before it is opened for reading: opening a character device or a FIFO
-    // can have effects of its own.
-    const int at = ::open(path.c_str(), O_PATH | O_CLOEXEC);
-    if (at < 0) return Status::Io("open " + path, errno);
-    struct stat st;
-    if (::fstat(at, &st) != 0 || !S_ISBLK(st.st_mode)) {
-      ::close(at);
-      return Status::Invalid(path + " is not a block device");
-    }
-    const std::string self = "/proc/self/fd/" + std::to_string(at);
-    int fd;
-    do fd = ::open(self.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    while (fd < 0 && errno == EINTR);
-    const int err = errno;
-    ::close(at);
-    if (fd < 0) return Status::Io("open " + path, err);
-    return fd;
-  }
+  Result<int> OpenBlockDevice(const std::string& path) override { return OpenBlockDeviceFile(path); }
 
   uint64_t Seek(int fd, uint64_t offset, bool hole) override {
     off_t r = ::lseek(fd, off_t(offset), hole ? SEEK_HOLE : SEEK_DATA);

@@ -17,13 +17,16 @@ namespace oans {
 inline constexpr uint32_t kPlanFormatVersion = 1;
 inline constexpr char kPlanMagic[] = "oans-plan";
 
+// Bytes read per round (sources plus destinations) unless a plan says otherwise.
+inline constexpr uint64_t kRoundSize = 32u << 20;
+
 struct PlanHeader {
   uint32_t format_version = kPlanFormatVersion;
   std::string tool_version;
   int64_t created_ns = 0;
   std::vector<std::string> roots;
   std::vector<FsRecord> filesystems;
-  uint64_t round_size = 32u << 20;
+  uint64_t round_size = kRoundSize;
   uint32_t block_size = 128 * 1024;
   std::vector<std::string> indexes;
   std::vector<std::string> command_line;

@@ -31,7 +31,7 @@
 
 namespace oans {
 
-inline constexpr uint64_t kRoundSize = 32u << 20, kSpinningRoundSize = 48u << 20;
+inline constexpr uint64_t kSpinningRoundSize = 48u << 20;  // kRoundSize (plan_file.h) on a spinning disk
 
 struct PlanOptions {
   std::vector<std::string> indexes;   // "-" is standard input

@@ -9,7 +9,6 @@
 
 #include "lib/base/paths.h"
 #include "lib/base/spill.h"
-#include "lib/base/storage.h"
 #include "lib/scan/follow_changes.h"
 #include "lib/scan/follow_state.h"
 
@@ -108,11 +107,12 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, Outp
     return Status::Ok();
   }
   IndexHeader header = start;
-  if (o.storage == StorageChoice::kAuto) {  // not measured again: the same roots
-    header.spinning = prev.spinning;
-    stats->storage.kind = prev.spinning ? StorageKind::kHdd : StorageKind::kSsd;
-    stats->storage.reason = "as the previous index says";
-  }
+  // The storage is not measured (a seek test moves the head): with auto, it is what the
+  // previous index says of the same roots.
+  const bool auto_storage = o.storage == StorageChoice::kAuto;
+  header.spinning = auto_storage ? prev.spinning : o.storage == StorageChoice::kHdd;
+  stats->storage.kind = header.spinning ? StorageKind::kHdd : StorageKind::kSsd;
+  stats->storage.reason = auto_storage ? "as the previous index says" : "set by --storage";
   header.filesystems = prev.filesystems;
   header.followed_from = prev.created_ns;
   header.same_as_followed = f.unchanged();
@@ -127,32 +127,6 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, Outp
     stats->interrupted = true;
     return Status::Interrupted("scan interrupted");
   }
-  return Status::Ok();
-}
-
-// The storage, for the reading order and for the plan's round size (header->spinning):
-// as --storage says, or measured; then, with --previous, the scan that follows btrfs
-// changes when it can (*followed: the index is written). That one does not measure the
-// storage (a seek test moves the head): with auto it keeps what the previous index says
-// of the same roots (follow.h).
-Status ChooseStorageAndFollow(Sys& sys, const ScanOptions& o, IndexHeader* header, OutputFile* out, Observer* observer,
-                              ScanStats* stats, bool* followed) {
-  *followed = false;
-  const bool measure_after_follow = !o.previous.empty() && o.storage == StorageChoice::kAuto;
-  StorageInfo storage;
-  if (!measure_after_follow) storage = StorageOfRoots(sys, header->roots, o.storage);
-  header->spinning = storage.kind == StorageKind::kHdd;
-  if (!o.previous.empty()) {
-    stats->storage = storage;
-    OANS_RETURN_IF_ERROR(FollowScan(sys, o, *header, out, observer, stats, followed));
-    if (*followed) return Status::Ok();
-    *stats = ScanStats();
-    if (measure_after_follow) {
-      storage = StorageOfRoots(sys, header->roots, o.storage);
-      header->spinning = storage.kind == StorageKind::kHdd;
-    }
-  }
-  stats->storage = storage;
   return Status::Ok();
 }
 

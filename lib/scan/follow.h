@@ -31,11 +31,4 @@ bool MountedBelow(Sys& sys, const std::vector<std::string>& roots);
 Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, OutputFile* out, Observer* observer,
                   ScanStats* stats, bool* followed);
 
-// The storage, for the reading order and for the plan's round size (header->spinning):
-// as --storage says, or measured; then, with --previous, FollowScan (*followed: the index
-// is written). A followed scan does not measure the storage (a seek test moves the
-// head): with auto it keeps what the previous index says of the same roots.
-Status ChooseStorageAndFollow(Sys& sys, const ScanOptions& o, IndexHeader* header, OutputFile* out,
-                              Observer* observer, ScanStats* stats, bool* followed);
-
 }  // namespace oans

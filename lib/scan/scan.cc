@@ -72,13 +72,18 @@ Status LoadPrevious(const ScanOptions& o, Observer* observer, ScanStats* stats,
   return Status::Ok();
 }
 
-// Threads and order, from the storage (stats->storage, chosen before) and the roots'
-// filesystems.
+// Storage kind, threads and order, from the roots' filesystems.
 void ChooseReading(Sys& sys, const ScanOptions& o, const std::vector<std::string>& roots, Filesystems* filesystems,
                    Observer* observer, ScanStats* stats) {
   for (uint32_t i = 0; i < roots.size(); ++i) {
     auto st = sys.StatAt(AT_FDCWD, roots[i]);
     if (st.ok()) filesystems->Of(st->dev, -1, roots[i], i);
+  }
+  if (o.storage == StorageChoice::kAuto) {
+    stats->storage = sys.DetectStorage(filesystems->devices());
+  } else {
+    stats->storage.kind = o.storage == StorageChoice::kHdd ? StorageKind::kHdd : StorageKind::kSsd;
+    stats->storage.reason = "set by --storage";
   }
   const bool hdd = stats->storage.kind == StorageKind::kHdd;
   stats->threads = o.io_threads > 0 ? o.io_threads : (hdd ? 1 : 8);
@@ -312,13 +317,17 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   IndexHeader header;
   OANS_RETURN_IF_ERROR(StartHeader(o, &header));
   header.mounts_below = MountedBelow(sys, header.roots);
-  bool followed = false;
-  OANS_RETURN_IF_ERROR(ChooseStorageAndFollow(sys, o, &header, out, observer, stats, &followed));
-  if (followed) return Status::Ok();
+  if (!o.previous.empty()) {
+    bool followed = false;
+    OANS_RETURN_IF_ERROR(FollowScan(sys, o, header, out, observer, stats, &followed));
+    if (followed) return Status::Ok();
+    *stats = ScanStats();
+  }
   std::unique_ptr<PreviousIndex> prev;
   OANS_RETURN_IF_ERROR(LoadPrevious(o, observer, stats, &prev));
   Filesystems filesystems(sys, header.roots, *prev, !o.refresh_extents, observer);
   ChooseReading(sys, o, header.roots, &filesystems, observer, stats);
+  header.spinning = stats->storage.kind == StorageKind::kHdd;  // for the plan's round size
 
   auto spool = TempFile::Create(TempDirectory(o.temp_dir));
   if (!spool.ok()) return spool.status();

@@ -1,8 +1,8 @@
 // The scan: walk the roots, read every file once and write its identity, extent map and
 // hashes to an extent index. Stages:
-//   choose the storage (recorded in the header for the plan's round size; a followed
-//   scan with auto keeps the previous index's) -> identify the roots' filesystems
-//   -> choose threads/order
+//   identify the roots' filesystems -> choose storage/threads/order (the storage is
+//   recorded in the header for the plan's round size; a followed scan with auto keeps
+//   the previous index's)
 //   -> walk: a file unchanged since --previous whose extents cannot have changed either
 //      (btrfs wrote none of its metadata since the previous index's generation, found
 //      with one tree search per subvolume) is finished from a stat, unopened; every
