@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "lib/plan/blocks.h"
+#include "lib/plan/frees.h"
 #include "lib/plan/ranges.h"
 #include "lib/scan/sector_sums.h"
 
@@ -48,9 +49,10 @@ void TrimCompressed(const std::vector<FiemapExtent>& extents, uint64_t* from, ui
   }
 }
 
-// One run found by extension, checked and made a RunKey: whole sectors of both files,
-// at least the minimum, no compressed extent of either split, not already shared.
-Status AddRun(PlanState& st, const Held& src, const Held& dst, const SectorRun& r, ExternalSorter<RunKey, RunLess>* runs) {
+// One run found by extension, checked and made a RunKey: whole sectors of both files, no
+// compressed extent of either split, not already shared. Which runs are planned is
+// PairRuns' choice (frees.h).
+Status AddRun(PlanState& st, const Held& src, const Held& dst, const SectorRun& r, PairRuns* runs) {
   const uint64_t ss = src.detail->size / kSectorBytes, ds = dst.detail->size / kSectorBytes;
   uint64_t len = std::min({r.length, ss > r.s ? ss - r.s : 0, ds > r.d ? ds - r.d : 0});
   uint64_t from = r.s * kSectorBytes, to = from + len * kSectorBytes;
@@ -59,7 +61,7 @@ Status AddRun(PlanState& st, const Held& src, const Held& dst, const SectorRun& 
   uint64_t dfrom = from + shift, dto = to + shift;
   TrimCompressed(dst.detail->extents, &dfrom, &dto);
   from = dfrom - shift, to = dto - shift;
-  if (to <= from || to - from < st.o.min_run) return Status::Ok();
+  if (to <= from) return Status::Ok();
   const uint64_t length = to - from;
   st.stats->partial_bytes += length;
   st.stats->duplicate_bytes += length;
@@ -109,6 +111,7 @@ Status PairsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs) {
 // run found before on the same diagonal already covers it.
 Status RunsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, ExternalSorter<RunKey, RunLess>* runs) {
   Held src, dst;
+  PairRuns kept(st, runs, st.o.min_run);
   bool have = false;
   PairKey last{};
   uint64_t covered_end = 0, done = 0;
@@ -120,11 +123,16 @@ Status RunsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, Ex
     if (same_diagonal && p.sblk < covered_end) return Status::Ok();
     OANS_RETURN_IF_ERROR(Hold(st, p.src, &src));
     OANS_RETURN_IF_ERROR(Hold(st, p.dst, &dst));
-    const SectorRun r = Extend(src.sums, dst.sums, p.sblk, p.dblk, p.src == p.dst);
-    covered_end = r.s + std::max<uint64_t>(r.length, 1);
-    return AddRun(st, src, dst, r, runs);
+    const uint64_t before = same_diagonal ? covered_end : 0;
+    covered_end = p.sblk + 1;
+    for (const SectorRun& r : Walk(src.sums, dst.sums, p.sblk, p.dblk, p.src == p.dst)) {
+      if (r.s < before) continue;  // found from an anchor before
+      covered_end = std::max(covered_end, r.s + r.length);
+      OANS_RETURN_IF_ERROR(AddRun(st, src, dst, r, &kept));
+    }
+    return Status::Ok();
   }));
-  return Status::Ok();
+  return kept.Flush();
 }
 
 }  // namespace
@@ -160,6 +168,41 @@ SectorRun Extend(std::string_view a, std::string_view b, uint64_t s, uint64_t d,
   r.d = d - back;
   r.length = same_file ? std::min(len, gap) : len;
   return r;
+}
+
+std::vector<SectorRun> Walk(std::string_view a, std::string_view b, uint64_t s, uint64_t d, bool same_file) {
+  const uint64_t na = a.size() / 4, nb = b.size() / 4;
+  auto eq = [&](uint64_t i, uint64_t j) { return std::memcmp(a.data() + 4 * i, b.data() + 4 * j, 4) == 0; };
+  std::vector<SectorRun> out;
+  const SectorRun first = Extend(a, b, s, d, same_file);
+  if (first.length == 0) return out;
+  const uint64_t cap = same_file ? (s > d ? s - d : d - s) : UINT64_MAX;  // no run overlaps its copy
+  // Backwards: the nearest equal sector within kWalkGap + 1 before the earliest run, and
+  // the run ending there.
+  for (SectorRun r = first;;) {
+    uint64_t k = 1;
+    while (k <= kWalkGap + 1 && k <= std::min(r.s, r.d) && !eq(r.s - k, r.d - k)) ++k;
+    if (k > kWalkGap + 1 || k > std::min(r.s, r.d)) break;
+    const uint64_t es = r.s - k, ed = r.d - k;  // its last sector
+    uint64_t len = 1;
+    while (len < cap && len <= std::min(es, ed) && eq(es - len, ed - len)) ++len;
+    r = {es + 1 - len, ed + 1 - len, len};
+    out.push_back(r);
+  }
+  std::reverse(out.begin(), out.end());
+  out.push_back(first);
+  // Forwards, likewise.
+  for (SectorRun r = first;;) {
+    const uint64_t s0 = r.s + r.length, d0 = r.d + r.length;
+    uint64_t k = 0;
+    while (k <= kWalkGap && s0 + k < na && d0 + k < nb && !eq(s0 + k, d0 + k)) ++k;
+    if (k > kWalkGap || s0 + k >= na || d0 + k >= nb) break;
+    uint64_t len = 1;
+    while (len < cap && s0 + k + len < na && d0 + k + len < nb && eq(s0 + k + len, d0 + k + len)) ++len;
+    r = {s0 + k, d0 + k, len};
+    out.push_back(r);
+  }
+  return out;
 }
 
 Status PlanAnchors(PlanState& st) {

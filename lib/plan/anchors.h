@@ -8,10 +8,14 @@
 //             against every other one, as (source, destination, sector offsets)
 //   -> runs   pairs sorted by (source, destination, offset difference, sector): each
 //             extended on both files' sums, backwards and forwards, to the longest run
-//             of equal sums; an anchor inside the run just found is skipped
-//   -> units  runs of whole sectors, at least --min-run long, trimmed so that no
-//             compressed extent is partly covered, not already sharing the source's
-//             extents, on to the ops stage through UnitsOfRuns (blocks.h).
+//             of equal sums, and the walk goes on along the same diagonal past up to
+//             kWalkGap unequal sectors at a time (Walk); an anchor inside the runs just
+//             found is skipped
+//   -> kept   runs of whole sectors, trimmed so that no compressed extent is partly
+//             covered, not already sharing the source's extents, weighed a pair of files
+//             at a time: at least --min-run long, and on btrfs only where they free
+//             extents (frees.h)
+//   -> units  on to the ops stage through UnitsOfRuns (blocks.h).
 // Sums of different kinds never meet: the kind is part of the pairing. Equal sums only
 // nominate: the kernel's compare decides. Memory: the anchors and pairs sorters and the
 // sums store are within --memory; the sums of the two files being extended are held.
@@ -20,6 +24,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lib/plan/state.h"
 
@@ -39,6 +44,13 @@ struct SectorRun {
   uint64_t s = 0, d = 0, length = 0;
 };
 SectorRun Extend(std::string_view a, std::string_view b, uint64_t s, uint64_t d, bool same_file);
+
+// Every run along the diagonal through sector s of a and sector d of b, in order: the
+// one through (s, d), and on either side those at most kWalkGap unequal sectors from the
+// next (a file rewritten in place differs from its copy in scattered sectors: each
+// stretch between them is a run, found whether or not it holds an anchor).
+inline constexpr uint64_t kWalkGap = 16;
+std::vector<SectorRun> Walk(std::string_view a, std::string_view b, uint64_t s, uint64_t d, bool same_file);
 
 Status PlanAnchors(PlanState& st);
 

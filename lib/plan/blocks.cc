@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "lib/plan/frees.h"
 #include "lib/plan/ops.h"
 
 namespace oans {
@@ -52,13 +53,14 @@ Status PairBlocks(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs) {
 // Consecutive pairs with the same offset between source and destination form a run.
 Status RunsOfPairs(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, ExternalSorter<RunKey, RunLess>* runs) {
   const uint32_t bs = st.header.block_size;
+  PairRuns kept(st, runs, bs);
   bool open = false;
   PairKey first{}, prev{};
   uint64_t len = 0, max_run = 0, done = 0;
   auto close_run = [&]() -> Status {
     if (!open) return Status::Ok();
     open = false;
-    return runs->Add({first.src, first.dst, uint64_t(first.sblk) * bs, len * bs, uint64_t(first.dblk) * bs});
+    return kept.Add({first.src, first.dst, uint64_t(first.sblk) * bs, len * bs, uint64_t(first.dblk) * bs});
   };
   OANS_RETURN_IF_ERROR(pairs->Drain([&](const PairKey& p) -> Status {
     if (++done % PlanState::kStopEvery == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
@@ -76,7 +78,8 @@ Status RunsOfPairs(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, Exte
     max_run = p.src == p.dst ? uint64_t(std::abs(p.delta())) : UINT64_MAX;
     return Status::Ok();
   }));
-  return close_run();
+  OANS_RETURN_IF_ERROR(close_run());
+  return kept.Flush();
 }
 
 // One unit for every source range, with all its destinations.

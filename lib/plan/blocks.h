@@ -2,7 +2,8 @@
 // (pairing, block hash) give pairs of identical blocks (the group's first block against
 // each other one, unless already shared or no member is new since --since); pairs
 // sorted by (source, destination, offset difference) join into runs of consecutive
-// blocks; runs sorted by source range give one unit per source range with all its
+// blocks, weighed a pair of files at a time (on btrfs, kept only where they free extents:
+// frees.h); runs sorted by source range give one unit per source range with all its
 // destinations, split into operations by the ops stage (ops.h). Each step drains one
 // sorter into the next.
 #pragma once

@@ -42,7 +42,8 @@ struct PlanOptions {
   bool whole_files = true;            // plan whole-file duplicates
   bool blocks = true;                 // plan runs of identical blocks between other files
   // Shortest partial match planned from sector sums (anchors.h): shorter runs would split
-  // extents into slivers for little space.
+  // extents into slivers for little space. A shorter run that replaces whole extents of
+  // its destination splits nothing and is planned (frees.h).
   uint64_t min_run = 64u << 10;
   std::string since;                  // only groups touching files new/changed since this index
   bool since_join = false;            // join with `since` even when the index lists its changes
@@ -68,6 +69,9 @@ struct PlanStats {
   uint64_t shared_bytes = 0;     // of those, already sharing the source's extents
   uint64_t planned_bytes = 0;    // bytes the plan will dedupe
   uint64_t partial_bytes = 0;    // of duplicate_bytes, found as 4 KiB partial matches
+  // Of the partial and block matches, bytes not planned: shorter than --min-run, or on
+  // btrfs, sharing them would leave no extent unreferenced (frees.h).
+  uint64_t partial_left_bytes = 0;
   uint64_t ops = 0, rounds = 0;
   uint64_t filesystems = 0;
   bool since_truncated = false;

@@ -7,12 +7,20 @@ it_init "$1"
 mkfs_mount btrfs 512M
 make_tree "$MNT/orig"
 cp -a --reflink=never "$MNT/orig" "$MNT/copy"
-# A partial duplicate: the same 2 MiB in the middle of two otherwise different files.
+# A partial duplicate: the same 2 MiB in the middle of one file and, appended later as
+# an extent of its own, at the end of another (btrfs frees an extent only when no part
+# of it is referenced: sharing the 2 MiB frees partial-b's second extent, and would free
+# nothing of partial-a's one; pieces contiguous on disk are taken as one extent, hence
+# the spacer).
 rand_file "$WORK/shared.part" $((2 << 20)) 11
 rand_file "$WORK/a.head" $((512 << 10)) 12
 rand_file "$WORK/b.head" $((1 << 20)) 13
 cat "$WORK/a.head" "$WORK/shared.part" "$WORK/a.head" > "$MNT/orig/partial-a.bin"
-cat "$WORK/b.head" "$WORK/shared.part" > "$MNT/orig/partial-b.bin"
+cp "$WORK/b.head" "$MNT/orig/partial-b.bin"
+sync
+rand_file "$MNT/orig/spacer.bin" $((1 << 20)) 14  # so that the append lands elsewhere on disk
+sync
+cat "$WORK/shared.part" >> "$MNT/orig/partial-b.bin"
 sync
 before=$(checksums "$MNT")
 excl_before=$(exclusive_bytes "$MNT/copy")
@@ -36,10 +44,10 @@ echo "copy exclusive after: $excl_after"
 [ "$excl_after" -lt 65536 ] || fail "copy still has $excl_after exclusive bytes"
 pass "copy's exclusive bytes: $excl_before -> $excl_after"
 
-# The partial duplicate: the 2 MiB middle is shared between the two files.
-ex_a=$(exclusive_bytes "$MNT/orig/partial-a.bin")
-[ "$ex_a" -le $((1 << 20)) ] || fail "partial duplicate not shared: partial-a.bin exclusive $ex_a"
-pass "block-level duplicate shared (partial-a.bin exclusive $ex_a)"
+# The partial duplicate: partial-b's 2 MiB now point into partial-a's extent.
+ex_b=$(exclusive_bytes "$MNT/orig/partial-b.bin")
+[ "$ex_b" -le $((1 << 20)) ] || fail "partial duplicate not shared: partial-b.bin exclusive $ex_b"
+pass "partial duplicate shared (partial-b.bin exclusive $ex_b)"
 
 # Hardlinks were read once: the index has one record for file1.bin and file1.hardlink.
 "$BIN/oans-scan" --quiet "$MNT/orig" -o "$WORK/orig.idx"

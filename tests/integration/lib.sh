@@ -151,6 +151,13 @@ PY
 exclusive_bytes() {
   btrfs filesystem du -s --raw "$1" | awk 'NR==2 {print $2}'
 }
+# data_used MNT -> bytes of data extents allocated on the btrfs at MNT, once its
+# transactions are on disk (what deduplication actually frees; `btrfs filesystem du`
+# counts only the extents files still reference)
+data_used() {
+  btrfs filesystem sync "$1" >/dev/null
+  btrfs filesystem df -b "$1" | awk -F'used=' '/^Data/ {print $2+0}'
+}
 total_bytes() {
   btrfs filesystem du -s --raw "$1" | awk 'NR==2 {print $1}'
 }

@@ -152,7 +152,9 @@ int main(int argc, char** argv) {
   app.add_flag("--whole-files-only", no_blocks, "Plan whole-file duplicates only, not partial (block) duplicates");
   cli::AddSize(app, "--min-run", &o.min_run,
                "Shortest partial duplicate planned from 4 KiB sector sums, a multiple of 4K (default 64K): "
-               "shorter runs would split extents into slivers for little space");
+               "shorter runs would split extents into slivers for little space (a shorter run that replaces whole "
+               "extents splits nothing and is planned). On btrfs, where an extent stays allocated while any part of "
+               "it is referenced, a partial duplicate is planned only where it leaves whole extents unreferenced");
   app.add_option("--format", format,
                  "What to write: plan (default), or a report of the whole-file duplicate groups instead: text, "
                  "json (one group per line) or fdupes (paths, a blank line between groups); or the directories "
@@ -259,6 +261,7 @@ int main(int argc, char** argv) {
                                {"duplicate_bytes", s.duplicate_bytes},
                                {"shared_bytes", s.shared_bytes},
                                {"partial_bytes", s.partial_bytes},
+                               {"partial_left_bytes", s.partial_left_bytes},
                                {"planned_bytes", s.planned_bytes},
                                {"unchanged_since", s.unchanged_since},
                                {"since_listed", s.since_listed},
@@ -272,13 +275,15 @@ int main(int argc, char** argv) {
                  "oans-plan: %llu files on %llu filesystem(s) in %s\n"
                  "  duplicate groups:   %llu (%llu whole-file, %llu block)\n"
                  "  duplicate bytes:    %s (%s as 4 KiB partial matches)\n"
+                 "  partial, left:      %s (shorter than --min-run, or freeing no extent)\n"
                  "  already shared:     %s\n"
                  "  plan will reclaim:  %s in %llu operations, %llu rounds\n"
                  "  not considered:     %llu files the scan could not read, %llu with inline data\n",
                  (unsigned long long)s.files, (unsigned long long)s.filesystems, renderer.Elapsed().c_str(),
                  (unsigned long long)(s.whole_groups + s.block_groups), (unsigned long long)s.whole_groups,
                  (unsigned long long)s.block_groups, FormatSize(s.duplicate_bytes).c_str(),
-                 FormatSize(s.partial_bytes).c_str(), FormatSize(s.shared_bytes).c_str(), FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.ops,
+                 FormatSize(s.partial_bytes).c_str(), FormatSize(s.partial_left_bytes).c_str(),
+                 FormatSize(s.shared_bytes).c_str(), FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.ops,
                  (unsigned long long)s.rounds, (unsigned long long)s.skipped_errors,
                  (unsigned long long)s.skipped_inline);
   } else if (!quiet) {

@@ -96,6 +96,31 @@ TEST(Anchors, ExtendFindsTheLongestRunBothWays) {
   EXPECT_EQ(Extend(f, f, 5, 5, true).length, 0u);
 }
 
+TEST(Anchors, WalkFindsEveryStretchBetweenScatteredChanges) {
+  const std::string a = RandomSums(200, 11);
+  std::string b = a;
+  // Sectors 50, 53 and 54 differ; after 120 a gap wider than kWalkGap.
+  for (size_t at : {50, 53, 54}) b.replace(4 * at, 4, RandomSums(1, 100 + at));
+  b.replace(4 * 120, 4 * (kWalkGap + 1), RandomSums(kWalkGap + 1, 12));
+  const std::vector<SectorRun> runs = Walk(a, b, 10, 10, false);
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].s, 0u);
+  EXPECT_EQ(runs[0].length, 50u);
+  EXPECT_EQ(runs[1].s, 51u);  // two sectors, too short for any anchor
+  EXPECT_EQ(runs[1].length, 2u);
+  EXPECT_EQ(runs[2].s, 55u);
+  EXPECT_EQ(runs[2].length, 65u);
+  // From the far side of the wide gap, only what lies beyond it.
+  const std::vector<SectorRun> far = Walk(a, b, 150, 150, false);
+  ASSERT_EQ(far.size(), 1u);
+  EXPECT_EQ(far[0].s, 120u + kWalkGap + 1);
+  // Backwards from the middle finds the same stretches.
+  EXPECT_EQ(Walk(a, b, 100, 100, false).size(), 3u);
+  // Inside one file, no run overlaps its copy.
+  const std::string rep = RandomSums(10, 4);
+  for (const SectorRun& r : Walk(rep + rep + rep, rep + rep + rep, 0, 10, true)) EXPECT_LE(r.length, 10u);
+}
+
 TEST(Anchors, AFileShiftedBy12KiBIsFound) {
   Partial p;
   const std::string a = RandomSums(4096, 7);  // 16 MiB

@@ -144,9 +144,12 @@ Trees MakeTrees() {
   t.carried = {t.old_files[0], t.old_files[2], renamed, t.old_files[5], t.old_files[6]};
   std::vector<uint32_t> with_run = Sums(7, 5);
   with_run.insert(with_run.end(), c.begin() + 4, c.begin() + 52);  // 192 KiB of c
-  t.changed = {File("a2", 11, 9 << 20, c, 2),        // rewritten: now a copy of c
-               File("bs", 13, 4 << 20, shifted),     // reported by btrfs, nothing changed
-               File("new", 20, 10 << 20, with_run)};  // new, with a run of c inside
+  FileEntry fresh = File("new", 20, 10 << 20, with_run);  // new, with a run of c inside,
+  // written in two parts: the run is an extent of its own, which sharing it frees
+  fresh.extents = {{0, 10 << 20, 5 * 4096, 0}, {5 * 4096, 11 << 20, 48 * 4096, kExtentLast}};
+  t.changed = {File("a2", 11, 9 << 20, c, 2),     // rewritten: now a copy of c
+               File("bs", 13, 4 << 20, shifted),  // reported by btrfs, nothing changed
+               fresh};
   t.listed = {{0, 11}, {0, 20}};
   return t;
 }

@@ -1,0 +1,165 @@
+#include "lib/plan/frees.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "lib/plan/ops.h"
+#include "lib/plan/ranges.h"
+
+namespace oans {
+namespace {
+
+// Sorted, merged.
+std::vector<Range> Union(std::vector<Range> v) {
+  std::sort(v.begin(), v.end(), [](const Range& a, const Range& b) { return a.offset < b.offset; });
+  std::vector<Range> out;
+  for (const auto& r : v) {
+    if (r.length == 0) continue;
+    if (!out.empty() && out.back().offset + out.back().length >= r.offset)
+      out.back().length = std::max(out.back().offset + out.back().length, r.offset + r.length) - out.back().offset;
+    else
+      out.push_back(r);
+  }
+  return out;
+}
+
+// `a` without `b` (both sorted and merged).
+std::vector<Range> Subtract(const std::vector<Range>& a, const std::vector<Range>& b) {
+  std::vector<Range> out;
+  size_t j = 0;
+  for (const auto& r : a) {
+    uint64_t lo = r.offset;
+    const uint64_t hi = r.offset + r.length;
+    while (j < b.size() && b[j].offset + b[j].length <= lo) ++j;
+    for (size_t k = j; k < b.size() && b[k].offset < hi && lo < hi; ++k) {
+      if (b[k].offset > lo) out.push_back({lo, b[k].offset - lo});
+      lo = std::max(lo, b[k].offset + b[k].length);
+    }
+    if (lo < hi) out.push_back({lo, hi - lo});
+  }
+  return out;
+}
+
+// Whether [lo, hi) lies inside one range of `cover` (sorted, merged).
+bool Inside(const std::vector<Range>& cover, uint64_t lo, uint64_t hi) {
+  auto it = std::upper_bound(cover.begin(), cover.end(), lo, [](uint64_t x, const Range& r) { return x < r.offset; });
+  if (it == cover.begin()) return false;
+  --it;
+  return hi <= it->offset + it->length;
+}
+
+// A written extent of a file, and the extent it is taken to be part of.
+struct Piece {
+  uint64_t lo, hi;
+  std::pair<bool, uint64_t> extent;  // (compressed, its physical address) or (false, physical - logical)
+  bool shared;
+};
+
+std::vector<Piece> PiecesOf(const Detail& d) {
+  std::vector<Piece> out;
+  for (const auto& e : d.extents) {
+    if (e.flags & (kUnusableExtent | kExtentUnwritten)) continue;
+    const bool encoded = e.flags & kExtentEncoded;
+    out.push_back({e.logical, e.logical + e.length, {encoded, encoded ? e.physical : e.physical - e.logical},
+                   (e.flags & kExtentShared) != 0});
+  }
+  return out;
+}
+
+// The runs to plan with `dst` the destination, and what they free.
+Freeing Weigh(const Detail& dst, const std::vector<RunKey>& runs, bool same_file, uint64_t min_run) {
+  const std::vector<Piece> pieces = PiecesOf(dst);
+  std::vector<uint64_t> bounds;
+  for (const auto& p : pieces) bounds.insert(bounds.end(), {p.lo, p.hi});
+  std::sort(bounds.begin(), bounds.end());
+  auto boundary = [&](uint64_t x) { return std::binary_search(bounds.begin(), bounds.end(), x); };
+  std::vector<RunKey> eligible;
+  std::vector<Range> cover, sources;
+  for (const auto& r : runs) {
+    if (r.length < min_run && !(boundary(r.dst_offset) && boundary(r.dst_offset + r.length))) continue;
+    eligible.push_back(r);
+    cover.push_back({r.dst_offset, r.length});
+    if (same_file) sources.push_back({r.offset, r.length});
+  }
+  cover = Union(std::move(cover));
+  if (same_file) cover = Subtract(cover, Union(std::move(sources)));
+  std::map<std::pair<bool, uint64_t>, bool> whole;  // extent -> all its pieces covered, none shared
+  for (const auto& p : pieces) {
+    auto it = whole.emplace(p.extent, true).first;
+    it->second = it->second && !p.shared && Inside(cover, p.lo, p.hi);
+  }
+  Freeing f;
+  std::vector<Range> freed;
+  for (const auto& p : pieces)
+    if (whole[p.extent]) {
+      freed.push_back({p.lo, p.hi - p.lo});
+      f.freed += p.hi - p.lo;
+    }
+  freed = Union(std::move(freed));
+  std::sort(eligible.begin(), eligible.end(), [](const RunKey& a, const RunKey& b) { return a.dst_offset < b.dst_offset; });
+  uint64_t done = 0;  // destination bytes below this are planned
+  for (const auto& r : eligible) {
+    const uint64_t end = r.dst_offset + r.length;
+    auto it = std::upper_bound(freed.begin(), freed.end(), r.dst_offset, [](uint64_t x, const Range& g) { return x < g.offset; });
+    if (it != freed.begin()) --it;
+    for (; it != freed.end() && it->offset < end; ++it) {
+      const uint64_t lo = std::max({it->offset, r.dst_offset, done}), hi = std::min(it->offset + it->length, end);
+      if (lo >= hi) continue;
+      f.runs.push_back({r.src, r.dst, r.offset + (lo - r.dst_offset), hi - lo, lo});
+      done = hi;
+    }
+  }
+  return f;
+}
+
+}  // namespace
+
+Freeing FreeingRuns(const Detail& src, const Detail& dst, const std::vector<RunKey>& runs, uint64_t min_run,
+                    bool bookends) {
+  Freeing f;
+  if (!bookends) {
+    for (const auto& r : runs)
+      if (r.length >= min_run) f.runs.push_back(r);
+    return f;
+  }
+  if (runs.empty()) return f;
+  const bool same_file = runs.front().src == runs.front().dst;
+  Freeing forward = Weigh(dst, runs, same_file, min_run);
+  if (same_file) return forward;
+  std::vector<RunKey> swapped;
+  swapped.reserve(runs.size());
+  for (const auto& r : runs) swapped.push_back({r.dst, r.src, r.dst_offset, r.length, r.offset});
+  Freeing back = Weigh(src, swapped, false, min_run);
+  return back.freed > forward.freed ? back : forward;
+}
+
+PairRuns::PairRuns(PlanState& st, ExternalSorter<RunKey, RunLess>* out, uint64_t min_run)
+    : st_(st), out_(out), min_run_(min_run), limit_(std::max<size_t>(4096, st.o.memory / 16 / sizeof(RunKey))) {}
+
+Status PairRuns::Add(const RunKey& r) {
+  if (!runs_.empty() && (runs_.front().src != r.src || runs_.front().dst != r.dst || runs_.size() >= limit_))
+    OANS_RETURN_IF_ERROR(Flush());
+  runs_.push_back(r);
+  return Status::Ok();
+}
+
+Status PairRuns::Flush() {
+  if (runs_.empty()) return Status::Ok();
+  OANS_ASSIGN_OR_RETURN(auto src, st_.details.Get(runs_.front().src));
+  std::shared_ptr<const Detail> s = src;
+  OANS_ASSIGN_OR_RETURN(auto dst, st_.details.Get(runs_.front().dst));
+  const bool bookends = st_.header.filesystems[s->fs].type == "btrfs";
+  Freeing f = FreeingRuns(*s, *dst, runs_, min_run_, bookends);
+  uint64_t found = 0, kept = 0;
+  for (const auto& r : runs_) found += r.length;
+  runs_.clear();
+  for (const auto& r : f.runs) {
+    kept += r.length;
+    OANS_RETURN_IF_ERROR(out_->Add(r));
+  }
+  st_.stats->partial_left_bytes += found > kept ? found - kept : 0;
+  return Status::Ok();
+}
+
+}  // namespace oans

@@ -1,0 +1,119 @@
+// Which partial runs free space (lib/plan/frees.h): on btrfs only those that leave whole
+// extents of their destination unreferenced, with the destination that frees more.
+#include "lib/plan/frees.h"
+
+#include <gtest/gtest.h>
+
+namespace oans {
+
+bool operator==(const RunKey& a, const RunKey& b) {
+  return a.src == b.src && a.dst == b.dst && a.offset == b.offset && a.length == b.length && a.dst_offset == b.dst_offset;
+}
+std::ostream& operator<<(std::ostream& os, const RunKey& r) {
+  return os << "{" << r.src << "@" << r.offset << " -> " << r.dst << "@" << r.dst_offset << ", " << r.length << "}";
+}
+
+namespace {
+
+constexpr uint64_t K = 1024;
+constexpr uint64_t kMin = 64 * K;
+
+Detail FileOf(std::vector<FiemapExtent> extents) {
+  Detail d;
+  d.extents = std::move(extents);
+  d.size = d.extents.back().logical + d.extents.back().length;
+  return d;
+}
+FiemapExtent At(uint64_t logical, uint64_t physical, uint64_t length, uint32_t flags = 0) {
+  return {logical, physical, length, flags};
+}
+RunKey R(uint32_t src, uint32_t dst, uint64_t offset, uint64_t length, uint64_t dst_offset) {
+  return {src, dst, offset, length, dst_offset};
+}
+
+const Detail kSource = FileOf({At(0, 1u << 30, 4096 * K)});
+
+TEST(FreeingRuns, ElsewhereRunsOfAtLeastTheMinimumAreKept) {
+  const Detail dst = FileOf({At(0, 8u << 30, 1024 * K)});
+  const std::vector<RunKey> runs = {R(1, 2, 0, kMin, 0), R(1, 2, 512 * K, kMin - 4 * K, 512 * K)};
+  Freeing f = FreeingRuns(kSource, dst, runs, kMin, /*bookends=*/false);
+  EXPECT_EQ(f.runs, std::vector<RunKey>{runs[0]});
+}
+
+TEST(FreeingRuns, OnBtrfsPartOfAnExtentFreesNothing) {
+  const Detail dst = FileOf({At(0, 8u << 30, 1024 * K)});
+  Freeing f = FreeingRuns(kSource, dst, {R(1, 2, 0, 512 * K, 0)}, kMin, true);
+  EXPECT_TRUE(f.runs.empty());
+  EXPECT_EQ(f.freed, 0u);
+  // The whole extent, in two runs: freed.
+  f = FreeingRuns(kSource, dst, {R(1, 2, 0, 512 * K, 0), R(1, 2, 2048 * K, 512 * K, 512 * K)}, kMin, true);
+  EXPECT_EQ(f.freed, 1024 * K);
+  EXPECT_EQ(f.runs.size(), 2u);
+}
+
+TEST(FreeingRuns, TheFileWhoseExtentsGoFreeBecomesTheDestination) {
+  // File 1 is file 2 behind a 12 KiB header; each is one extent.
+  const Detail shifted = FileOf({At(0, 1u << 30, 1036 * K)});
+  const Detail body = FileOf({At(0, 8u << 30, 1024 * K)});
+  Freeing f = FreeingRuns(body, shifted, {R(2, 1, 0, 1024 * K, 12 * K)}, kMin, true);
+  EXPECT_EQ(f.runs, std::vector<RunKey>{R(1, 2, 12 * K, 1024 * K, 0)});
+  EXPECT_EQ(f.freed, 1024 * K);
+}
+
+// An extent rewritten in place at 100 KiB and 112 KiB: the untouched parts stay where
+// they were (one distance between physical and logical), the new sectors elsewhere.
+Detail Rewritten() {
+  const uint64_t p = 8u << 30;
+  return FileOf({At(0, p, 100 * K), At(100 * K, 9u << 30, 4 * K), At(104 * K, p + 104 * K, 8 * K),
+                 At(112 * K, (9u << 30) + 4 * K, 4 * K), At(116 * K, p + 116 * K, 908 * K)});
+}
+
+TEST(FreeingRuns, ThePiecesOfARewrittenExtentGoFreeTogether) {
+  const Detail dst = Rewritten();
+  const std::vector<RunKey> all = {R(1, 2, 0, 100 * K, 0), R(1, 2, 104 * K, 8 * K, 104 * K),
+                                   R(1, 2, 116 * K, 908 * K, 116 * K)};
+  Freeing f = FreeingRuns(kSource, dst, all, kMin, true);
+  EXPECT_EQ(f.runs, all);  // the 8 KiB run replaces a whole piece: shorter than --min-run, kept
+  EXPECT_EQ(f.freed, 1016 * K);
+  // Without that piece the extent stays: nothing is freed, nothing planned.
+  f = FreeingRuns(kSource, dst, {all[0], all[2]}, kMin, true);
+  EXPECT_TRUE(f.runs.empty());
+  // A short run that splits a piece is not eligible.
+  f = FreeingRuns(kSource, dst, {all[0], R(1, 2, 104 * K, 4 * K, 104 * K), all[2]}, kMin, true);
+  EXPECT_TRUE(f.runs.empty());
+}
+
+TEST(FreeingRuns, AnExtentSharedWithAnotherFileIsNotFreed) {
+  const Detail dst = FileOf({At(0, 8u << 30, 1024 * K, kExtentShared)});
+  Freeing f = FreeingRuns(kSource, dst, {R(1, 2, 0, 1024 * K, 0)}, kMin, true);
+  EXPECT_TRUE(f.runs.empty());
+}
+
+TEST(FreeingRuns, InsideOneFileTheSourceKeepsItsExtent) {
+  // 1 MiB, 40 KiB, then the first 1 MiB again: in one extent nothing can go free...
+  const Detail one = FileOf({At(0, 8u << 30, 2088 * K)});
+  const RunKey repeat = R(1, 1, 0, 1024 * K, 1064 * K);
+  EXPECT_TRUE(FreeingRuns(one, one, {repeat}, kMin, true).runs.empty());
+  // ...but the repeat written as an extent of its own goes free.
+  const Detail two = FileOf({At(0, 8u << 30, 1064 * K), At(1064 * K, 9u << 30, 1024 * K)});
+  Freeing f = FreeingRuns(two, two, {repeat}, kMin, true);
+  EXPECT_EQ(f.runs, std::vector<RunKey>{repeat});
+  EXPECT_EQ(f.freed, 1024 * K);
+}
+
+TEST(FreeingRuns, NoDestinationByteIsPlannedTwice) {
+  const Detail dst = FileOf({At(0, 8u << 30, 1024 * K)});
+  Freeing f = FreeingRuns(kSource, dst, {R(1, 2, 0, 768 * K, 0), R(1, 2, 2048 * K, 512 * K, 512 * K)}, kMin, true);
+  EXPECT_EQ(f.runs, (std::vector<RunKey>{R(1, 2, 0, 768 * K, 0), R(1, 2, 2304 * K, 256 * K, 768 * K)}));
+}
+
+TEST(FreeingRuns, ACompressedExtentIsItsOwnExtent) {
+  // Two compressed extents whose physical minus logical happen to agree are not one.
+  const Detail dst = FileOf({At(0, 8u << 30, 128 * K, kExtentEncoded), At(128 * K, (8u << 30) + 128 * K, 128 * K, kExtentEncoded)});
+  Freeing f = FreeingRuns(kSource, dst, {R(1, 2, 0, 128 * K, 0)}, kMin, true);
+  EXPECT_EQ(f.freed, 128 * K);
+  EXPECT_EQ(f.runs, std::vector<RunKey>{R(1, 2, 0, 128 * K, 0)});
+}
+
+}  // namespace
+}  // namespace oans
