@@ -50,10 +50,13 @@ void TrimCompressed(const std::vector<FiemapExtent>& extents, uint64_t* from, ui
 }
 
 // One run found by extension, checked and made a RunKey: whole sectors of both files, no
-// compressed extent of either split, not already shared. Which runs are planned is
-// PairRuns' choice (frees.h).
+// compressed extent of either split, not already shared; a run through the last, partial
+// sector of both files at the same place, with tails of one length, ends at the end of
+// both (the kernel shares a range of any length that ends at the end of both files).
+// Which runs are planned is PairRuns' choice (frees.h).
 Status AddRun(PlanState& st, const Held& src, const Held& dst, const SectorRun& r, PairRuns* runs) {
-  const uint64_t ss = src.detail->size / kSectorBytes, ds = dst.detail->size / kSectorBytes;
+  const uint64_t sz = src.detail->size, dz = dst.detail->size;
+  const uint64_t ss = sz / kSectorBytes, ds = dz / kSectorBytes;  // whole sectors
   uint64_t len = std::min({r.length, ss > r.s ? ss - r.s : 0, ds > r.d ? ds - r.d : 0});
   uint64_t from = r.s * kSectorBytes, to = from + len * kSectorBytes;
   TrimCompressed(src.detail->extents, &from, &to);
@@ -61,6 +64,9 @@ Status AddRun(PlanState& st, const Held& src, const Held& dst, const SectorRun& 
   uint64_t dfrom = from + shift, dto = to + shift;
   TrimCompressed(dst.detail->extents, &dfrom, &dto);
   from = dfrom - shift, to = dto - shift;
+  const bool tails = sz % kSectorBytes != 0 && sz % kSectorBytes == dz % kSectorBytes && r.s <= ss && r.d <= ds &&
+                     ss - r.s == ds - r.d && r.length > ss - r.s;
+  if (tails && to == ss * kSectorBytes && to + shift == ds * kSectorBytes) to = sz;
   if (to <= from) return Status::Ok();
   const uint64_t length = to - from;
   st.stats->partial_bytes += length;
@@ -123,10 +129,8 @@ Status RunsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, Ex
     if (same_diagonal && p.sblk < covered_end) return Status::Ok();
     OANS_RETURN_IF_ERROR(Hold(st, p.src, &src));
     OANS_RETURN_IF_ERROR(Hold(st, p.dst, &dst));
-    const uint64_t before = same_diagonal ? covered_end : 0;
     covered_end = p.sblk + 1;
     for (const SectorRun& r : Walk(src.sums, dst.sums, p.sblk, p.dblk, p.src == p.dst)) {
-      if (r.s < before) continue;  // found from an anchor before
       covered_end = std::max(covered_end, r.s + r.length);
       OANS_RETURN_IF_ERROR(AddRun(st, src, dst, r, &kept));
     }

@@ -49,22 +49,35 @@ bool Inside(const std::vector<Range>& cover, uint64_t lo, uint64_t hi) {
   return hi <= it->offset + it->length;
 }
 
-// A written extent of a file, and the extent it is taken to be part of.
+uint64_t RoundUp(uint64_t x) { return x / 4096 * 4096 + (x % 4096 ? 4096 : 0); }
+
+// An extent of a file, and the extent it is taken to be part of; `never` for a piece no
+// run can free: preallocated (it reads as zeros, and holds the extent it is part of),
+// shared with another file, or past 2^64 (a damaged index).
 struct Piece {
   uint64_t lo, hi;
   std::pair<bool, uint64_t> extent;  // (compressed, its physical address) or (false, physical - logical)
-  bool shared;
+  bool never;
 };
 
 std::vector<Piece> PiecesOf(const Detail& d) {
   std::vector<Piece> out;
   for (const auto& e : d.extents) {
-    if (e.flags & (kUnusableExtent | kExtentUnwritten)) continue;
+    if (e.flags & kUnusableExtent) continue;
     const bool encoded = e.flags & kExtentEncoded;
-    out.push_back({e.logical, e.logical + e.length, {encoded, encoded ? e.physical : e.physical - e.logical},
-                   (e.flags & kExtentShared) != 0});
+    const bool wraps = e.logical + e.length < e.logical;
+    out.push_back({e.logical, wraps ? UINT64_MAX : e.logical + e.length,
+                   {encoded, encoded ? e.physical : e.physical - e.logical},
+                   wraps || (e.flags & (kExtentShared | kExtentUnwritten)) != 0});
   }
   return out;
+}
+
+// The bytes of the extents a run of `file` covers: up to its end, and when it ends at
+// the end of the file, the rest of that last sector too.
+Range Covered(const Detail& file, uint64_t offset, uint64_t length) {
+  const uint64_t end = offset + length;
+  return {offset, (end == file.size ? RoundUp(end) : end) - offset};
 }
 
 // The runs to plan with `dst` the destination, and what they free.
@@ -77,17 +90,18 @@ Freeing Weigh(const Detail& dst, const std::vector<RunKey>& runs, bool same_file
   std::vector<RunKey> eligible;
   std::vector<Range> cover, sources;
   for (const auto& r : runs) {
-    if (r.length < min_run && !(boundary(r.dst_offset) && boundary(r.dst_offset + r.length))) continue;
+    const Range c = Covered(dst, r.dst_offset, r.length);
+    if (r.length < min_run && !(boundary(c.offset) && boundary(c.offset + c.length))) continue;
     eligible.push_back(r);
-    cover.push_back({r.dst_offset, r.length});
-    if (same_file) sources.push_back({r.offset, r.length});
+    cover.push_back(c);
+    if (same_file) sources.push_back(Covered(dst, r.offset, r.length));
   }
   cover = Union(std::move(cover));
   if (same_file) cover = Subtract(cover, Union(std::move(sources)));
-  std::map<std::pair<bool, uint64_t>, bool> whole;  // extent -> all its pieces covered, none shared
+  std::map<std::pair<bool, uint64_t>, bool> whole;  // extent -> all its pieces covered, none never
   for (const auto& p : pieces) {
     auto it = whole.emplace(p.extent, true).first;
-    it->second = it->second && !p.shared && Inside(cover, p.lo, p.hi);
+    it->second = it->second && !p.never && Inside(cover, p.lo, p.hi);
   }
   Freeing f;
   std::vector<Range> freed;
@@ -116,17 +130,18 @@ Freeing Weigh(const Detail& dst, const std::vector<RunKey>& runs, bool same_file
 }  // namespace
 
 Freeing FreeingRuns(const Detail& src, const Detail& dst, const std::vector<RunKey>& runs, uint64_t min_run,
-                    bool bookends) {
+                    bool bookends, Ways ways) {
   Freeing f;
   if (!bookends) {
+    if (!ways.forward) return f;
     for (const auto& r : runs)
       if (r.length >= min_run) f.runs.push_back(r);
     return f;
   }
   if (runs.empty()) return f;
   const bool same_file = runs.front().src == runs.front().dst;
-  Freeing forward = Weigh(dst, runs, same_file, min_run);
-  if (same_file) return forward;
+  Freeing forward = ways.forward ? Weigh(dst, runs, same_file, min_run) : Freeing();
+  if (same_file || !ways.back) return forward;
   std::vector<RunKey> swapped;
   swapped.reserve(runs.size());
   for (const auto& r : runs) swapped.push_back({r.dst, r.src, r.dst_offset, r.length, r.offset});
@@ -135,7 +150,12 @@ Freeing FreeingRuns(const Detail& src, const Detail& dst, const std::vector<RunK
 }
 
 PairRuns::PairRuns(PlanState& st, ExternalSorter<RunKey, RunLess>* out, uint64_t min_run)
-    : st_(st), out_(out), min_run_(min_run), limit_(std::max<size_t>(4096, st.o.memory / 16 / sizeof(RunKey))) {}
+    : st_(st),
+      out_(out),
+      min_run_(min_run),
+      limit_(std::max<size_t>(4096, st.o.memory / 16 / sizeof(RunKey))),
+      source_(st.details.size()),
+      dest_(st.details.size()) {}
 
 Status PairRuns::Add(const RunKey& r) {
   if (!runs_.empty() && (runs_.front().src != r.src || runs_.front().dst != r.dst || runs_.size() >= limit_))
@@ -150,15 +170,24 @@ Status PairRuns::Flush() {
   std::shared_ptr<const Detail> s = src;
   OANS_ASSIGN_OR_RETURN(auto dst, st_.details.Get(runs_.front().dst));
   const bool bookends = st_.header.filesystems[s->fs].type == "btrfs";
-  Freeing f = FreeingRuns(*s, *dst, runs_, min_run_, bookends);
-  uint64_t found = 0, kept = 0;
-  for (const auto& r : runs_) found += r.length;
+  // A file becomes a destination only while no operation names it yet (not a source,
+  // whose extents would then be shared further) and a source only while it is no
+  // destination (its ranges may be going elsewhere).
+  const uint32_t a = runs_.front().src, b = runs_.front().dst;
+  auto may = [&](uint32_t from, uint32_t to) { return !st_.op_files[to] && !source_[to] && !dest_[from]; };
+  Freeing f = FreeingRuns(*s, *dst, runs_, min_run_, bookends, {may(a, b), may(b, a)});
+  std::vector<Range> found;
+  for (const auto& r : runs_) found.push_back({r.dst_offset, r.length});
   runs_.clear();
+  uint64_t left = 0, kept = 0;
+  for (const auto& r : Union(std::move(found))) left += r.length;
   for (const auto& r : f.runs) {
     kept += r.length;
+    source_[r.src] = true;
+    dest_[r.dst] = true;
     OANS_RETURN_IF_ERROR(out_->Add(r));
   }
-  st_.stats->partial_left_bytes += found > kept ? found - kept : 0;
+  st_.stats->partial_left_bytes += left > kept ? left - kept : 0;
   return Status::Ok();
 }
 

@@ -293,6 +293,9 @@ int main(int argc, char** argv) {
     std::vector<std::string> parts = {FormatSize(s.planned_bytes) + " to reclaim in " + std::to_string(s.rounds) +
                                           " rounds",
                                       FormatSize(s.shared_bytes) + " already shared"};
+    if (s.partial_left_bytes)
+      parts.push_back(FormatSize(s.partial_left_bytes) +
+                      " of partial duplicates left (shorter than --min-run, or sharing them would free no extent)");
     for (auto& p : cli::Skipped({cli::Counted(ull(s.skipped_errors), "unreadable in the scan"),
                                  cli::Counted(ull(s.skipped_inline), "with inline data")}))
       parts.push_back(std::move(p));

@@ -107,6 +107,52 @@ TEST(FreeingRuns, NoDestinationByteIsPlannedTwice) {
   EXPECT_EQ(f.runs, (std::vector<RunKey>{R(1, 2, 0, 768 * K, 0), R(1, 2, 2304 * K, 256 * K, 768 * K)}));
 }
 
+TEST(FreeingRuns, APreallocatedPartKeepsItsExtent) {
+  // 1 MiB preallocated, its first 256 KiB written: one extent on disk.
+  const Detail dst = FileOf({At(0, 8u << 30, 256 * K), At(256 * K, (8u << 30) + 256 * K, 768 * K, kExtentUnwritten)});
+  EXPECT_TRUE(FreeingRuns(kSource, dst, {R(1, 2, 0, 256 * K, 0)}, kMin, true).runs.empty());
+}
+
+TEST(FreeingRuns, AnExtentPast2To64IsNeverFreed) {
+  Detail dst = FileOf({At(0, 8u << 30, 64 * K)});
+  dst.extents.push_back(At(UINT64_MAX - 4 * K, 9u << 30, 72 * K));  // a damaged index
+  Freeing f = FreeingRuns(kSource, dst, {R(1, 2, 0, 64 * K, 0), R(1, 2, 0, 64 * K, UINT64_MAX - 4 * K)}, kMin, true);
+  EXPECT_EQ(f.runs, std::vector<RunKey>{R(1, 2, 0, 64 * K, 0)});
+}
+
+TEST(FreeingRuns, ARunToTheEndOfTheFileCoversItsLastSector) {
+  // 1 MiB and 100 bytes: the extent's length is rounded up to the sector.
+  Detail dst = FileOf({At(0, 8u << 30, 1028 * K)});
+  dst.size = 1024 * K + 100;
+  Freeing f = FreeingRuns(kSource, dst, {R(1, 2, 0, 1024 * K + 100, 0)}, kMin, true);
+  EXPECT_EQ(f.runs, std::vector<RunKey>{R(1, 2, 0, 1024 * K + 100, 0)});
+  EXPECT_EQ(f.freed, 1028 * K);
+  // Short of the end, the last sector keeps the extent.
+  EXPECT_TRUE(FreeingRuns(kSource, dst, {R(1, 2, 0, 1024 * K, 0)}, kMin, true).runs.empty());
+}
+
+TEST(FreeingRuns, InsideOneFileAnExtentThatIsASourceStays) {
+  // Three extents of the same 1 MiB; runs from the first into the second and from the
+  // second into the third: the second is a source, so only the third goes free.
+  const Detail three = FileOf({At(0, 8u << 30, 1024 * K), At(1024 * K, 9u << 30, 1024 * K), At(2048 * K, 10u << 30, 1024 * K)});
+  Freeing f = FreeingRuns(three, three, {R(1, 1, 0, 1024 * K, 1024 * K), R(1, 1, 1024 * K, 1024 * K, 2048 * K)}, kMin, true);
+  EXPECT_EQ(f.runs, std::vector<RunKey>{R(1, 1, 1024 * K, 1024 * K, 2048 * K)});
+  EXPECT_EQ(f.freed, 1024 * K);
+}
+
+TEST(FreeingRuns, OnlyTheAllowedWays) {
+  const Detail shifted = FileOf({At(0, 1u << 30, 1036 * K)});
+  const Detail body = FileOf({At(0, 8u << 30, 1024 * K)});
+  const std::vector<RunKey> runs = {R(2, 1, 0, 1024 * K, 12 * K)};
+  // Body, the destination that frees, may not be one (an operation names it already).
+  EXPECT_TRUE(FreeingRuns(body, shifted, runs, kMin, true, {true, false}).runs.empty());
+  EXPECT_TRUE(FreeingRuns(body, shifted, runs, kMin, true, {false, false}).runs.empty());
+  EXPECT_EQ(FreeingRuns(body, shifted, runs, kMin, true, {false, true}).runs.size(), 1u);
+  // Elsewhere only the way found is planned, when allowed.
+  EXPECT_TRUE(FreeingRuns(body, shifted, runs, kMin, false, {false, true}).runs.empty());
+  EXPECT_EQ(FreeingRuns(body, shifted, runs, kMin, false, {true, false}).runs, runs);
+}
+
 TEST(FreeingRuns, ACompressedExtentIsItsOwnExtent) {
   // Two compressed extents whose physical minus logical happen to agree are not one.
   const Detail dst = FileOf({At(0, 8u << 30, 128 * K, kExtentEncoded), At(128 * K, (8u << 30) + 128 * K, 128 * K, kExtentEncoded)});
