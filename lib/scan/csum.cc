@@ -173,9 +173,12 @@ Status Checksums::Lookup(int fd, const Fs& fs, uint64_t logical, uint64_t sector
     searches_.fetch_add(1, std::memory_order_relaxed);
     Status st = sys_.TreeSearch(fd, s, [&](const BtrfsItem& it) {
       if (it.key.objectid != kBtrfsExtentCsumObjectid || it.key.type != kBtrfsExtentCsum) return true;
-      const uint64_t count = it.data.size() / fs.csum_size;
-      for (uint64_t i = 0; i < count; ++i) {
-        const uint64_t addr = it.key.offset + i * kSectorBytes;
+      const uint64_t count = it.data.size() / fs.csum_size, at = it.key.offset;
+      // Only the item's sums inside the window: an item can start far before it.
+      const uint64_t first = at >= w.start ? 0 : (w.start - at + kSectorBytes - 1) / kSectorBytes;
+      const uint64_t last = at >= w.end ? 0 : std::min(count, (w.end - at + kSectorBytes - 1) / kSectorBytes);
+      for (uint64_t i = first; i < last; ++i) {
+        const uint64_t addr = at + i * kSectorBytes;
         if (addr < w.start || addr >= w.end) continue;
         const size_t k = size_t((addr - w.start) / kSectorBytes);
         w.sums[k] = StoredSum(it.data.substr(size_t(i * fs.csum_size), fs.csum_size));

@@ -160,6 +160,7 @@ Status MapManyFromTree(Sys& sys, int dirfd, const std::vector<uint64_t>& inos, u
 void BatchMaps::Clear() {
   dirfd_ = -1;
   maps_.clear();
+  taken_.clear();
 }
 
 void BatchMaps::Map(Sys& sys, int dirfd, const std::vector<DirEntry>& batch) {
@@ -183,15 +184,16 @@ void BatchMaps::Map(Sys& sys, int dirfd, const std::vector<DirEntry>& batch) {
     run.clear();
     if (i < inos.size()) run.push_back(inos[i]);
   }
+  taken_.assign(maps_.size(), false);
   dirfd_ = dirfd;
 }
 
 bool BatchMaps::Take(Sys& sys, int dirfd, uint64_t ino, TreeMap* out) {
   if (dirfd == dirfd_) {
     auto it = std::lower_bound(maps_.begin(), maps_.end(), ino, [](const TreeMap& m, uint64_t i) { return m.ino < i; });
-    if (it != maps_.end() && it->ino == ino) {
+    if (it != maps_.end() && it->ino == ino && !taken_[it - maps_.begin()]) {
       *out = std::move(*it);
-      maps_.erase(it);
+      taken_[it - maps_.begin()] = true;  // left in place: erasing would move the rest
       return true;
     }
   }

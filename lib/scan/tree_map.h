@@ -68,6 +68,7 @@ class BatchMaps {
  private:
   int dirfd_ = -1;
   std::vector<TreeMap> maps_;  // by inode
+  std::vector<bool> taken_;    // maps_[i] handed out
 };
 
 // FS_IOC_GETFLAGS's flags for a btrfs inode item's flags.
