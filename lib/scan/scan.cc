@@ -107,6 +107,7 @@ struct WalkState {
   // In walk order, files are read while the walk has them open, by the walk's threads,
   // and leave at once: memory stays flat. Other orders keep the files to sort them.
   bool read_in_walk = false;
+  bool trees_on_ssd = false;  // every root on btrfs, files mapped from its trees
   std::atomic<uint64_t> found{0}, bytes_read{0}, unopened{0}, tree_mapped{0}, walked_bytes{0};
 };
 
@@ -214,12 +215,17 @@ bool OnUnopenedFile(WalkState& s, int dirfd, const std::string& name, uint64_t i
   return !open_it && !s.o.read_data && FinishFromTree(s, dirfd, ino, dir_fs, w);
 }
 
+constexpr int kSsdTreeWalkers = 32;
+
 WalkOptions WalkOptionsFor(WalkState& s, int threads) {
   WalkOptions wo;
   wo.excludes = s.o.excludes;
   wo.min_size = s.o.min_size;
-  // The walk waits on metadata reads: at least 8 walkers, even when one reads data.
+  // The walk waits on metadata reads: at least 8 walkers, even when one reads data; on
+  // an SSD where btrfs's trees map the files (and few are read), unless --io-threads
+  // says otherwise, kSsdTreeWalkers: the SSD serves those reads in parallel.
   wo.threads = s.read_in_walk ? threads : std::max(8, threads);
+  if (s.read_in_walk && s.trees_on_ssd && s.o.io_threads == 0) wo.threads = std::max(wo.threads, kSsdTreeWalkers);
   wo.files_found = &s.found;
   wo.on_file = [&s](int fd, WalkEntry* w) -> bool { return OnOpenFile(s, fd, w); };
   wo.on_dir = [&s](int fd, const std::string& path, uint32_t root) {
@@ -349,6 +355,9 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   }
   if (stats->storage.kind == StorageKind::kHdd && !o.read_data && state.map_from_trees)
     ReadAhead(sys, o, header.roots, filesystems, checksums, observer, stats);
+  const auto listed = filesystems.list();
+  state.trees_on_ssd = !o.read_data && state.map_from_trees && !listed.empty() &&
+                       std::all_of(listed.begin(), listed.end(), [](const FsRecord& f) { return f.type == "btrfs"; });
   WalkOptions wo = WalkOptionsFor(state, stats->threads);
   tbb::global_control allow_walkers(tbb::global_control::max_allowed_parallelism,
                                     size_t(std::max<int>(wo.threads, int(std::thread::hardware_concurrency()))));
