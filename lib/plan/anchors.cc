@@ -50,7 +50,8 @@ void TrimCompressed(const std::vector<FiemapExtent>& extents, uint64_t* from, ui
 }
 
 // One run found by extension, checked and made a RunKey: whole sectors of both files, no
-// compressed extent of either split, not already shared; a run through the last, partial
+// compressed extent of either split, not already shared (counted here; the rest by
+// PairRuns, each destination byte once); a run through the last, partial
 // sector of both files at the same place, with tails of one length, ends at the end of
 // both (the kernel shares a range of any length that ends at the end of both files).
 // Which runs are planned is PairRuns' choice (frees.h).
@@ -69,12 +70,12 @@ Status AddRun(PlanState& st, const Held& src, const Held& dst, const SectorRun& 
   if (tails && to == ss * kSectorBytes && to + shift == ds * kSectorBytes) to = sz;
   if (to <= from) return Status::Ok();
   const uint64_t length = to - from;
-  st.stats->partial_bytes += length;
-  st.stats->duplicate_bytes += length;
   const uint64_t dfirst = from + shift;
   if (PhysicalAt(src.detail->extents, from) == PhysicalAt(dst.detail->extents, dfirst) &&
       PhysicalAt(src.detail->extents, to - 1) == PhysicalAt(dst.detail->extents, dfirst + length - 1) &&
       PhysicalAt(src.detail->extents, from) != UINT64_MAX) {
+    st.stats->partial_bytes += length;
+    st.stats->duplicate_bytes += length;
     st.stats->shared_bytes += length;
     return Status::Ok();
   }
@@ -117,7 +118,7 @@ Status PairsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs) {
 // run found before on the same diagonal already covers it.
 Status RunsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, ExternalSorter<RunKey, RunLess>* runs) {
   Held src, dst;
-  PairRuns kept(st, runs, st.o.min_run);
+  PairRuns kept(st, runs, st.o.min_run, /*partial=*/true);
   bool have = false;
   PairKey last{};
   uint64_t covered_end = 0, done = 0;

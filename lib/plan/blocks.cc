@@ -53,7 +53,7 @@ Status PairBlocks(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs) {
 // Consecutive pairs with the same offset between source and destination form a run.
 Status RunsOfPairs(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, ExternalSorter<RunKey, RunLess>* runs) {
   const uint32_t bs = st.header.block_size;
-  PairRuns kept(st, runs, bs);
+  PairRuns kept(st, runs, bs, /*partial=*/false);  // PairGroup counted the blocks
   bool open = false;
   PairKey first{}, prev{};
   uint64_t len = 0, max_run = 0, done = 0;

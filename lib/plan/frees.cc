@@ -149,10 +149,11 @@ Freeing FreeingRuns(const Detail& src, const Detail& dst, const std::vector<RunK
   return back.freed > forward.freed ? back : forward;
 }
 
-PairRuns::PairRuns(PlanState& st, ExternalSorter<RunKey, RunLess>* out, uint64_t min_run)
+PairRuns::PairRuns(PlanState& st, ExternalSorter<RunKey, RunLess>* out, uint64_t min_run, bool partial)
     : st_(st),
       out_(out),
       min_run_(min_run),
+      partial_(partial),
       limit_(std::max<size_t>(4096, st.o.memory / 16 / sizeof(RunKey))),
       source_(st.details.size()),
       dest_(st.details.size()) {}
@@ -179,15 +180,19 @@ Status PairRuns::Flush() {
   std::vector<Range> found;
   for (const auto& r : runs_) found.push_back({r.dst_offset, r.length});
   runs_.clear();
-  uint64_t left = 0, kept = 0;
-  for (const auto& r : Union(std::move(found))) left += r.length;
+  uint64_t found_bytes = 0, kept = 0;  // destination bytes, each once
+  for (const auto& r : Union(std::move(found))) found_bytes += r.length;
+  if (partial_) {
+    st_.stats->partial_bytes += found_bytes;
+    st_.stats->duplicate_bytes += found_bytes;
+  }
   for (const auto& r : f.runs) {
     kept += r.length;
     source_[r.src] = true;
     dest_[r.dst] = true;
     OANS_RETURN_IF_ERROR(out_->Add(r));
   }
-  st_.stats->partial_left_bytes += left > kept ? left - kept : 0;
+  st_.stats->partial_left_bytes += found_bytes > kept ? found_bytes - kept : 0;
   return Status::Ok();
 }
 

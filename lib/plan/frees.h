@@ -55,7 +55,8 @@ Freeing FreeingRuns(const Detail& src, const Detail& dst, const std::vector<RunK
 // pair with more is weighed a part at a time.
 class PairRuns {
  public:
-  PairRuns(PlanState& st, ExternalSorter<RunKey, RunLess>* out, uint64_t min_run);
+  // `partial`: count each pair's destination bytes as found partial duplicates.
+  PairRuns(PlanState& st, ExternalSorter<RunKey, RunLess>* out, uint64_t min_run, bool partial);
   Status Add(const RunKey& r);
   Status Flush();
 
@@ -63,6 +64,7 @@ class PairRuns {
   PlanState& st_;
   ExternalSorter<RunKey, RunLess>* out_;
   uint64_t min_run_;
+  bool partial_;
   size_t limit_;
   std::vector<RunKey> runs_;
   std::vector<bool> source_, dest_;  // by file id: a source, a destination of a kept run
