@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include "lib/plan/ops.h"
 #include "lib/plan/planner.h"
@@ -35,6 +36,8 @@ struct Partial {
     s.st->header.block_size = 128 * 1024;
     s.st->header.round_size = s.options.round_size;
   }
+  // Files on btrfs from here on: partial runs only where they free extents (frees.h).
+  void OnBtrfs() { s.st->header.filesystems[0].type = "btrfs"; }
   uint32_t Add(const std::string& sums, std::vector<FiemapExtent> extents = {}) {
     const uint64_t size = sums.size() / 4 * kS;
     const uint32_t id = s.AddFile(size, (uint64_t(s.st->details.size()) + 1) << 36);
@@ -149,6 +152,64 @@ TEST(Anchors, OnePercentOfSectorsChangedLeavesLittleUnshared) {
   p.Add(a);
   p.Add(b);
   EXPECT_GE(p.Plan(), n * kS - (8u << 20));
+}
+
+// A 16 MiB file and a copy of it with 40 scattered sectors rewritten in place: the copy's
+// untouched pieces stay where its extent was, each rewritten sector is an extent of its
+// own elsewhere.
+struct RewrittenCopy {
+  static constexpr size_t kSectors = 4096;
+  RewrittenCopy() : a(RandomSums(kSectors, 21)), b(a) {
+    std::mt19937_64 rng(22);
+    while (changed.size() < 40) changed.insert(rng() % kSectors);
+    uint64_t next = 0;
+    const uint64_t base = 7ull << 36, fresh = 9ull << 36;
+    size_t start = 0;
+    for (size_t i = 0; i <= kSectors; ++i) {
+      if (i < kSectors && !changed.count(i)) continue;
+      if (i > start) b_extents.push_back({start * kS, base + start * kS, (i - start) * kS, 0});
+      if (i < kSectors) {
+        b.replace(4 * i, 4, RandomSums(1, 1000 + i));
+        b_extents.push_back({i * kS, fresh + next++ * kS, kS, 0});
+      }
+      start = i + 1;
+    }
+    b_extents.back().flags |= kExtentLast;
+  }
+  std::string a, b;
+  std::set<size_t> changed;
+  std::vector<FiemapExtent> b_extents;
+};
+
+TEST(Anchors, OnBtrfsARewrittenCopyGoesFreeWhicheverFileComesFirst) {
+  for (bool copy_first : {false, true}) {
+    RewrittenCopy c;
+    Partial p;
+    p.OnBtrfs();
+    uint32_t copy = 0;
+    if (copy_first) copy = p.Add(c.b, c.b_extents);
+    const uint32_t orig = p.Add(c.a);
+    if (!copy_first) copy = p.Add(c.b, c.b_extents);
+    // Every untouched sector, even the short stretches between close changes that hold
+    // no anchor, goes to the copy's destination side: its old extent goes free.
+    EXPECT_EQ(p.Plan(), (RewrittenCopy::kSectors - c.changed.size()) * kS) << copy_first;
+    for (const auto& [src, off, len, dst, doff] : p.Ops()) {
+      EXPECT_EQ(src, orig);
+      EXPECT_EQ(dst, copy);
+      EXPECT_EQ(off, doff);
+      for (uint64_t x = doff / kS; x < (doff + len) / kS; ++x) EXPECT_FALSE(c.changed.count(x)) << x;
+    }
+  }
+}
+
+TEST(Anchors, OnBtrfsACopyWrittenInOneGoIsLeftAlone) {
+  RewrittenCopy c;
+  Partial p;
+  p.OnBtrfs();
+  p.Add(c.a);
+  p.Add(c.b);  // one extent: sharing its common parts would free nothing
+  EXPECT_EQ(p.Plan(), 0u);
+  EXPECT_EQ(p.s.stats.partial_left_bytes, (RewrittenCopy::kSectors - c.changed.size()) * kS);
 }
 
 TEST(Anchors, RepeatsInsideOneFileAreFound) {
