@@ -60,14 +60,16 @@ Status AddRun(PlanState& st, const Held& src, const Held& dst, const SectorRun& 
   const uint64_t ss = sz / kSectorBytes, ds = dz / kSectorBytes;  // whole sectors
   uint64_t len = std::min({r.length, ss > r.s ? ss - r.s : 0, ds > r.d ? ds - r.d : 0});
   uint64_t from = r.s * kSectorBytes, to = from + len * kSectorBytes;
+  const uint64_t whole_from = from, whole_to = to;
   TrimCompressed(src.detail->extents, &from, &to);
   const uint64_t shift = r.d * kSectorBytes - r.s * kSectorBytes;  // modulo 2^64
   uint64_t dfrom = from + shift, dto = to + shift;
   TrimCompressed(dst.detail->extents, &dfrom, &dto);
   from = dfrom - shift, to = dto - shift;
+  const bool untrimmed = from == whole_from && to == whole_to;  // else a compressed extent ends it
   const bool tails = sz % kSectorBytes != 0 && sz % kSectorBytes == dz % kSectorBytes && r.s <= ss && r.d <= ds &&
                      ss - r.s == ds - r.d && r.length > ss - r.s;
-  if (tails && to == ss * kSectorBytes && to + shift == ds * kSectorBytes) to = sz;
+  if (untrimmed && tails && to == ss * kSectorBytes && to + shift == ds * kSectorBytes) to = sz;
   if (to <= from) return Status::Ok();
   const uint64_t length = to - from;
   const uint64_t dfirst = from + shift;

@@ -154,9 +154,9 @@ PairRuns::PairRuns(PlanState& st, ExternalSorter<RunKey, RunLess>* out, uint64_t
       out_(out),
       min_run_(min_run),
       partial_(partial),
-      limit_(std::max<size_t>(4096, st.o.memory / 16 / sizeof(RunKey))),
-      source_(st.details.size()),
-      dest_(st.details.size()) {}
+      limit_(std::max<size_t>(4096, st.o.memory / 16 / sizeof(RunKey))) {
+  if (st.partial_dest.size() < st.details.size()) st.partial_dest.resize(st.details.size());
+}
 
 Status PairRuns::Add(const RunKey& r) {
   if (!runs_.empty() && (runs_.front().src != r.src || runs_.front().dst != r.dst || runs_.size() >= limit_))
@@ -171,11 +171,10 @@ Status PairRuns::Flush() {
   std::shared_ptr<const Detail> s = src;
   OANS_ASSIGN_OR_RETURN(auto dst, st_.details.Get(runs_.front().dst));
   const bool bookends = st_.header.filesystems[s->fs].type == "btrfs";
-  // A file becomes a destination only while no operation names it yet (not a source,
-  // whose extents would then be shared further) and a source only while it is no
-  // destination (its ranges may be going elsewhere).
+  // A file an earlier stage's operation names is never made a destination: those run
+  // in the same pass and would share its old extents further.
   const uint32_t a = runs_.front().src, b = runs_.front().dst;
-  auto may = [&](uint32_t from, uint32_t to) { return !st_.op_files[to] && !source_[to] && !dest_[from]; };
+  auto may = [&](uint32_t, uint32_t to) { return !st_.op_files[to]; };
   Freeing f = FreeingRuns(*s, *dst, runs_, min_run_, bookends, {may(a, b), may(b, a)});
   std::vector<Range> found;
   for (const auto& r : runs_) found.push_back({r.dst_offset, r.length});
@@ -188,8 +187,7 @@ Status PairRuns::Flush() {
   }
   for (const auto& r : f.runs) {
     kept += r.length;
-    source_[r.src] = true;
-    dest_[r.dst] = true;
+    st_.partial_dest[r.dst] = true;
     OANS_RETURN_IF_ERROR(out_->Add(r));
   }
   st_.stats->partial_left_bytes += found_bytes > kept ? found_bytes - kept : 0;

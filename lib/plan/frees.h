@@ -15,8 +15,11 @@
 //             counting what the runs' sources keep referenced
 //   kept      the eligible runs cut to the freed pieces, no destination byte twice.
 // Elsewhere (XFS frees block by block) a run is kept when at least --min-run long.
-// A file is made a destination only while no operation names it (its extents would be
-// kept by what shares them) and a source only while it is no destination.
+// A file an earlier stage's operation names is never made a destination. A file may be
+// the destination of some runs and the source of others (a copy of a copy, each
+// rewritten in place): the runs it is the source of run in a second pass (OpKey::pass),
+// after its own ranges have gone, so that what shares it shares the final extents and
+// its old ones go free; a chain of three such hops can still keep one.
 // What it cannot see: extents placed by an earlier clone at another offset are not
 // recognised as parts of one extent; runs of several source files into one destination
 // extent are weighed pair by pair, so such an extent is left alone; inside one file, the
@@ -67,7 +70,6 @@ class PairRuns {
   bool partial_;
   size_t limit_;
   std::vector<RunKey> runs_;
-  std::vector<bool> source_, dest_;  // by file id: a source, a destination of a kept run
 };
 
 }  // namespace oans

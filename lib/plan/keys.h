@@ -71,18 +71,24 @@ struct RunLess {
            std::tie(b.src, b.offset, b.length, b.dst, b.dst_offset);
   }
 };
-struct OpKey {  // an operation, by the source's physical offset
+struct OpKey {  // an operation, by pass, then by the source's physical offset
   uint64_t physical, offset, length, seq;
   // Its one destination; with several, `dest_offset` is where the operation is in the
   // operation store.
   uint64_t dest_offset, dest_physical;
   uint32_t source, dests, dest;
+  // 1 when the source is itself the destination of a partial run (frees.h): such
+  // operations run in a second pass, after the source's own ranges have gone where they
+  // go, so that their destinations share the data's final extents and the source's old
+  // extents go free.
+  uint32_t pass = 0;
   uint64_t stored() const { return dest_offset; }
   uint64_t bytes() const { return length * (1 + uint64_t(dests)); }  // read by the operation
 };
 struct OpLess {
   bool operator()(const OpKey& a, const OpKey& b) const {
-    return std::tie(a.physical, a.source, a.offset, a.seq) < std::tie(b.physical, b.source, b.offset, b.seq);
+    return std::tie(a.pass, a.physical, a.source, a.offset, a.seq) <
+           std::tie(b.pass, b.physical, b.source, b.offset, b.seq);
   }
 };
 

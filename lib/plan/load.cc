@@ -233,6 +233,7 @@ Status Loader::Run() {
   st_.dropped.assign(n, false);
   st_.is_dest.assign(n, false);
   st_.op_files.assign(n, false);
+  st_.partial_dest.assign(n, false);
   return Status::Ok();
 }
 

@@ -72,7 +72,8 @@ Status AddOps(PlanState& st, const Unit& u) {
         op.dests.push_back({u.dests[k].file, doff, PhysicalAt((d)->extents, doff)});
       }
       st.stats->planned_bytes += op.length * nd;
-      OpKey key{op.physical, op.offset, op.length, st.ops.size(), 0, 0, op.source, uint32_t(nd), 0};
+      OpKey key{op.physical, op.offset, op.length, st.ops.size(), 0, 0, op.source, uint32_t(nd), 0,
+                op.source < st.partial_dest.size() && st.partial_dest[op.source] ? 1u : 0u};
       st.op_files[op.source] = true;
       for (const auto& d : op.dests) st.op_files[d.file] = true;
       if (nd == 1) {

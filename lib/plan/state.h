@@ -38,6 +38,7 @@ struct PlanState {
   int sections = 0;                   // index sections read; with one, no inode can appear twice
   bool spinning = false;              // an index says its roots are on a spinning disk
   std::vector<bool> changed, dropped, is_dest, op_files;  // by file id
+  std::vector<bool> partial_dest;  // by file id: the destination of a kept partial run (frees.h)
   ExternalSorter<WholeKey, WholeLess> whole;   // load -> group
   ExternalSorter<InodeKey, InodeLess> inodes;  // load -> duplicate inodes
   ExternalSorter<BlockKey, BlockLess> blocks;  // load -> blocks

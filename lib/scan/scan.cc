@@ -356,7 +356,8 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   if (stats->storage.kind == StorageKind::kHdd && !o.read_data && state.map_from_trees)
     ReadAhead(sys, o, header.roots, filesystems, checksums, observer, stats);
   const auto listed = filesystems.list();
-  state.trees_on_ssd = !o.read_data && state.map_from_trees && !listed.empty() &&
+  state.trees_on_ssd = stats->storage.kind == StorageKind::kSsd && !o.read_data && state.map_from_trees &&
+                       !listed.empty() &&
                        std::all_of(listed.begin(), listed.end(), [](const FsRecord& f) { return f.type == "btrfs"; });
   WalkOptions wo = WalkOptionsFor(state, stats->threads);
   tbb::global_control allow_walkers(tbb::global_control::max_allowed_parallelism,

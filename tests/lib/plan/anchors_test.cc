@@ -159,17 +159,19 @@ TEST(Anchors, OnePercentOfSectorsChangedLeavesLittleUnshared) {
 // own elsewhere.
 struct RewrittenCopy {
   static constexpr size_t kSectors = 4096;
-  RewrittenCopy() : a(RandomSums(kSectors, 21)), b(a) {
-    std::mt19937_64 rng(22);
+  RewrittenCopy() : RewrittenCopy(RandomSums(kSectors, 21), 22, 7) {}
+  // A copy of `of`, written at (base << 36), then 40 sectors rewritten elsewhere.
+  RewrittenCopy(const std::string& of, uint64_t seed, uint64_t base_at) : a(of), b(a) {
+    std::mt19937_64 rng(seed);
     while (changed.size() < 40) changed.insert(rng() % kSectors);
     uint64_t next = 0;
-    const uint64_t base = 7ull << 36, fresh = 9ull << 36;
+    const uint64_t base = base_at << 36, fresh = (base_at + 1) << 36;
     size_t start = 0;
     for (size_t i = 0; i <= kSectors; ++i) {
       if (i < kSectors && !changed.count(i)) continue;
       if (i > start) b_extents.push_back({start * kS, base + start * kS, (i - start) * kS, 0});
       if (i < kSectors) {
-        b.replace(4 * i, 4, RandomSums(1, 1000 + i));
+        b.replace(4 * i, 4, RandomSums(1, seed * 100000 + i));
         b_extents.push_back({i * kS, fresh + next++ * kS, kS, 0});
       }
       start = i + 1;
@@ -200,6 +202,33 @@ TEST(Anchors, OnBtrfsARewrittenCopyGoesFreeWhicheverFileComesFirst) {
       for (uint64_t x = doff / kS; x < (doff + len) / kS; ++x) EXPECT_FALSE(c.changed.count(x)) << x;
     }
   }
+}
+
+TEST(Anchors, OnBtrfsACopyOfARewrittenCopyGoesFreeToo) {
+  // B: a copy of A rewritten in place; C: a copy of B rewritten in place. B is the
+  // destination of A's runs and the source of C's: those run after B's own, in a pass
+  // of their own, so that C shares A's extents and B's old extent is left to go free.
+  RewrittenCopy ab;
+  RewrittenCopy bc(ab.b, 23, 11);
+  Partial p;
+  p.OnBtrfs();
+  // A lies after B on disk: by physical order alone, B's operations would come first.
+  const uint32_t a = p.Add(ab.a, {{0, 20ull << 36, RewrittenCopy::kSectors * kS, kExtentLast}});
+  const uint32_t b = p.Add(ab.b, ab.b_extents), c = p.Add(bc.b, bc.b_extents);
+  const uint64_t planned = p.Plan();
+  EXPECT_EQ(planned, 2 * (RewrittenCopy::kSectors - 40) * kS);
+  bool second_pass = false;
+  for (const auto& [src, off, len, dst, doff] : p.Ops()) {
+    if (src == a) {
+      EXPECT_EQ(dst, b);
+      EXPECT_FALSE(second_pass) << "an operation into b after one out of it";
+    } else {
+      EXPECT_EQ(src, b);
+      EXPECT_EQ(dst, c);
+      second_pass = true;
+    }
+  }
+  EXPECT_TRUE(second_pass);
 }
 
 TEST(Anchors, OnBtrfsACopyWrittenInOneGoIsLeftAlone) {
