@@ -10,45 +10,6 @@
 namespace oans {
 namespace {
 
-// Sorted, merged.
-std::vector<Range> Union(std::vector<Range> v) {
-  std::sort(v.begin(), v.end(), [](const Range& a, const Range& b) { return a.offset < b.offset; });
-  std::vector<Range> out;
-  for (const auto& r : v) {
-    if (r.length == 0) continue;
-    if (!out.empty() && out.back().offset + out.back().length >= r.offset)
-      out.back().length = std::max(out.back().offset + out.back().length, r.offset + r.length) - out.back().offset;
-    else
-      out.push_back(r);
-  }
-  return out;
-}
-
-// `a` without `b` (both sorted and merged).
-std::vector<Range> Subtract(const std::vector<Range>& a, const std::vector<Range>& b) {
-  std::vector<Range> out;
-  size_t j = 0;
-  for (const auto& r : a) {
-    uint64_t lo = r.offset;
-    const uint64_t hi = r.offset + r.length;
-    while (j < b.size() && b[j].offset + b[j].length <= lo) ++j;
-    for (size_t k = j; k < b.size() && b[k].offset < hi && lo < hi; ++k) {
-      if (b[k].offset > lo) out.push_back({lo, b[k].offset - lo});
-      lo = std::max(lo, b[k].offset + b[k].length);
-    }
-    if (lo < hi) out.push_back({lo, hi - lo});
-  }
-  return out;
-}
-
-// Whether [lo, hi) lies inside one range of `cover` (sorted, merged).
-bool Inside(const std::vector<Range>& cover, uint64_t lo, uint64_t hi) {
-  auto it = std::upper_bound(cover.begin(), cover.end(), lo, [](uint64_t x, const Range& r) { return x < r.offset; });
-  if (it == cover.begin()) return false;
-  --it;
-  return hi <= it->offset + it->length;
-}
-
 uint64_t RoundUp(uint64_t x) { return x / 4096 * 4096 + (x % 4096 ? 4096 : 0); }
 
 // An extent of a file, and the extent it is taken to be part of; `never` for a piece no
@@ -96,12 +57,12 @@ Freeing Weigh(const Detail& dst, const std::vector<RunKey>& runs, bool same_file
     cover.push_back(c);
     if (same_file) sources.push_back(Covered(dst, r.offset, r.length));
   }
-  cover = Union(std::move(cover));
-  if (same_file) cover = Subtract(cover, Union(std::move(sources)));
+  cover = UnionRanges(std::move(cover));
+  if (same_file) cover = SubtractRanges(cover, UnionRanges(std::move(sources)));
   std::map<std::pair<bool, uint64_t>, bool> whole;  // extent -> all its pieces covered, none never
   for (const auto& p : pieces) {
     auto it = whole.emplace(p.extent, true).first;
-    it->second = it->second && !p.never && Inside(cover, p.lo, p.hi);
+    it->second = it->second && !p.never && RangesHold(cover, p.lo, p.hi);
   }
   Freeing f;
   std::vector<Range> freed;
@@ -110,7 +71,7 @@ Freeing Weigh(const Detail& dst, const std::vector<RunKey>& runs, bool same_file
       freed.push_back({p.lo, p.hi - p.lo});
       f.freed += p.hi - p.lo;
     }
-  freed = Union(std::move(freed));
+  freed = UnionRanges(std::move(freed));
   std::sort(eligible.begin(), eligible.end(), [](const RunKey& a, const RunKey& b) { return a.dst_offset < b.dst_offset; });
   uint64_t done = 0;  // destination bytes below this are planned
   for (const auto& r : eligible) {
@@ -173,14 +134,13 @@ Status PairRuns::Flush() {
   const bool bookends = st_.header.filesystems[s->fs].type == "btrfs";
   // A file an earlier stage's operation names is never made a destination: those run
   // in the same pass and would share its old extents further.
-  const uint32_t a = runs_.front().src, b = runs_.front().dst;
-  auto may = [&](uint32_t, uint32_t to) { return !st_.op_files[to]; };
-  Freeing f = FreeingRuns(*s, *dst, runs_, min_run_, bookends, {may(a, b), may(b, a)});
+  const Ways ways{!st_.op_files[runs_.front().dst], !st_.op_files[runs_.front().src]};
+  Freeing f = FreeingRuns(*s, *dst, runs_, min_run_, bookends, ways);
   std::vector<Range> found;
   for (const auto& r : runs_) found.push_back({r.dst_offset, r.length});
   runs_.clear();
   uint64_t found_bytes = 0, kept = 0;  // destination bytes, each once
-  for (const auto& r : Union(std::move(found))) found_bytes += r.length;
+  for (const auto& r : UnionRanges(std::move(found))) found_bytes += r.length;
   if (partial_) {
     st_.stats->partial_bytes += found_bytes;
     st_.stats->duplicate_bytes += found_bytes;

@@ -130,4 +130,40 @@ std::vector<Range> UnsharedRanges(const std::vector<Range>& shared, uint64_t siz
   return out;
 }
 
+std::vector<Range> UnionRanges(std::vector<Range> v) {
+  std::sort(v.begin(), v.end(), [](const Range& a, const Range& b) { return a.offset < b.offset; });
+  std::vector<Range> out;
+  for (const auto& r : v) {
+    if (r.length == 0) continue;
+    if (!out.empty() && out.back().offset + out.back().length >= r.offset)
+      out.back().length = std::max(out.back().offset + out.back().length, r.offset + r.length) - out.back().offset;
+    else
+      out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<Range> SubtractRanges(const std::vector<Range>& a, const std::vector<Range>& b) {
+  std::vector<Range> out;
+  size_t j = 0;
+  for (const auto& r : a) {
+    uint64_t lo = r.offset;
+    const uint64_t hi = r.offset + r.length;
+    while (j < b.size() && b[j].offset + b[j].length <= lo) ++j;
+    for (size_t k = j; k < b.size() && b[k].offset < hi && lo < hi; ++k) {
+      if (b[k].offset > lo) out.push_back({lo, b[k].offset - lo});
+      lo = std::max(lo, b[k].offset + b[k].length);
+    }
+    if (lo < hi) out.push_back({lo, hi - lo});
+  }
+  return out;
+}
+
+bool RangesHold(const std::vector<Range>& cover, uint64_t lo, uint64_t hi) {
+  auto it = std::upper_bound(cover.begin(), cover.end(), lo, [](uint64_t x, const Range& r) { return x < r.offset; });
+  if (it == cover.begin()) return false;
+  --it;
+  return hi <= it->offset + it->length;
+}
+
 }  // namespace oans

@@ -28,6 +28,12 @@ std::vector<Range> UnsharedRanges(const std::vector<Range>& shared, uint64_t siz
 std::vector<Range> DataRanges(const std::vector<FiemapExtent>& extents, uint64_t size, uint64_t align);
 // Ranges present in both sorted, disjoint lists.
 std::vector<Range> IntersectRanges(const std::vector<Range>& a, const std::vector<Range>& b);
+// `v` sorted and merged (touching or overlapping ranges joined, empty ones dropped).
+std::vector<Range> UnionRanges(std::vector<Range> v);
+// `a` without `b` (both sorted and merged).
+std::vector<Range> SubtractRanges(const std::vector<Range>& a, const std::vector<Range>& b);
+// Whether [lo, hi) lies inside one range of `cover` (sorted and merged).
+bool RangesHold(const std::vector<Range>& cover, uint64_t lo, uint64_t hi);
 // Physical address of `logical` in `extents`, or UINT64_MAX for a hole or unknown.
 uint64_t PhysicalAt(const std::vector<FiemapExtent>& extents, uint64_t logical);
 // Whether `logical` lies in written data: not a hole, not inline or unknown, and not a

@@ -108,6 +108,15 @@ TEST(Ranges, DataAndIntersectRanges) {
   EXPECT_TRUE(IntersectRanges({}, {{0, 100}}).empty());
 }
 
+TEST(Ranges, UnionSubtractAndHold) {
+  const std::vector<Range> u = UnionRanges({{50, 10}, {0, 10}, {10, 5}, {30, 0}, {55, 20}});
+  EXPECT_EQ(u, (std::vector<Range>{{0, 15}, {50, 25}}));
+  EXPECT_EQ(SubtractRanges(u, {{5, 2}, {60, 100}}), (std::vector<Range>{{0, 5}, {7, 8}, {50, 10}}));
+  EXPECT_TRUE(RangesHold(u, 50, 75));
+  EXPECT_FALSE(RangesHold(u, 10, 20));
+  EXPECT_FALSE(RangesHold(u, 40, 45));
+}
+
 TEST(Ranges, LayoutsAndWrittenBlocks) {
   const std::vector<FiemapExtent> a = {{0, 1 << 20, 8192, 0}, {8192, 5 << 20, 4096, kExtentLast}};
   std::vector<FiemapExtent> b = a;
