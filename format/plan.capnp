@@ -24,6 +24,7 @@ struct PlanHeader {
   duplicateBytes @12 :UInt64;    # bytes in destinations identical to a source
   sharedBytes @13 :UInt64;       # of those, bytes already sharing the source's extents
   plannedBytes @14 :UInt64;      # bytes the rounds will dedupe
+  rewriteBytes @15 :UInt64;      # bytes the rounds copy into new extents first (version 2)
 }
 
 struct PlanFile {
@@ -49,6 +50,9 @@ struct Op {
   length @2 :UInt64;             # block aligned unless the range ends at EOF of every file
   physical @3 :UInt64;           # source physical address at offset when scanned
   dests @4 :List(Dest);
+  # Version 2: a destination equal to the source range (same file, same offset) means the
+  # range is first copied into a new extent, which that file and every other destination
+  # then share; its old extent goes free once nothing else references it.
 }
 
 struct Round {

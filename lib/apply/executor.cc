@@ -30,7 +30,11 @@ void DryRunExecutor::Run(const PreparedRound& r, RoundResult* out, const std::fu
     if (dests.empty()) continue;
     if (print_) {
       Json dest_list = Json::array();
-      for (const auto& d : dests) dest_list.push_back(Json{{"path", JsonText(files[d.file].path)}, {"offset", d.offset}});
+      for (const auto& d : dests) {
+        Json j{{"path", JsonText(files[d.file].path)}, {"offset", d.offset}};
+        if (d.file == op.source && d.offset == op.offset) j["rewrite"] = true;  // copied into a new extent first
+        dest_list.push_back(std::move(j));
+      }
       print_(JsonLine(Json{{"round", r.round.index},
                            {"source", JsonText(files[op.source].path)},
                            {"offset", op.offset},

@@ -3,7 +3,15 @@
 // identical; a destination that stopped short goes on alone from where it stopped, and a
 // call that makes no progress ends that destination. Failures are counted by reason; a
 // transient one (busy, no space, I/O error) leaves the round to be tried again.
+// An operation that names its source range as a destination rewrites it (plan format 2):
+// the range is copied into an unnamed new file (O_TMPFILE, mode 0600, in the file's own
+// directory, on its filesystem), and that copy is the source of the call, for the range
+// itself and every other destination. The kernel compares the copy with the file under
+// lock, so a file changed after the copy was read differs and keeps its data; once
+// shared, the copy's new extent is the file's, and the copy is closed and gone.
 #pragma once
+
+#include <vector>
 
 #include "lib/apply/executor.h"
 #include "lib/base/sys.h"
@@ -16,9 +24,13 @@ class ReflinkExecutor : public Executor {
   void Run(const PreparedRound& r, RoundResult* out, const std::function<void(uint64_t)>& tick) override;
 
  private:
-  // Finishes one destination of a call whose first answer was `d`.
-  void Finish(const PreparedRound& r, const PlanOp& op, const UsableDest& dest, DedupeDest d, RoundResult* out);
+  // Finishes one destination of a call from `src` whose first answer was `d`.
+  void Finish(const PreparedRound& r, const PlanOp& op, int src, const UsableDest& dest, DedupeDest d,
+              RoundResult* out);
+  // An unnamed new file holding op's source range at the same offsets, open; or why not.
+  Result<int> CopyToNewExtent(const PreparedRound& r, const PlanOp& op);
   Sys& sys_;
+  std::vector<char> buffer_;
 };
 
 }  // namespace oans

@@ -17,6 +17,7 @@ struct ApplyStats {
   uint64_t ops = 0;
   uint64_t bytes_planned = 0;
   uint64_t bytes_deduped = 0;
+  uint64_t bytes_rewritten = 0;  // copied into new extents so that old ones go free
   uint64_t files_linked = 0, bytes_linked = 0;  // hardlink mode
   uint64_t bytes_prefetched = 0;
   uint64_t files_checked = 0;
@@ -39,6 +40,7 @@ struct ApplyStats {
 struct RoundResult {
   uint64_t ops = 0;
   uint64_t bytes_deduped = 0;
+  uint64_t bytes_rewritten = 0;
   uint64_t files_linked = 0, bytes_linked = 0;
   uint64_t errors = 0;
   uint64_t bytes_done = 0;  // planned bytes handled, for progress
@@ -55,6 +57,7 @@ struct RoundResult {
   void AddTo(ApplyStats* s) const {
     s->ops += ops;
     s->bytes_deduped += bytes_deduped;
+    s->bytes_rewritten += bytes_rewritten;
     s->files_linked += files_linked;
     s->bytes_linked += bytes_linked;
     s->errors += errors;

@@ -339,6 +339,25 @@ class PosixSys final : public Sys {
     return Status::Ok();
   }
 
+  Result<int> OpenTmpfile(int dirfd) override {
+    int fd;
+    do fd = ::openat(dirfd, ".", O_TMPFILE | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    while (fd < 0 && errno == EINTR);
+    return fd < 0 ? Result<int>(Status::Io("create a temporary file", errno)) : Result<int>(fd);
+  }
+
+  Status Pwrite(int fd, const void* buf, size_t len, uint64_t offset) override {
+    const char* p = static_cast<const char*>(buf);
+    while (len > 0) {
+      ssize_t n = ::pwrite(fd, p, len, off_t(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Status::Io("write", errno);
+      if (n == 0) return Status::Io("write", EIO);
+      p += n, len -= size_t(n), offset += uint64_t(n);
+    }
+    return Status::Ok();
+  }
+
   Status ExchangeAt(int dirfd, const std::string& a, const std::string& b) override {
     if (::renameat2(dirfd, a.c_str(), dirfd, b.c_str(), RENAME_EXCHANGE) != 0)
       return Status::Io("exchange " + a + " and " + b, errno);

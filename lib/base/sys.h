@@ -236,6 +236,17 @@ class Sys {
     (void)dirfd;
     return Status::Io("unlink " + name, EOPNOTSUPP);
   }
+  // A new regular file without a name (O_TMPFILE, mode 0600, never linkable) on the
+  // filesystem of directory `dirfd`, open for reading and writing; it is removed when closed.
+  virtual Result<int> OpenTmpfile(int dirfd) {
+    (void)dirfd;
+    return Status::Io("create a temporary file", EOPNOTSUPP);
+  }
+  // Writes all `len` bytes at `offset`; retries EINTR and short writes.
+  virtual Status Pwrite(int fd, const void* buf, size_t len, uint64_t offset) {
+    (void)fd, (void)buf, (void)len, (void)offset;
+    return Status::Io("write", EOPNOTSUPP);
+  }
 };
 
 // The real system calls.

@@ -82,6 +82,7 @@ Status PlanWriter::WriteHeader(const PlanHeader& h) {
   b.setDuplicateBytes(h.duplicate_bytes);
   b.setSharedBytes(h.shared_bytes);
   b.setPlannedBytes(h.planned_bytes);
+  b.setRewriteBytes(h.rewrite_bytes);
   return frames_.Write(msg);
 }
 
@@ -191,6 +192,7 @@ Result<std::unique_ptr<PlanReader>> PlanReader::Open(const std::string& path) {
     ph.duplicate_bytes = h.getDuplicateBytes();
     ph.shared_bytes = h.getSharedBytes();
     ph.planned_bytes = h.getPlannedBytes();
+    ph.rewrite_bytes = h.getRewriteBytes();
   })) {
     return Status::Corrupt(name + " is damaged (" + std::string(exc->getDescription().cStr()) + ")");
   }

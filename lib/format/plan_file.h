@@ -14,7 +14,11 @@
 
 namespace oans {
 
-inline constexpr uint32_t kPlanFormatVersion = 1;
+// 2: an operation may rewrite, naming the source range itself as a destination (its
+// bytes copied into a new extent, which every destination then shares). A plan without
+// such operations is written as version 1, which older readers accept.
+inline constexpr uint32_t kPlanFormatVersion = 2;
+inline constexpr uint32_t kPlanFormatNoRewrite = 1;
 inline constexpr char kPlanMagic[] = "oans-plan";
 
 // Bytes read per round (sources plus destinations) unless a plan says otherwise.
@@ -31,6 +35,7 @@ struct PlanHeader {
   std::vector<std::string> indexes;
   std::vector<std::string> command_line;
   uint64_t rounds = 0, groups = 0, duplicate_bytes = 0, shared_bytes = 0, planned_bytes = 0;
+  uint64_t rewrite_bytes = 0;
 };
 
 struct PlanFileRef {
@@ -51,6 +56,9 @@ struct PlanOp {
   uint64_t offset = 0, length = 0, physical = 0;
   std::vector<PlanDest> dests;
 };
+
+// Whether a destination of `op` is its source range itself: the range is rewritten.
+inline bool IsRewrite(const PlanOp& op, const PlanDest& d) { return d.file == op.source && d.offset == op.offset; }
 
 struct PlanRound {
   uint64_t index = 0;

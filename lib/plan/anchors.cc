@@ -139,7 +139,7 @@ Status RunsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, Ex
     }
     return Status::Ok();
   }));
-  return kept.Flush();
+  return kept.Finish();
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ Status RunsOfPairs(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, Exte
     return Status::Ok();
   }));
   OANS_RETURN_IF_ERROR(close_run());
-  return kept.Flush();
+  return kept.Finish();
 }
 
 // One unit for every source range, with all its destinations.

@@ -85,7 +85,9 @@ Status GroupWholeFiles(PlanState& st, std::vector<GroupReport>* reports) {
     }, false));
     OANS_RETURN_IF_ERROR(st.details.Preload(needed, st.o.memory / 2, reports != nullptr, st.o.stop));
   }
+  st.grouped.assign(st.details.size(), false);
   return WalkGroups(st, [&](const std::vector<uint32_t>& ids, bool one_layout, uint64_t size) -> Status {
+    for (uint32_t m : ids) st.grouped[m] = true;
     if (needs_details(ids, one_layout)) return PlanWholeGroup(st, ids, reports);
     if (!AnyChanged(st, ids)) return Status::Ok();
     st.stats->whole_groups++;

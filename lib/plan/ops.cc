@@ -71,9 +71,13 @@ Status AddOps(PlanState& st, const Unit& u) {
         uint64_t doff = u.dests[k].offset + c;
         op.dests.push_back({u.dests[k].file, doff, PhysicalAt((d)->extents, doff)});
       }
-      st.stats->planned_bytes += op.length * nd;
-      OpKey key{op.physical, op.offset, op.length, st.ops.size(), 0, 0, op.source, uint32_t(nd), 0,
-                op.source < st.partial_dest.size() && st.partial_dest[op.source] ? 1u : 0u};
+      bool rewrite = false;  // a destination that is the source range itself: rewritten
+      for (const auto& d : op.dests)
+        if (IsRewrite(op, d)) rewrite = true;
+        else st.stats->planned_bytes += op.length;
+      // A rewrite runs in the first pass, so that later passes share its new extent.
+      const bool second = !rewrite && op.source < st.partial_dest.size() && st.partial_dest[op.source];
+      OpKey key{op.physical, op.offset, op.length, st.ops.size(), 0, 0, op.source, uint32_t(nd), 0, second ? 1u : 0u};
       st.op_files[op.source] = true;
       for (const auto& d : op.dests) st.op_files[d.file] = true;
       if (nd == 1) {

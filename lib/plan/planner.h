@@ -31,6 +31,7 @@
 
 namespace oans {
 
+inline constexpr uint32_t kMaxRewritePercent = 50;   // PlanOptions::max_rewrite: rewriting < freeing
 inline constexpr uint64_t kSpinningRoundSize = 48u << 20;  // kRoundSize (plan_file.h) on a spinning disk
 
 struct PlanOptions {
@@ -45,6 +46,10 @@ struct PlanOptions {
   // extents into slivers for little space. A shorter run that replaces whole extents of
   // its destination splits nothing and is planned (frees.h).
   uint64_t min_run = 64u << 10;
+  // On btrfs, an extent of a destination that partial runs cover but for at most this
+  // percent of its bytes is freed too: its other bytes are first copied into new extents
+  // (frees.h). 0: never; at most kMaxRewritePercent.
+  uint32_t max_rewrite = 10;
   std::string since;                  // only groups touching files new/changed since this index
   bool since_join = false;            // join with `since` even when the index lists its changes
   // Memory for the planner's sorted records and file details; past it they spill to
@@ -72,6 +77,8 @@ struct PlanStats {
   // Of the partial and block matches, bytes not planned: shorter than --min-run, or on
   // btrfs, sharing them would leave no extent unreferenced (frees.h).
   uint64_t partial_left_bytes = 0;
+  // Bytes of destinations to copy into new extents so that their old extents go free.
+  uint64_t rewrite_bytes = 0;
   uint64_t ops = 0, rounds = 0;
   uint64_t filesystems = 0;
   bool since_truncated = false;

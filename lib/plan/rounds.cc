@@ -83,6 +83,8 @@ Status WriteRounds(PlanState& st, OutputFile* out) {
   st.header.duplicate_bytes = st.stats->duplicate_bytes;
   st.header.shared_bytes = st.stats->shared_bytes;
   st.header.planned_bytes = st.stats->planned_bytes;
+  st.header.rewrite_bytes = st.stats->rewrite_bytes;
+  st.header.format_version = st.stats->rewrite_bytes ? kPlanFormatVersion : kPlanFormatNoRewrite;
   if (!out) return Status::Ok();  // a report only
   // The files the plan names, fetched in one sequential pass when their details are on
   // disk (a large plan); a smaller one reads each path once, as it needs it.

@@ -39,6 +39,10 @@ struct PlanState {
   bool spinning = false;              // an index says its roots are on a spinning disk
   std::vector<bool> changed, dropped, is_dest, op_files;  // by file id
   std::vector<bool> partial_dest;  // by file id: the destination of a kept partial run (frees.h)
+  std::vector<bool> dest_twice;    // by file id: ... of the runs of more than one pair (frees.h)
+  // By file id: a member of a whole-file group, whose extents are or will be its twins'
+  // too; never made the destination of a partial run (frees.h).
+  std::vector<bool> grouped;
   ExternalSorter<WholeKey, WholeLess> whole;   // load -> group
   ExternalSorter<InodeKey, InodeLess> inodes;  // load -> duplicate inodes
   ExternalSorter<BlockKey, BlockLess> blocks;  // load -> blocks

@@ -59,5 +59,5 @@ pass "hardlinks merged, symlinks not followed"
 # Warm: nothing left to do.
 "$BIN/oans-scan" --quiet "$MNT" | "$BIN/oans-plan" --json 2> "$WORK/stats.json" > "$WORK/plan2.capnp"
 python3 -c "import json,sys; s=json.load(open('$WORK/stats.json')); sys.exit(0 if s['planned_bytes']==0 and s['shared_bytes']>0 else 1)" \
-  || fail "second plan not empty: $(cat "$WORK/stats.json")"
+  || fail "second plan not empty: $(cat "$WORK/stats.json"; "$BIN/oans-cat" "$WORK/plan2.capnp" | head -20)"
 pass "re-plan after apply is empty"

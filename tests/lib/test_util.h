@@ -114,6 +114,10 @@ class ForwardingSys : public Sys {
     return real().ExchangeAt(dirfd, a, b);
   }
   Status UnlinkAt(int dirfd, const std::string& name) override { return real().UnlinkAt(dirfd, name); }
+  Result<int> OpenTmpfile(int dirfd) override { return real().OpenTmpfile(dirfd); }
+  Status Pwrite(int fd, const void* buf, size_t len, uint64_t offset) override {
+    return real().Pwrite(fd, buf, len, offset);
+  }
 
  protected:
   static Sys& real() { return DefaultSys(); }

@@ -123,24 +123,36 @@ if ph["type"] != "plan-header" or pend["type"] != "plan-end" or not pend["comple
     fail("the plan does not read back completely")
 if ph["planned_bytes"] != stats["planned_bytes"] or not ph["rounds"] == len(rounds) == stats["rounds"]:
     fail(f"plan header {ph['planned_bytes']} bytes / {ph['rounds']} rounds, statistics {stats}")
-planned, ops = 0, 0
+planned, rewritten, ops = 0, 0, 0
 for r in rounds:
     total = 0
     for op in r["ops"]:
         ops += 1
         src = r["files"][op["source"]]
         total += op["length"] * (1 + len(op["dests"]))
-        planned += op["length"] * len(op["dests"])
         if op["offset"] % 4096 or op["length"] <= 0:
             fail(f"round {r['index']}: unaligned or empty operation {op}")
         for d in op["dests"]:
             df = r["files"][d["file"]]
-            if df["path"] == src["path"] or d["offset"] % 4096:
+            # A rewrite (docs/format.md): the source range itself, nothing else of its file.
+            rewrite = d.get("rewrite", False)
+            if rewrite != (d["file"] == op["source"] and d["offset"] == op["offset"]):
+                fail(f"round {r['index']}: destination {d} of {op} marked wrongly")
+            if rewrite:
+                rewritten += op["length"]
+            else:
+                planned += op["length"]
+            if (df["path"] == src["path"] and not rewrite) or d["offset"] % 4096:
                 fail(f"round {r['index']}: bad destination {d} of {op}")
             if op["offset"] + op["length"] > src["size"] or d["offset"] + op["length"] > df["size"]:
                 fail(f"round {r['index']}: operation {op} runs past the end of a file")
     if total != r["bytes"] or total > ph["round_size"]:
         fail(f"round {r['index']}: {total} bytes, recorded {r['bytes']}, round size {ph['round_size']}")
+if rewritten != stats["rewrite_bytes"] or rewritten != ph["rewrite_bytes"]:
+    fail(f"the plan's rewrites add up to {rewritten} bytes; statistics say {stats['rewrite_bytes']}, "
+         f"its header {ph['rewrite_bytes']}")
+if ph["format_version"] != (2 if rewritten else 1):
+    fail(f"a plan {'with' if rewritten else 'without'} rewrites has format version {ph['format_version']}")
 if planned != stats["planned_bytes"] or ops != stats["operations"]:
     fail(f"the plan's operations add up to {planned} bytes in {ops} operations; statistics say {stats}")
 print(f"ok: {N} files, {len(dests)} duplicates ({shared} shared), {len(groups)} groups, "

@@ -189,6 +189,7 @@ int main(int argc, char** argv) {
                                {"operations", s.ops},
                                {"bytes_planned", s.bytes_planned},
                                {"bytes_deduped", s.bytes_deduped},
+                               {"bytes_rewritten", s.bytes_rewritten},
                                {"files_linked", s.files_linked},
                                {"bytes_linked", s.bytes_linked},
                                {"bytes_prefetched", s.bytes_prefetched},
@@ -209,6 +210,7 @@ int main(int argc, char** argv) {
                                     std::to_string(s.rounds_done + s.rounds_from_journal) + " of " +
                                     std::to_string(s.rounds) + " rounds in " + renderer.Elapsed(),
                                 {std::to_string(s.ops) + " operations",
+                                 s.bytes_rewritten ? "rewrote " + FormatSize(s.bytes_rewritten) + " into new extents" : "",
                                  "deduped " + FormatSize(s.bytes_deduped) + " of " + FormatSize(s.bytes_planned) +
                                      " planned"})
                    .c_str(),

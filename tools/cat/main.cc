@@ -167,6 +167,7 @@ Json PlanHeaderJson(const PlanHeader& h) {
   j["duplicate_bytes"] = h.duplicate_bytes;
   j["shared_bytes"] = h.shared_bytes;
   j["planned_bytes"] = h.planned_bytes;
+  j["rewrite_bytes"] = h.rewrite_bytes;
   return j;
 }
 
@@ -185,7 +186,11 @@ Json RoundJson(const PlanRound& r) {
   Json ops = Json::array();
   for (const auto& o : r.ops) {
     Json dests = Json::array();
-    for (const auto& d : o.dests) dests.push_back(Json{{"file", d.file}, {"offset", d.offset}, {"physical", d.physical}});
+    for (const auto& d : o.dests) {
+      Json j{{"file", d.file}, {"offset", d.offset}, {"physical", d.physical}};
+      if (IsRewrite(o, d)) j["rewrite"] = true;  // copied into a new extent first (format 2)
+      dests.push_back(std::move(j));
+    }
     ops.push_back(Json{{"source", o.source}, {"offset", o.offset}, {"length", o.length}, {"physical", o.physical},
                        {"dests", std::move(dests)}});
   }

@@ -155,6 +155,12 @@ int main(int argc, char** argv) {
                "shorter runs would split extents into slivers for little space (a shorter run that replaces whole "
                "extents splits nothing and is planned). On btrfs, where an extent stays allocated while any part of "
                "it is referenced, a partial duplicate is planned only where it leaves whole extents unreferenced");
+  app.add_option("--max-rewrite", o.max_rewrite,
+                 "On btrfs: free an extent of a destination that partial duplicates cover but for at most PERCENT "
+                 "of its bytes (0-" + std::to_string(kMaxRewritePercent) + ", default 10; 0 never), by first copying "
+                 "its other bytes into new extents; less is written than freed")
+      ->type_name("PERCENT")
+      ->check(CLI::Range(0u, kMaxRewritePercent));
   app.add_option("--format", format,
                  "What to write: plan (default), or a report of the whole-file duplicate groups instead: text, "
                  "json (one group per line) or fdupes (paths, a blank line between groups); or the directories "
@@ -262,6 +268,7 @@ int main(int argc, char** argv) {
                                {"shared_bytes", s.shared_bytes},
                                {"partial_bytes", s.partial_bytes},
                                {"partial_left_bytes", s.partial_left_bytes},
+                               {"rewrite_bytes", s.rewrite_bytes},
                                {"planned_bytes", s.planned_bytes},
                                {"unchanged_since", s.unchanged_since},
                                {"since_listed", s.since_listed},
@@ -276,6 +283,7 @@ int main(int argc, char** argv) {
                  "  duplicate groups:   %llu (%llu whole-file, %llu block)\n"
                  "  duplicate bytes:    %s (%s as 4 KiB partial matches)\n"
                  "  partial, left:      %s (shorter than --min-run, or freeing no extent)\n"
+                 "  to rewrite:         %s (copied to new extents so that old ones go free)\n"
                  "  already shared:     %s\n"
                  "  plan will reclaim:  %s in %llu operations, %llu rounds\n"
                  "  not considered:     %llu files the scan could not read, %llu with inline data\n",
@@ -283,7 +291,7 @@ int main(int argc, char** argv) {
                  (unsigned long long)(s.whole_groups + s.block_groups), (unsigned long long)s.whole_groups,
                  (unsigned long long)s.block_groups, FormatSize(s.duplicate_bytes).c_str(),
                  FormatSize(s.partial_bytes).c_str(), FormatSize(s.partial_left_bytes).c_str(),
-                 FormatSize(s.shared_bytes).c_str(), FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.ops,
+                 FormatSize(s.rewrite_bytes).c_str(), FormatSize(s.shared_bytes).c_str(), FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.ops,
                  (unsigned long long)s.rounds, (unsigned long long)s.skipped_errors,
                  (unsigned long long)s.skipped_inline);
   } else if (!quiet) {
@@ -293,6 +301,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> parts = {FormatSize(s.planned_bytes) + " to reclaim in " + std::to_string(s.rounds) +
                                           " rounds",
                                       FormatSize(s.shared_bytes) + " already shared"};
+    if (s.rewrite_bytes)
+      parts.push_back(FormatSize(s.rewrite_bytes) + " to rewrite into new extents first");
     if (s.partial_left_bytes)
       parts.push_back(FormatSize(s.partial_left_bytes) +
                       " of partial duplicates left (shorter than --min-run, or sharing them would free no extent)");

@@ -40,6 +40,14 @@ class FakeSys : public test::ForwardingSys {
   std::function<Status(const Call&, std::vector<DedupeDest>*)> on_dedupe;
 
   int read_delay_ms = 0;  // each pread waits this long first (a slow disk)
+  // The default dedupe compares the bytes of the source and each destination, as the
+  // kernel does, instead of calling them equal.
+  bool compare_bytes = false;
+  // Called after each write to a temporary file (the copy of a rewrite).
+  std::function<void()> after_pwrite;
+  std::function<Result<int>(int)> on_tmpfile;   // instead of creating one
+  std::map<std::string, uint32_t> inode_flags;  // by path
+  std::string dir_uuid;                          // Identify() of directories, when set
 
   Result<int> OpenNoFollow(const std::string& path) override {
     auto fd = ForwardingSys::OpenNoFollow(path);
@@ -52,13 +60,35 @@ class FakeSys : public test::ForwardingSys {
   Result<int> OpenDirNoFollow(const std::string& path) override {
     auto fd = ForwardingSys::OpenDirNoFollow(path);
     std::lock_guard<std::mutex> lk(mu_);
-    if (fd.ok()) fds_[*fd] = path;
+    if (fd.ok()) fds_[*fd] = path, dirs_.insert(*fd);
     return fd;
+  }
+  Result<int> OpenTmpfile(int dirfd) override {
+    auto fd = on_tmpfile ? on_tmpfile(dirfd) : ForwardingSys::OpenTmpfile(dirfd);
+    std::lock_guard<std::mutex> lk(mu_);
+    events_.push_back("tmpfile in " + fds_[dirfd]);
+    if (fd.ok()) fds_[*fd] = "tmpfile";
+    return fd;
+  }
+  Status Pwrite(int fd, const void* buf, size_t len, uint64_t offset) override {
+    Status st = ForwardingSys::Pwrite(fd, buf, len, offset);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      events_.push_back("write " + fds_[fd] + " " + std::to_string(offset) + "+" + std::to_string(len));
+    }
+    if (after_pwrite) after_pwrite();
+    return st;
+  }
+  uint32_t InodeFlags(int fd) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = inode_flags.find(fds_[fd]);
+    return it == inode_flags.end() ? 0 : it->second;
   }
   void Close(int fd) override {
     {
       std::lock_guard<std::mutex> lk(mu_);
       if (fd >= 0 && !fds_.erase(fd)) ADD_FAILURE() << "closing fd " << fd << " that is not open";
+      dirs_.erase(fd);
     }
     ForwardingSys::Close(fd);
   }
@@ -92,10 +122,13 @@ class FakeSys : public test::ForwardingSys {
     std::lock_guard<std::mutex> lk(mu_);
     return hints_;
   }
-  Result<FsIdentity> Identify(int) override {
+  Result<FsIdentity> Identify(int fd) override {
     FsIdentity id;
     id.type = "btrfs";
-    id.uuid = uuid;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      id.uuid = dirs_.count(fd) && !dir_uuid.empty() ? dir_uuid : uuid;
+    }
     id.subvolume = subvolume;
     return id;
   }
@@ -116,6 +149,8 @@ class FakeSys : public test::ForwardingSys {
     for (auto& d : *dests) {
       d.status = kDedupeSame;
       d.bytes_deduped = length;
+      if (compare_bytes && Bytes(src_fd, src_offset, length) != Bytes(d.fd, d.offset, length))
+        d.status = kDedupeDiffers, d.bytes_deduped = 0;
     }
     return Status::Ok();
   }
@@ -158,7 +193,14 @@ class FakeSys : public test::ForwardingSys {
   }
 
  private:
+  std::string Bytes(int fd, uint64_t offset, uint64_t length) {
+    std::string b(length, '\0');
+    auto n = ForwardingSys::Pread(fd, b.data(), length, offset);
+    b.resize(n.ok() ? *n : 0);
+    return b;
+  }
   std::mutex mu_;
+  std::set<int> dirs_;
   std::map<int, std::string> fds_;
   std::vector<Call> calls_;
   std::vector<std::string> opened_paths_, events_, sequence_;
@@ -369,6 +411,85 @@ TEST_F(ApplyTest, DiffersCounted) {
   EXPECT_EQ(stats.skipped["differs (changed since scan)"], 8192u);
   EXPECT_EQ(stats.bytes_deduped, 8192u);
   EXPECT_EQ(stats.errors, 0u);  // a difference is not an error
+}
+
+// A rewrite (plan format 2): an operation naming its source range as a destination.
+// The range is copied into a file without a name in the file's directory, and that copy
+// is the source the range itself and every other destination are compared with.
+class RewriteTest : public ApplyTest {
+ protected:
+  void SetUp() override {
+    ApplyTest::SetUp();
+    test::WriteFile(P("b"), std::string(16384, 'a'));  // the same as a
+    sys_.compare_bytes = true;
+  }
+  // a's first 8 KiB rewritten, and shared by b.
+  Status Run(ApplyStats* stats) { return Apply(Header(1), {Round(0, {Ref(P("a")), Ref(P("b"))}, {{0, {0, 1}}})}, stats); }
+  bool Made(const std::string& event) {
+    auto e = sys_.events();
+    return std::find(e.begin(), e.end(), event) != e.end();
+  }
+};
+
+TEST_F(RewriteTest, TheRangeIsSharedFromACopyWithoutAName) {
+  ApplyStats stats;
+  ASSERT_OK(Run(&stats));
+  EXPECT_TRUE(Made("tmpfile in " + root_));
+  EXPECT_TRUE(Made("write tmpfile 0+8192"));
+  auto calls = sys_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].src, "tmpfile");
+  EXPECT_EQ(calls[0].dests, (std::vector<std::pair<std::string, uint64_t>>{{P("a"), 0}, {P("b"), 0}}));
+  EXPECT_EQ(stats.bytes_rewritten, 8192u);
+  EXPECT_EQ(stats.bytes_deduped, 8192u);  // b's; a's own range is rewritten, not reclaimed
+  EXPECT_TRUE(stats.skipped.empty());
+  EXPECT_EQ(test::ReadFile(P("a")), std::string(16384, 'a'));
+}
+
+TEST_F(RewriteTest, ARangeChangedAfterItWasCopiedDiffersAndKeepsItsNewData) {
+  // Another writer changes a between the copy and the dedupe.
+  sys_.after_pwrite = [&] {
+    std::fstream f(P("a"), std::ios::in | std::ios::out | std::ios::binary);
+    f.write(std::string(4096, 'X').data(), 4096);
+  };
+  ApplyStats stats;
+  ASSERT_OK(Run(&stats));
+  EXPECT_EQ(stats.skipped["differs (changed since scan)"], 8192u);
+  EXPECT_EQ(stats.bytes_rewritten, 0u);
+  EXPECT_EQ(stats.bytes_deduped, 8192u);  // b matches the copy
+  EXPECT_EQ(test::ReadFile(P("a")), std::string(4096, 'X') + std::string(12288, 'a'));
+}
+
+TEST_F(RewriteTest, ANodatacowFileIsNotRewrittenButStillShared) {
+  sys_.inode_flags[P("a")] = 0x00800000;  // FS_NOCOW_FL
+  ApplyStats stats;
+  ASSERT_OK(Run(&stats));
+  EXPECT_EQ(stats.skipped["not rewritten: the file is nodatacow"], 8192u);
+  EXPECT_FALSE(Made("tmpfile in " + root_));
+  auto calls = sys_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].src, P("a"));
+  EXPECT_EQ(calls[0].dests, (std::vector<std::pair<std::string, uint64_t>>{{P("b"), 0}}));
+  EXPECT_EQ(stats.bytes_deduped, 8192u);
+}
+
+TEST_F(RewriteTest, NoSpaceForTheCopyIsTriedAgainNextTime) {
+  sys_.on_tmpfile = [](int) -> Result<int> { return Status::Io("create a temporary file", ENOSPC); };
+  ApplyStats stats;
+  ASSERT_OK(Run(&stats));
+  EXPECT_EQ(stats.skipped["rewrite failed, ENOSPC (no space for metadata)"], 8192u);
+  EXPECT_EQ(stats.rounds_to_retry, 1u);
+  EXPECT_EQ(stats.errors, 1u);
+  EXPECT_EQ(stats.bytes_deduped, 8192u);  // b, from a itself
+}
+
+TEST_F(RewriteTest, NoCopyIsMadeInADirectoryOnAnotherFilesystem) {
+  sys_.dir_uuid = "another";  // the directory was swapped for a mount of something else
+  ApplyStats stats;
+  ASSERT_OK(Run(&stats));
+  EXPECT_EQ(stats.skipped["not rewritten: its directory is on another filesystem now"], 8192u);
+  EXPECT_FALSE(Made("tmpfile in " + root_));
+  EXPECT_EQ(stats.bytes_deduped, 8192u);
 }
 
 TEST_F(ApplyTest, PerDestinationErrorsCountedByReason) {

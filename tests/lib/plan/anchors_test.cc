@@ -231,14 +231,39 @@ TEST(Anchors, OnBtrfsACopyOfARewrittenCopyGoesFreeToo) {
   EXPECT_TRUE(second_pass);
 }
 
-TEST(Anchors, OnBtrfsACopyWrittenInOneGoIsLeftAlone) {
+TEST(Anchors, OnBtrfsACopyWrittenInOneGoIsLeftAloneWithoutRewriting) {
   RewrittenCopy c;
   Partial p;
+  p.s.options.max_rewrite = 0;
   p.OnBtrfs();
   p.Add(c.a);
   p.Add(c.b);  // one extent: sharing its common parts would free nothing
   EXPECT_EQ(p.Plan(), 0u);
   EXPECT_EQ(p.s.stats.partial_left_bytes, (RewrittenCopy::kSectors - c.changed.size()) * kS);
+  EXPECT_EQ(p.s.stats.rewrite_bytes, 0u);
+}
+
+TEST(Anchors, OnBtrfsACopyWrittenInOneGoGoesFreeByRewritingWhatDiffers) {
+  RewrittenCopy c;
+  Partial p;
+  p.OnBtrfs();
+  const uint32_t a = p.Add(c.a), b = p.Add(c.b);
+  const uint64_t planned = p.Plan(), rewritten = p.s.stats.rewrite_bytes;
+  // Every byte of b's one extent is either shared with a or copied to a new extent.
+  EXPECT_EQ(planned + rewritten, RewrittenCopy::kSectors * kS);
+  EXPECT_GE(rewritten, c.changed.size() * kS);
+  EXPECT_LE(rewritten * 10, RewrittenCopy::kSectors * kS);
+  std::set<uint64_t> copied;
+  for (const auto& [src, off, len, dst, doff] : p.Ops()) {
+    EXPECT_EQ(dst, b);
+    if (src == b) {
+      EXPECT_EQ(off, doff);  // a rewrite: the range itself
+      for (uint64_t x = off / kS; x < (off + len) / kS; ++x) copied.insert(x);
+    } else {
+      EXPECT_EQ(src, a);
+    }
+  }
+  for (size_t x : c.changed) EXPECT_TRUE(copied.count(x)) << x;
 }
 
 TEST(Anchors, RepeatsInsideOneFileAreFound) {

@@ -161,5 +161,65 @@ TEST(FreeingRuns, ACompressedExtentIsItsOwnExtent) {
   EXPECT_EQ(f.runs, std::vector<RunKey>{R(1, 2, 0, 128 * K, 0)});
 }
 
+// A file written in one go that differs from its source in a few scattered sectors: its
+// one extent goes free only when those sectors are copied into new extents first.
+TEST(FreeingRuns, AnExtentCoveredButForAFewSectorsIsFreedByRewritingThem) {
+  const Detail dst = FileOf({At(0, 8u << 30, 1024 * K)});
+  const std::vector<RunKey> runs = {R(1, 2, 0, 500 * K, 0), R(1, 2, 504 * K, 516 * K, 504 * K)};  // 4 KiB differ at 500K, 4 KiB at the end
+  EXPECT_TRUE(FreeingRuns(kSource, dst, runs, kMin, true, {}, 0).runs.empty());  // never rewrite: nothing
+  Freeing f = FreeingRuns(kSource, dst, runs, kMin, true, {}, 10);
+  EXPECT_EQ(f.runs, runs);
+  EXPECT_EQ(f.freed, 1024 * K);
+  EXPECT_EQ(f.rewrites, (std::vector<RunKey>{R(2, 2, 500 * K, 4 * K, 500 * K), R(2, 2, 1020 * K, 4 * K, 1020 * K)}));
+  EXPECT_EQ(f.rewritten, 8 * K);
+  EXPECT_EQ(f.net(), 1016 * K);
+}
+
+TEST(FreeingRuns, NoMoreIsRewrittenThanTheLimitAllows) {
+  const Detail dst = FileOf({At(0, 8u << 30, 1000 * K)});
+  // 900 KiB covered, 100 KiB (10 %) not: kept at 10 %, refused at 9 %.
+  const std::vector<RunKey> runs = {R(1, 2, 0, 900 * K, 0)};
+  EXPECT_EQ(FreeingRuns(kSource, dst, runs, kMin, true, {}, 10).rewritten, 100 * K);
+  Freeing f = FreeingRuns(kSource, dst, runs, kMin, true, {}, 9);
+  EXPECT_TRUE(f.runs.empty());
+  EXPECT_TRUE(f.rewrites.empty());
+  EXPECT_EQ(f.freed, 0u);
+}
+
+TEST(FreeingRuns, NothingIsRewrittenOfACompressedSharedOrPreallocatedExtentOrInsideOneFile) {
+  const std::vector<RunKey> runs = {R(1, 2, 0, 120 * K, 0)};
+  for (uint32_t flags : {kExtentEncoded, kExtentShared, kExtentUnwritten}) {
+    const Detail dst = FileOf({At(0, 8u << 30, 128 * K, flags)});
+    Freeing f = FreeingRuns(kSource, dst, runs, kMin, true, {true, false}, 50);
+    EXPECT_TRUE(f.runs.empty()) << flags;
+    EXPECT_TRUE(f.rewrites.empty()) << flags;
+  }
+  // Its first 480 KiB again at 512 KiB, in a second extent of 512 KiB: inside one file,
+  // the 32 KiB left are not rewritten.
+  const Detail one = FileOf({At(0, 8u << 30, 512 * K), At(512 * K, 9u << 30, 512 * K)});
+  Freeing f = FreeingRuns(one, one, {R(1, 1, 0, 480 * K, 512 * K)}, kMin, true, {}, 50);
+  EXPECT_TRUE(f.rewrites.empty());
+  EXPECT_TRUE(f.runs.empty());
+}
+
+TEST(FreeingRuns, TheTailPastTheEndOfTheFileIsNotCopiedAndTheWayThatFreesMoreNetWins) {
+  // dst ends 1000 bytes into its last sector; the run covers all but the last 8 KiB of data.
+  Detail dst = FileOf({At(0, 8u << 30, 1028 * K)});
+  dst.size = 1024 * K + 1000;
+  Freeing f = FreeingRuns(kSource, dst, {R(1, 2, 0, 1016 * K, 0)}, kMin, true, {true, false}, 10);
+  EXPECT_EQ(f.rewrites, std::vector<RunKey>{R(2, 2, 1016 * K, 8 * K + 1000, 1016 * K)});
+  EXPECT_EQ(f.freed, 1028 * K);
+  // Rewriting 64 KiB to free 1024 KiB, or freeing the other file's 960 KiB extent with
+  // nothing to rewrite: the same space either way, so the way without a rewrite is chosen.
+  const Detail whole = FileOf({At(0, 8u << 30, 1024 * K)});
+  const Detail small = FileOf({At(0, 9u << 30, 960 * K)});
+  f = FreeingRuns(small, whole, {R(1, 2, 0, 960 * K, 0)}, kMin, true, {}, 10);
+  EXPECT_EQ(f.runs, std::vector<RunKey>{R(2, 1, 0, 960 * K, 0)});
+  EXPECT_TRUE(f.rewrites.empty());
+  // Without that way, the rewrite.
+  f = FreeingRuns(small, whole, {R(1, 2, 0, 960 * K, 0)}, kMin, true, {true, false}, 10);
+  EXPECT_EQ(f.rewritten, 64 * K);
+}
+
 }  // namespace
 }  // namespace oans

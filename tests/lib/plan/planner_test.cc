@@ -480,6 +480,53 @@ TEST(Planner, OnBtrfsABlockRunInsideExtentsIsLeftAlone) {
   EXPECT_EQ(r.stats.planned_bytes, 0u);
 }
 
+TEST(Planner, OnBtrfsAnExtentSharedButForOneBlockGoesFreeByRewritingIt) {
+  TempDir dir;
+  // y is x with its last of 20 blocks changed, each written in one go: sharing 19 blocks
+  // frees y's extent only once its 20th block is copied into a new extent.
+  std::vector<uint64_t> y = Blocks(100, 19);
+  y.push_back(999);
+  WriteSpecIndex(dir.Join("a.idx"), {{"x", Blocks(100, 20), 10 << 20}, {"y", y, 20 << 20}});
+  PlanOptions o = Opts({dir.Join("a.idx")});
+  o.max_rewrite = 4;  // 1 block of 20 is 5 %: not allowed
+  PlanRun r = Plan(dir, o);
+  ASSERT_OK(r.status);
+  EXPECT_TRUE(r.ops.empty());
+  EXPECT_EQ(r.header.format_version, kPlanFormatNoRewrite);
+  r = Plan(dir, Opts({dir.Join("a.idx")}));
+  ASSERT_OK(r.status);
+  EXPECT_EQ(r.stats.planned_bytes, 19u * kBs);
+  EXPECT_EQ(r.stats.rewrite_bytes, kBs);
+  EXPECT_EQ(r.header.rewrite_bytes, kBs);
+  EXPECT_EQ(r.header.format_version, kPlanFormatVersion);
+  uint64_t rewrites = 0;
+  for (size_t i = 0; i < r.ops.size(); ++i)
+    for (const auto& d : r.ops[i].dests)
+      if (IsRewrite(r.ops[i], d)) {
+        EXPECT_EQ(r.Path(i, d.file), "/r/y");
+        EXPECT_EQ(d.offset, 19u * kBs);
+        rewrites += r.ops[i].length;
+      }
+  EXPECT_EQ(rewrites, kBs);
+}
+
+TEST(Planner, AWholeFileTwinIsNeverAPartialDestination) {
+  TempDir dir;
+  // t1 and t2 are equal and share one extent already (a whole-file group, deduped the
+  // night before); z holds all of t's blocks and one more. Sharing z's blocks into t1
+  // would free nothing: its twin keeps the extent.
+  std::vector<uint64_t> z = Blocks(100, 19);
+  z.push_back(999);
+  WriteSpecIndex(dir.Join("a.idx"), {{"t1", Blocks(100, 19), 10 << 20}, {"t2", Blocks(100, 19), 10 << 20}, {"z", z, 30 << 20}});
+  PlanRun r = Plan(dir, Opts({dir.Join("a.idx")}));
+  ASSERT_OK(r.status);
+  EXPECT_EQ(r.stats.whole_groups, 1u);
+  for (size_t i = 0; i < r.ops.size(); ++i)
+    for (const auto& d : r.ops[i].dests)
+      if (r.Path(i, r.ops[i].source) == "/r/z" && !IsRewrite(r.ops[i], d))
+        ADD_FAILURE() << "z shared into " << r.Path(i, d.file);
+}
+
 TEST(Planner, BlockRunsOffWhenDisabled) {
   TempDir dir;
   WriteSpecIndex(dir.Join("a.idx"), {{"x", {11, 12, 13, 14, 15}, 10 << 20}, {"y", {21, 22, 12, 13, 14, 26}, 20 << 20},
