@@ -24,6 +24,13 @@ Result<int> ReflinkExecutor::CopyToNewExtent(const PreparedRound& r, const PlanO
   const std::string& path = r.round.files[op.source].path;
   // A file without checksums cannot share with one that has them (EINVAL).
   if (sys_.InodeFlags(fd) & kNoCowFlag) return Status::Mismatch("not rewritten: the file is nodatacow");
+  // An extent shared with another file or a snapshot (which the plan cannot know when
+  // the scan mapped the file from btrfs's trees) stays allocated: a copy would only add
+  // its size.
+  std::vector<FiemapExtent> extents;
+  OANS_RETURN_IF_ERROR(sys_.FiemapRange(fd, op.offset, op.length, &extents));
+  for (const auto& e : extents)
+    if (e.flags & kExtentShared) return Status::Mismatch("not rewritten: shared with another file or a snapshot");
   OANS_ASSIGN_OR_RETURN(int dir, sys_.OpenDirNoFollow(ParentOf(path)));
   auto same = [&]() -> Result<bool> {
     OANS_ASSIGN_OR_RETURN(auto a, sys_.Identify(dir));
@@ -68,11 +75,17 @@ void ReflinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::f
       if (c.ok()) {
         src = copy = *c;
       } else {
+        // A failed call is an error, tried again next run when it may pass; a rewrite
+        // found not worth making (a shared extent, nodatacow, ...) is only counted.
         const int e = c.status().errnum();
         const std::string why = e ? "rewrite failed, " + ReasonFor(e) : c.status().message();
-        out->Skip(why, op.length, e && Transient(e));
-        if (e) out->errors++;
-        out->notices.push_back(files[op.source].path + ": " + why);
+        if (e) {
+          out->Skip(why, op.length, Transient(e));
+          out->errors++;
+        } else {
+          out->not_rewritten[why] += op.length;
+        }
+        out->Notice(files[op.source].path + ": " + why);
         usable.erase(self);
         if (usable.empty()) continue;
       }

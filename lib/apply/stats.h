@@ -3,6 +3,7 @@
 // run's ApplyStats.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -26,6 +27,9 @@ struct ApplyStats {
   uint64_t tree_ahead_bytes = 0;  // extent and free space tree blocks read in disk order first (HDD)
   // Bytes not deduped, by reason ("changed since scan", "differs", "EPERM", ...).
   std::map<std::string, uint64_t> skipped;
+  // Bytes a rewrite was planned for and not made, by reason (shared with a snapshot,
+  // nodatacow, ...): the planner's guess that did not hold, not data left unshared.
+  std::map<std::string, uint64_t> not_rewritten;
   uint64_t errors = 0;  // destinations that failed (not counting "differs"/changed)
   bool interrupted = false;
   bool deadline_reached = false;
@@ -45,6 +49,7 @@ struct RoundResult {
   uint64_t errors = 0;
   uint64_t bytes_done = 0;  // planned bytes handled, for progress
   std::map<std::string, uint64_t> skipped;
+  std::map<std::string, uint64_t> not_rewritten;
   std::vector<std::string> notices;  // per-file problems for the user
   // Something in the round failed in a way that may not happen again (busy, no space,
   // I/O error, a file open for writing): the round is not journaled as done.
@@ -62,6 +67,11 @@ struct RoundResult {
     s->bytes_linked += bytes_linked;
     s->errors += errors;
     for (const auto& [k, v] : skipped) s->skipped[k] += v;
+    for (const auto& [k, v] : not_rewritten) s->not_rewritten[k] += v;
+  }
+  // A notice, unless the round has given the same one already.
+  void Notice(std::string text) {
+    if (std::find(notices.begin(), notices.end(), text) == notices.end()) notices.push_back(std::move(text));
   }
 };
 

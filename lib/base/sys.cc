@@ -22,6 +22,7 @@
 #include <cstring>
 #include <memory>
 
+#include "lib/base/fiemap.h"
 #include "lib/base/fsinfo.h"
 
 namespace oans {
@@ -110,32 +111,9 @@ class PosixSys final : public Sys {
     return FromStatx(sx);
   }
 
-  Status Fiemap(int fd, std::vector<FiemapExtent>* out) override {
-    out->clear();
-    constexpr unsigned kBatch = 256;
-    const size_t bytes = sizeof(struct fiemap) + kBatch * sizeof(struct fiemap_extent);
-    std::unique_ptr<char[]> buf(new char[bytes]);
-    uint64_t start = 0;
-    for (;;) {
-      std::memset(buf.get(), 0, bytes);
-      auto* fm = reinterpret_cast<struct fiemap*>(buf.get());
-      fm->fm_start = start;
-      fm->fm_length = FIEMAP_MAX_OFFSET - start;
-      fm->fm_flags = FIEMAP_FLAG_SYNC;
-      fm->fm_extent_count = kBatch;
-      if (::ioctl(fd, FS_IOC_FIEMAP, fm) != 0) return Status::Io("FIEMAP", errno);
-      if (fm->fm_mapped_extents == 0) return Status::Ok();
-      bool last = false;
-      for (unsigned i = 0; i < fm->fm_mapped_extents; ++i) {
-        const auto& e = fm->fm_extents[i];
-        out->push_back({e.fe_logical, e.fe_physical, e.fe_length, e.fe_flags});
-        if (e.fe_flags & FIEMAP_EXTENT_LAST) last = true;
-      }
-      const auto& e = fm->fm_extents[fm->fm_mapped_extents - 1];
-      if (last || e.fe_logical + e.fe_length <= start) return Status::Ok();
-      start = e.fe_logical + e.fe_length;
-      if (out->size() > 50'000'000) return Status::Io("FIEMAP: implausible extent count", EOVERFLOW);
-    }
+  Status Fiemap(int fd, std::vector<FiemapExtent>* out) override { return ReadFiemap(fd, 0, UINT64_MAX, out); }
+  Status FiemapRange(int fd, uint64_t offset, uint64_t length, std::vector<FiemapExtent>* out) override {
+    return ReadFiemap(fd, offset, length, out);
   }
 
   Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) override {

@@ -110,6 +110,15 @@ class Sys {
   virtual Result<FileStat> StatAt(int dirfd, const std::string& name) = 0;
   // Full extent map, restarting after the last extent until FIEMAP_EXTENT_LAST.
   virtual Status Fiemap(int fd, std::vector<FiemapExtent>* out) = 0;
+  // The extents overlapping [offset, offset + length). The default filters Fiemap's.
+  virtual Status FiemapRange(int fd, uint64_t offset, uint64_t length, std::vector<FiemapExtent>* out) {
+    OANS_RETURN_IF_ERROR(Fiemap(fd, out));
+    std::vector<FiemapExtent> in;
+    in.swap(*out);
+    for (const auto& e : in)
+      if (e.logical >= offset ? e.logical - offset < length : e.logical + e.length > offset) out->push_back(e);
+    return Status::Ok();
+  }
   // Reads up to len bytes; returns bytes read (0 at EOF). Retries EINTR.
   virtual Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) = 0;
   // FIDEDUPERANGE for up to 127 destinations. A whole-call failure is the Status;

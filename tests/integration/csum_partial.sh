@@ -14,7 +14,10 @@
 #  - fresh: two 256 MiB files differing in 1% of their blocks, each written in one go:
 #           sharing their common parts alone would free no extent. With --max-rewrite 0
 #           nothing is planned; by default the differing blocks are first copied into
-#           new extents (about 1%), and then one file's old extents go free.
+#           new extents (about 1%), and then one file's old extents go free;
+#  - snap:  the same in a subvolume with a snapshot outside the scanned root: the
+#           snapshot keeps the old extents, so apply does not rewrite (FIEMAP says
+#           shared) and the filesystem's allocation does not grow.
 # Every file's content is checked before and after; the scan reads none of this data.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
@@ -125,3 +128,33 @@ echo "fresh: freed $freed_f bytes, $rewrite rewritten ($rewritten)"
 [ "$freed_f" -ge $(((256 << 20) - rewrite - (1 << 20))) ] ||
   fail "the files written in one go freed only $freed_f bytes ($rewrite rewritten)"
 pass "files written in one go, 1% apart: $freed_f bytes freed after rewriting $rewrite"
+
+# A snapshot keeps the extents: rewriting would only add the copies.
+mkfs_mount btrfs 600M snap
+SNAP=$MNT
+btrfs -q subvolume create "$SNAP/vol"
+rand_file "$SNAP/vol/a.img" $((64 << 20)) 50
+cp --reflink=never "$SNAP/vol/a.img" "$WORK/b.img"
+rewrite_blocks "$WORK/b.img" 51
+cp --reflink=never "$WORK/b.img" "$SNAP/vol/b.img"
+rm "$WORK/b.img"
+sync
+btrfs -q subvolume snapshot -r "$SNAP/vol" "$SNAP/vol-snapshot"
+used_snap=$(data_used "$SNAP")
+checksums "$SNAP" > "$WORK/before-snap"
+"$BIN/oans-scan" --quiet -o "$WORK/s.idx" "$SNAP/vol"
+"$BIN/oans-plan" --json "$WORK/s.idx" > "$WORK/s.plan" 2> "$WORK/s.json"
+[ "$(stat_of "$WORK/s.json" rewrite_bytes)" -gt 0 ] || fail "snap: no rewrite planned (the plan cannot see the snapshot)"
+set +e
+"$BIN/oans-apply" "$WORK/s.plan" 2> "$WORK/s.log"
+rc=$?
+set -e
+cat "$WORK/s.log"
+[ $rc -eq 0 ] || fail "snap: apply exited $rc, expected 0 (a rewrite not made is not data left unshared)"
+grep -q "planned for a rewrite, not rewritten: shared with another file or a snapshot" "$WORK/s.log" ||
+  fail "snap: the rewrites not made are not counted"
+[ "$(grep -c 'b.img: not rewritten' "$WORK/s.log")" -le 5 ] || fail "snap: a notice for every operation"
+checksums "$SNAP" | cmp -s - "$WORK/before-snap" || fail "contents changed in $SNAP"
+grown=$(( $(data_used "$SNAP") - used_snap ))
+[ "$grown" -le 0 ] || fail "snap: the filesystem's data grew by $grown bytes"
+pass "an extent a snapshot keeps is not rewritten: allocation changed by $grown bytes"

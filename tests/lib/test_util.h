@@ -76,6 +76,9 @@ class ForwardingSys : public Sys {
   Result<FileStat> Fstat(int fd) override { return real().Fstat(fd); }
   Result<FileStat> StatAt(int dirfd, const std::string& name) override { return real().StatAt(dirfd, name); }
   Status Fiemap(int fd, std::vector<FiemapExtent>* out) override { return real().Fiemap(fd, out); }
+  Status FiemapRange(int fd, uint64_t offset, uint64_t length, std::vector<FiemapExtent>* out) override {
+    return real().FiemapRange(fd, offset, length, out);
+  }
   Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) override {
     return real().Pread(fd, buf, len, offset);
   }

@@ -177,7 +177,8 @@ int main(int argc, char** argv) {
     return cli::Fail("oans-apply", st);
   }
   if (json) {
-    Json reasons = Json::object();
+    Json reasons = Json::object(), not_rewritten = Json::object();
+    for (auto& [k, v] : s.not_rewritten) not_rewritten[ToValidUtf8(k)] = v;
     for (auto& [k, v] : s.skipped) {
       Json& slot = reasons[ToValidUtf8(k)];
       slot = (slot.is_null() ? 0 : slot.get<uint64_t>()) + v;
@@ -195,6 +196,7 @@ int main(int argc, char** argv) {
                                {"bytes_prefetched", s.bytes_prefetched},
                                {"bytes_skipped", s.bytes_skipped()},
                                {"skipped", std::move(reasons)},
+                               {"not_rewritten", std::move(not_rewritten)},
                                {"files_checked", s.files_checked},
                                {"open_ahead", s.open_ahead},
                                {"tree_ahead_bytes", s.tree_ahead_bytes},
@@ -217,6 +219,8 @@ int main(int argc, char** argv) {
                stderr);
     for (auto& [reason, bytes] : s.skipped)
       std::fprintf(stderr, "  skipped %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
+    for (auto& [reason, bytes] : s.not_rewritten)
+      std::fprintf(stderr, "  %s planned for a rewrite, %s\n", FormatSize(bytes).c_str(), reason.c_str());
     if (s.rounds_to_retry)
       std::fputs(cli::WrapSummary("", {std::to_string(s.rounds_to_retry) +
                                            " rounds met a passing problem (busy, no space, a writer, an I/O error)",

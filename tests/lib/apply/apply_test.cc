@@ -48,6 +48,7 @@ class FakeSys : public test::ForwardingSys {
   std::function<Result<int>(int)> on_tmpfile;   // instead of creating one
   std::map<std::string, uint32_t> inode_flags;  // by path
   std::string dir_uuid;                          // Identify() of directories, when set
+  std::set<std::string> shared;                  // paths whose extents FIEMAP calls shared
 
   Result<int> OpenNoFollow(const std::string& path) override {
     auto fd = ForwardingSys::OpenNoFollow(path);
@@ -78,6 +79,13 @@ class FakeSys : public test::ForwardingSys {
     }
     if (after_pwrite) after_pwrite();
     return st;
+  }
+  // One extent over the range, shared for the paths in `shared` (the files here are on
+  // whatever filesystem holds the test directory).
+  Status FiemapRange(int fd, uint64_t offset, uint64_t length, std::vector<FiemapExtent>* out) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    out->assign(1, {offset, 1u << 30, length, shared.count(fds_[fd]) ? kExtentShared : 0u});
+    return Status::Ok();
   }
   uint32_t InodeFlags(int fd) override {
     std::lock_guard<std::mutex> lk(mu_);
@@ -464,12 +472,24 @@ TEST_F(RewriteTest, ANodatacowFileIsNotRewrittenButStillShared) {
   sys_.inode_flags[P("a")] = 0x00800000;  // FS_NOCOW_FL
   ApplyStats stats;
   ASSERT_OK(Run(&stats));
-  EXPECT_EQ(stats.skipped["not rewritten: the file is nodatacow"], 8192u);
+  EXPECT_EQ(stats.not_rewritten["not rewritten: the file is nodatacow"], 8192u);
+  EXPECT_TRUE(stats.skipped.empty());  // not data left unshared: exit 0
   EXPECT_FALSE(Made("tmpfile in " + root_));
   auto calls = sys_.calls();
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].src, P("a"));
   EXPECT_EQ(calls[0].dests, (std::vector<std::pair<std::string, uint64_t>>{{P("b"), 0}}));
+  EXPECT_EQ(stats.bytes_deduped, 8192u);
+}
+
+TEST_F(RewriteTest, AnExtentSharedWithASnapshotIsNotRewritten) {
+  sys_.shared.insert(P("a"));  // its extent stays allocated whatever a references
+  ApplyStats stats;
+  ASSERT_OK(Run(&stats));
+  EXPECT_EQ(stats.not_rewritten["not rewritten: shared with another file or a snapshot"], 8192u);
+  EXPECT_TRUE(stats.skipped.empty());
+  EXPECT_FALSE(Made("tmpfile in " + root_));
+  EXPECT_EQ(stats.bytes_rewritten, 0u);
   EXPECT_EQ(stats.bytes_deduped, 8192u);
 }
 
@@ -487,7 +507,7 @@ TEST_F(RewriteTest, NoCopyIsMadeInADirectoryOnAnotherFilesystem) {
   sys_.dir_uuid = "another";  // the directory was swapped for a mount of something else
   ApplyStats stats;
   ASSERT_OK(Run(&stats));
-  EXPECT_EQ(stats.skipped["not rewritten: its directory is on another filesystem now"], 8192u);
+  EXPECT_EQ(stats.not_rewritten["not rewritten: its directory is on another filesystem now"], 8192u);
   EXPECT_FALSE(Made("tmpfile in " + root_));
   EXPECT_EQ(stats.bytes_deduped, 8192u);
 }

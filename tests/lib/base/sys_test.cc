@@ -100,6 +100,33 @@ namespace {
 // The device path of a tree read-ahead comes from the filesystem: whatever it names is
 // looked at before it is opened, so a FIFO (which would block an open for reading), a
 // symlink to one, or a regular file is refused, never read.
+TEST(SysFiemapRange, GivesOnlyTheExtentsOverlappingTheRange) {
+  test::TempDir dir;
+  const std::string path = dir.Join("sparse");
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  const std::string block(4096, 'x');
+  ASSERT_EQ(::pwrite(fd, block.data(), block.size(), 0), 4096);
+  ASSERT_EQ(::pwrite(fd, block.data(), block.size(), 1 << 20), 4096);  // a hole between
+  ASSERT_EQ(::fsync(fd), 0);
+  Sys& sys = DefaultSys();
+  std::vector<FiemapExtent> all, first, second, none;
+  Status st = sys.Fiemap(fd, &all);
+  if (!st.ok() || all.size() != 2) {
+    ::close(fd);
+    GTEST_SKIP() << "this filesystem does not map the file in two extents: " << st.message();
+  }
+  EXPECT_OK(sys.FiemapRange(fd, 0, 4096, &first));
+  EXPECT_OK(sys.FiemapRange(fd, 512 << 10, 1 << 20, &second));
+  EXPECT_OK(sys.FiemapRange(fd, 8192, 4096, &none));
+  ::close(fd);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].logical, 0u);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].logical, 1u << 20);
+  EXPECT_TRUE(none.empty());
+}
+
 TEST(SysOpenBlockDevice, RefusesWhatIsNotABlockDevice) {
   test::TempDir dir;
   const std::string fifo = dir.Join("fifo"), link = dir.Join("link"), file = dir.Join("file");
