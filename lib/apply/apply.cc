@@ -27,7 +27,7 @@ constexpr uint64_t kTreeAheadBudget = 128ull << 20;
 std::unique_ptr<Executor> MakeExecutor(Sys& sys, const ApplyOptions& o, RateLimiter* rate) {
   if (o.dry_run) return std::make_unique<DryRunExecutor>(o.on_dry_run);
   if (o.hardlink) return std::make_unique<HardlinkExecutor>(sys, o.link_policy, rate, o.link_log);
-  return std::make_unique<ReflinkExecutor>(sys);
+  return std::make_unique<ReflinkExecutor>(sys, rate);
 }
 
 // The state of one run, shared by the two stages (and the thread that opens the round

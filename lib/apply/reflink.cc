@@ -21,9 +21,9 @@ std::string ParentOf(const std::string& path) {
 
 Result<int> ReflinkExecutor::CopyToNewExtent(const PreparedRound& r, const PlanOp& op) {
   const int fd = r.fds[op.source];
-  const std::string& path = r.round.files[op.source].path;
-  // A file without checksums cannot share with one that has them (EINVAL).
-  if (sys_.InodeFlags(fd) & kNoCowFlag) return Status::Mismatch("not rewritten: the file is nodatacow");
+  const PlanFileRef& file = r.round.files[op.source];
+  if (op.offset >= file.size || op.length > file.size - op.offset)  // a damaged plan
+    return Status::Mismatch("not rewritten: the range runs past the end of the file");
   // An extent shared with another file or a snapshot (which the plan cannot know when
   // the scan mapped the file from btrfs's trees) stays allocated: a copy would only add
   // its size.
@@ -31,31 +31,67 @@ Result<int> ReflinkExecutor::CopyToNewExtent(const PreparedRound& r, const PlanO
   OANS_RETURN_IF_ERROR(sys_.FiemapRange(fd, op.offset, op.length, &extents));
   for (const auto& e : extents)
     if (e.flags & kExtentShared) return Status::Mismatch("not rewritten: shared with another file or a snapshot");
-  OANS_ASSIGN_OR_RETURN(int dir, sys_.OpenDirNoFollow(ParentOf(path)));
+  OANS_ASSIGN_OR_RETURN(int dir, sys_.OpenDirNoFollow(ParentOf(file.path)));
   auto same = [&]() -> Result<bool> {
     OANS_ASSIGN_OR_RETURN(auto a, sys_.Identify(dir));
     OANS_ASSIGN_OR_RETURN(auto b, sys_.Identify(fd));
     return a.uuid == b.uuid && !a.uuid.empty();
   }();
-  Result<int> tmp = same.ok() && *same ? sys_.OpenTmpfile(dir) : Result<int>(Status::Mismatch("not rewritten: its directory is on another filesystem now"));
+  Result<int> tmp = same.ok() && *same ? sys_.OpenTmpfile(dir)
+                                       : Result<int>(Status::Mismatch("not rewritten: its directory is on another filesystem now"));
   sys_.Close(dir);
   if (!same.ok()) return same.status();
   if (!tmp.ok()) return tmp.status();
+  // The copy takes nodatacow from its directory, the file may not (chattr +C after it
+  // was written): the two must agree, or the kernel refuses to share (EINVAL).
+  const uint32_t want = sys_.InodeFlags(fd) & kNoCowFlag, have = sys_.InodeFlags(*tmp);
+  Status st = (have & kNoCowFlag) == want ? Status::Ok() : sys_.SetInodeFlags(*tmp, (have & ~kNoCowFlag) | want);
+  if (!st.ok()) st = Status::Mismatch("not rewritten: its copy cannot be made " + std::string(want ? "" : "not ") + "nodatacow like it");
   // The copy goes at the same offsets, so the ranges line up and end together at EOF.
   buffer_.resize(kCopyChunk);
-  for (uint64_t done = 0; done < op.length;) {
-    const size_t want = size_t(std::min<uint64_t>(kCopyChunk, op.length - done));
-    Result<size_t> n = sys_.Pread(fd, buffer_.data(), want, op.offset + done);
-    Status st = !n.ok() ? n.status()
-                : *n == 0 ? Status::Mismatch("differs (changed since scan)")
-                          : sys_.Pwrite(*tmp, buffer_.data(), *n, op.offset + done);
-    if (!st.ok()) {
-      sys_.Close(*tmp);
-      return st;
-    }
-    done += *n;
+  for (uint64_t done = 0; st.ok() && done < op.length;) {
+    const size_t want_bytes = size_t(std::min<uint64_t>(kCopyChunk, op.length - done));
+    Result<size_t> n = sys_.Pread(fd, buffer_.data(), want_bytes, op.offset + done);
+    st = !n.ok() ? n.status()
+         : *n == 0 ? Status::Mismatch("differs (changed since scan)")
+                   : sys_.Pwrite(*tmp, buffer_.data(), *n, op.offset + done);
+    if (n.ok()) done += *n, rate_->Account(2 * *n);  // read and written
+  }
+  if (!st.ok()) {
+    sys_.Close(*tmp);
+    return st;
   }
   return *tmp;
+}
+
+// Makes the copy of a rewrite (the source of the call from then on), or counts why not
+// and leaves the range itself out of `usable`; false when nothing is left to do.
+bool ReflinkExecutor::StartRewrite(const PreparedRound& r, const PlanOp& op, std::vector<UsableDest>* usable,
+                                   int* copy, RoundResult* out) {
+  auto self = std::find_if(usable->begin(), usable->end(), [&](const UsableDest& u) {
+    return u.file == op.source && u.offset == op.offset;
+  });
+  if (self == usable->end()) return true;
+  Result<int> c = CopyToNewExtent(r, op);
+  if (c.ok()) {
+    *copy = *c;
+    return true;
+  }
+  const PlanFileRef& file = r.round.files[op.source];
+  unrewritten_.insert({file.fs, file.ino});
+  // A failed call is an error, tried again next run when it may pass; a rewrite found
+  // not worth making (a shared extent, ...) is only counted.
+  const int e = c.status().errnum();
+  const std::string why = e ? "rewrite failed, " + ReasonFor(e) : c.status().message();
+  if (e) {
+    out->Skip(why, op.length, Transient(e));
+    out->errors++;
+  } else {
+    out->not_rewritten[why] += op.length;
+  }
+  out->Notice(file.path + ": " + why);
+  usable->erase(self);
+  return !usable->empty();
 }
 
 void ReflinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::function<void(uint64_t)>& tick) {
@@ -63,35 +99,26 @@ void ReflinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::f
   for (const auto& op : r.round.ops) {
     out->ops++;
     auto usable = UsableDests(r, op, *this, out);
-    if (usable.empty()) continue;
+    // Rewrites run first (plan pass 0): a file one was not made in keeps the extent it
+    // was to free, so sharing other parts of the file would free nothing either.
+    usable.erase(std::remove_if(usable.begin(), usable.end(), [&](const UsableDest& u) {
+                   const bool left = !(u.file == op.source && u.offset == op.offset) &&
+                                     unrewritten_.count({files[u.file].fs, files[u.file].ino});
+                   if (left) out->not_rewritten["not shared: a rewrite in the file was not made"] += op.length;
+                   return left;
+                 }),
+                 usable.end());
     // A rewrite: the source range is copied into a new extent first, and that copy is the
     // source every destination (the range itself included) is compared with and shares.
-    int src = r.fds[op.source], copy = -1;
-    auto self = std::find_if(usable.begin(), usable.end(), [&](const UsableDest& u) {
-      return u.file == op.source && u.offset == op.offset;
-    });
-    if (self != usable.end()) {
-      Result<int> c = CopyToNewExtent(r, op);
-      if (c.ok()) {
-        src = copy = *c;
-      } else {
-        // A failed call is an error, tried again next run when it may pass; a rewrite
-        // found not worth making (a shared extent, nodatacow, ...) is only counted.
-        const int e = c.status().errnum();
-        const std::string why = e ? "rewrite failed, " + ReasonFor(e) : c.status().message();
-        if (e) {
-          out->Skip(why, op.length, Transient(e));
-          out->errors++;
-        } else {
-          out->not_rewritten[why] += op.length;
-        }
-        out->Notice(files[op.source].path + ": " + why);
-        usable.erase(self);
-        if (usable.empty()) continue;
-      }
-    }
+    int copy = -1;
+    if (usable.empty() || !StartRewrite(r, op, &usable, &copy, out)) continue;
+    const int src = copy >= 0 ? copy : r.fds[op.source];
     std::vector<DedupeDest> dests;
-    for (const auto& u : usable) dests.push_back({r.fds[u.file], u.offset, 0, 0});
+    uint64_t reclaim = 0;  // planned bytes, for progress: a rewrite's own range is not
+    for (const auto& u : usable) {
+      dests.push_back({r.fds[u.file], u.offset, 0, 0});
+      if (!(u.file == op.source && u.offset == op.offset)) reclaim += op.length;
+    }
     // Whole-call errors (EINVAL for the source, ...) count against every destination.
     Status st = sys_.DedupeRange(src, op.offset, op.length, &dests);
     if (!st.ok()) {
@@ -102,8 +129,8 @@ void ReflinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::f
       for (size_t k = 0; k < dests.size(); ++k) Finish(r, op, src, usable[k], dests[k], out);
     }
     if (copy >= 0) sys_.Close(copy);  // its extents stay, referenced by what shares them
-    out->bytes_done += op.length * dests.size();
-    tick(op.length * dests.size());
+    out->bytes_done += reclaim;
+    tick(reclaim);
   }
 }
 
@@ -118,7 +145,7 @@ void ReflinkExecutor::Finish(const PreparedRound& r, const PlanOp& op, int src, 
       return;
     }
     if (d.status != kDedupeSame) {
-      out->Skip(ReasonFor(-d.status), left, Transient(-d.status));
+      out->Skip((rewrite ? "rewrite failed, " : "") + ReasonFor(-d.status), left, Transient(-d.status));
       out->errors++;
       out->notices.push_back(r.round.files[dest.file].path + ": " + (rewrite ? "rewrite" : "dedupe") + " failed, " +
                              ReasonFor(-d.status));

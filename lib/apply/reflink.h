@@ -11,16 +11,19 @@
 // shared, the copy's new extent is the file's, and the copy is closed and gone.
 #pragma once
 
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "lib/apply/executor.h"
+#include "lib/apply/prefetch.h"
 #include "lib/base/sys.h"
 
 namespace oans {
 
 class ReflinkExecutor : public Executor {
  public:
-  explicit ReflinkExecutor(Sys& sys) : sys_(sys) {}
+  ReflinkExecutor(Sys& sys, RateLimiter* rate) : sys_(sys), rate_(rate) {}
   void Run(const PreparedRound& r, RoundResult* out, const std::function<void(uint64_t)>& tick) override;
 
  private:
@@ -29,8 +32,14 @@ class ReflinkExecutor : public Executor {
               RoundResult* out);
   // An unnamed new file holding op's source range at the same offsets, open; or why not.
   Result<int> CopyToNewExtent(const PreparedRound& r, const PlanOp& op);
+  bool StartRewrite(const PreparedRound& r, const PlanOp& op, std::vector<UsableDest>* usable, int* copy,
+                    RoundResult* out);
   Sys& sys_;
+  RateLimiter* rate_;  // copies are paced with the reads (--max-rate)
   std::vector<char> buffer_;
+  // (filesystem, inode) of the files a rewrite was not made in: nothing more is shared
+  // into them this run (the runs that needed the rewrite would free nothing).
+  std::set<std::pair<uint32_t, uint64_t>> unrewritten_;
 };
 
 }  // namespace oans

@@ -28,7 +28,8 @@ struct ApplyStats {
   // Bytes not deduped, by reason ("changed since scan", "differs", "EPERM", ...).
   std::map<std::string, uint64_t> skipped;
   // Bytes a rewrite was planned for and not made, by reason (shared with a snapshot,
-  // nodatacow, ...): the planner's guess that did not hold, not data left unshared.
+  // ...), and the bytes then not shared into such a file: the planner's guess that did
+  // not hold, not an error (the exit code does not count them).
   std::map<std::string, uint64_t> not_rewritten;
   uint64_t errors = 0;  // destinations that failed (not counting "differs"/changed)
   bool interrupted = false;

@@ -324,6 +324,11 @@ class PosixSys final : public Sys {
     return fd < 0 ? Result<int>(Status::Io("create a temporary file", errno)) : Result<int>(fd);
   }
 
+  Status SetInodeFlags(int fd, uint32_t flags) override {
+    int f = int(flags);
+    return ::ioctl(fd, FS_IOC_SETFLAGS, &f) == 0 ? Status::Ok() : Status::Io("set inode flags", errno);
+  }
+
   Status Pwrite(int fd, const void* buf, size_t len, uint64_t offset) override {
     const char* p = static_cast<const char*>(buf);
     while (len > 0) {

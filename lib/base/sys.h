@@ -251,6 +251,11 @@ class Sys {
     (void)dirfd;
     return Status::Io("create a temporary file", EOPNOTSUPP);
   }
+  // FS_IOC_SETFLAGS: sets the inode flags of an open file (InodeFlags reads them).
+  virtual Status SetInodeFlags(int fd, uint32_t flags) {
+    (void)fd, (void)flags;
+    return Status::Io("set inode flags", EOPNOTSUPP);
+  }
   // Writes all `len` bytes at `offset`; retries EINTR and short writes.
   virtual Status Pwrite(int fd, const void* buf, size_t len, uint64_t offset) {
     (void)fd, (void)buf, (void)len, (void)offset;

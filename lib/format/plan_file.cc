@@ -16,7 +16,7 @@ using schema_io::FromData;
 // Decodes round `r` of plan `name` into *round, checking that it is round number
 // `expected` and that every file, operation and destination it names is valid.
 Status DecodeRound(schema::Round::Reader r, const std::string& name, uint64_t expected, size_t filesystems,
-                   PlanRound* round) {
+                   uint32_t version, PlanRound* round) {
   *round = PlanRound();
   round->index = r.getIndex();
   round->bytes = r.getBytes();
@@ -52,6 +52,9 @@ Status DecodeRound(schema::Round::Reader r, const std::string& name, uint64_t ex
         return Status::Corrupt(name + " is damaged (a destination of round " + std::to_string(round->index) +
                                " is invalid)");
       op.dests.push_back({d.getFile(), d.getOffset(), d.getPhysical()});
+      if (IsRewrite(op, op.dests.back()) && version < kPlanFormatVersion)  // rewrites came with version 2
+        return Status::Corrupt(name + " is damaged (a rewrite in round " + std::to_string(round->index) +
+                               " of a plan of format version " + std::to_string(version) + ")");
     }
     round->ops.push_back(std::move(op));
   }
@@ -216,7 +219,7 @@ Result<bool> PlanReader::Next(PlanRound* round) {
     auto frame = reader.getRoot<schema::PlanFrame>();
     switch (frame.which()) {
       case schema::PlanFrame::ROUND: {
-        st = DecodeRound(frame.getRound(), name, rounds_, header_.filesystems.size(), round);
+        st = DecodeRound(frame.getRound(), name, rounds_, header_.filesystems.size(), header_.format_version, round);
         if (!st.ok()) return;
         ops_ += round->ops.size();
         rounds_++;

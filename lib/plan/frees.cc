@@ -45,14 +45,60 @@ Range Covered(const Detail& file, uint64_t offset, uint64_t length) {
 struct ExtentCover {
   uint64_t bytes = 0;            // its pieces' bytes
   std::vector<Range> uncovered;  // of those, what no eligible run covers
+  std::vector<Range> unshared;   // ... what no run at all covers, short ones included
   bool never = false;
-  bool freed = false;  // to go free: covered, or its uncovered bytes rewritten
+  bool freed = false;      // to go free: covered, or its unshared bytes rewritten
+  bool rewritten = false;  // ... the latter
 };
+using Extents = std::map<std::pair<bool, uint64_t>, ExtentCover>;
+
+// Which extents go free, and the rewrites that free them (into f).
+void Decide(const Detail& dst, uint32_t dst_id, bool same_file, uint32_t max_rewrite, Extents* extents, Freeing* f) {
+  for (auto& [key, e] : *extents) {
+    uint64_t left = 0, unshared = 0;
+    bool inside = true;  // every byte to copy is data of the file (none past its last sector)
+    for (const Range& g : e.uncovered) left += g.length;
+    for (const Range& g : e.unshared) {
+      unshared += g.length;
+      inside = inside && g.offset + g.length <= RoundUp(dst.size);
+    }
+    e.rewritten = left > 0 && !same_file && !key.first && inside && unshared * 100 <= e.bytes * uint64_t(max_rewrite);
+    e.freed = !e.never && (left == 0 || e.rewritten);
+    if (!e.freed || !e.rewritten) continue;
+    for (const Range& g : e.unshared) {
+      if (g.offset >= dst.size) continue;  // the rest of the last sector: nothing to copy
+      const uint64_t n = std::min(g.offset + g.length, dst.size) - g.offset;
+      f->rewrites.push_back({dst_id, dst_id, g.offset, n, g.offset});
+      f->rewritten += n;
+    }
+  }
+}
+
+// Cuts each run (by destination offset) to the ranges it may take (`allowed` of
+// `lists`), no destination byte twice, into f->runs.
+void Cut(std::vector<std::pair<RunKey, int>> runs, const std::vector<Range>* lists, Freeing* f) {
+  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.first.dst_offset < b.first.dst_offset; });
+  uint64_t done = 0;  // destination bytes below this are planned
+  for (const auto& [r, list] : runs) {
+    const std::vector<Range>& allowed = lists[list];
+    const uint64_t end = r.dst_offset + r.length;
+    auto it = std::upper_bound(allowed.begin(), allowed.end(), r.dst_offset,
+                               [](uint64_t x, const Range& g) { return x < g.offset; });
+    if (it != allowed.begin()) --it;
+    for (; it != allowed.end() && it->offset < end; ++it) {
+      const uint64_t lo = std::max({it->offset, r.dst_offset, done}), hi = std::min(it->offset + it->length, end);
+      if (lo >= hi) continue;
+      f->runs.push_back({r.src, r.dst, r.offset + (lo - r.dst_offset), hi - lo, lo});
+      done = hi;
+    }
+  }
+}
 
 // The runs to plan with `dst` the destination, and what they free. An extent whose
 // pieces the runs cover but for at most `max_rewrite` percent of its bytes (and none
 // never freed, none compressed) is freed too, its uncovered bytes copied to new extents
-// first (Freeing::rewrites).
+// first (Freeing::rewrites); inside such an extent, runs shorter than --min-run are
+// shared too (copying their bytes instead would protect nothing from being split).
 Freeing Weigh(const Detail& dst, const std::vector<RunKey>& runs, bool same_file, uint64_t min_run,
               uint32_t max_rewrite) {
   const std::vector<Piece> pieces = PiecesOf(dst);
@@ -60,63 +106,40 @@ Freeing Weigh(const Detail& dst, const std::vector<RunKey>& runs, bool same_file
   for (const auto& p : pieces) bounds.insert(bounds.end(), {p.lo, p.hi});
   std::sort(bounds.begin(), bounds.end());
   auto boundary = [&](uint64_t x) { return std::binary_search(bounds.begin(), bounds.end(), x); };
-  std::vector<RunKey> eligible;
-  std::vector<Range> cover, sources;
+  std::vector<std::pair<RunKey, int>> candidates;  // 0: eligible anywhere freed; 1: only where rewritten
+  std::vector<Range> cover, all, sources;
   for (const auto& r : runs) {
     const Range c = Covered(dst, r.dst_offset, r.length);
-    if (r.length < min_run && !(boundary(c.offset) && boundary(c.offset + c.length))) continue;
-    eligible.push_back(r);
-    cover.push_back(c);
+    const bool eligible = r.length >= min_run || (boundary(c.offset) && boundary(c.offset + c.length));
+    if (!eligible && (same_file || max_rewrite == 0)) continue;
+    candidates.push_back({r, eligible ? 0 : 1});
+    all.push_back(c);
+    if (eligible) cover.push_back(c);
     if (same_file) sources.push_back(Covered(dst, r.offset, r.length));
   }
   cover = UnionRanges(std::move(cover));
+  all = UnionRanges(std::move(all));
   if (same_file) cover = SubtractRanges(cover, UnionRanges(std::move(sources)));
-  std::map<std::pair<bool, uint64_t>, ExtentCover> extents;
+  Extents extents;
   for (const auto& p : pieces) {
     ExtentCover& e = extents[p.extent];
     e.never = e.never || p.never;
     e.bytes += p.hi - p.lo;
-    for (const Range& g : SubtractRanges({{p.lo, p.hi - p.lo}}, cover)) e.uncovered.push_back(g);
+    AddUncovered(cover, p.lo, p.hi, &e.uncovered);
+    AddUncovered(all, p.lo, p.hi, &e.unshared);
   }
   Freeing f;
-  const uint32_t dst_id = runs.empty() ? 0 : runs.front().dst;
-  for (auto& [key, e] : extents) {
-    uint64_t left = 0;
-    bool inside = true;  // every uncovered byte is data of the file (none past its last sector)
-    for (const Range& g : e.uncovered) {
-      left += g.length;
-      inside = inside && g.offset + g.length <= RoundUp(dst.size);
-    }
-    const bool rewrite = !same_file && !key.first && inside && left * 100 <= e.bytes * uint64_t(max_rewrite);
-    e.freed = !e.never && (left == 0 || rewrite);
-    if (!e.freed || left == 0) continue;
-    for (const Range& g : e.uncovered) {
-      if (g.offset >= dst.size) continue;  // the rest of the last sector: nothing to copy
-      const uint64_t n = std::min(g.offset + g.length, dst.size) - g.offset;
-      f.rewrites.push_back({dst_id, dst_id, g.offset, n, g.offset});
-      f.rewritten += n;
-    }
+  Decide(dst, runs.empty() ? 0 : runs.front().dst, same_file, max_rewrite, &extents, &f);
+  std::vector<Range> lists[2];  // freed, and of those, freed by a rewrite
+  for (const auto& p : pieces) {
+    const ExtentCover& e = extents[p.extent];
+    if (!e.freed) continue;
+    lists[0].push_back({p.lo, p.hi - p.lo});
+    if (e.rewritten) lists[1].push_back({p.lo, p.hi - p.lo});
+    f.freed += p.hi - p.lo;
   }
-  std::vector<Range> freed;
-  for (const auto& p : pieces)
-    if (extents[p.extent].freed) {
-      freed.push_back({p.lo, p.hi - p.lo});
-      f.freed += p.hi - p.lo;
-    }
-  freed = UnionRanges(std::move(freed));
-  std::sort(eligible.begin(), eligible.end(), [](const RunKey& a, const RunKey& b) { return a.dst_offset < b.dst_offset; });
-  uint64_t done = 0;  // destination bytes below this are planned
-  for (const auto& r : eligible) {
-    const uint64_t end = r.dst_offset + r.length;
-    auto it = std::upper_bound(freed.begin(), freed.end(), r.dst_offset, [](uint64_t x, const Range& g) { return x < g.offset; });
-    if (it != freed.begin()) --it;
-    for (; it != freed.end() && it->offset < end; ++it) {
-      const uint64_t lo = std::max({it->offset, r.dst_offset, done}), hi = std::min(it->offset + it->length, end);
-      if (lo >= hi) continue;
-      f.runs.push_back({r.src, r.dst, r.offset + (lo - r.dst_offset), hi - lo, lo});
-      done = hi;
-    }
-  }
+  for (auto& l : lists) l = UnionRanges(std::move(l));
+  Cut(std::move(candidates), lists, &f);
   return f;
 }
 
@@ -195,8 +218,10 @@ Status PairRuns::Flush() {
   }
   if (!f0.runs.empty()) {  // one more pair's runs go into this destination
     const uint32_t d = f0.runs.front().dst;
-    if (st_.partial_dest[d]) st_.dest_twice[d] = true;
+    const std::pair<uint64_t, uint32_t> emitted{uint64_t(f0.runs.front().src) << 32 | d, d};
+    if (st_.partial_dest[d] && emitted != last_emitted_) st_.dest_twice[d] = true;  // not a part of the same pair
     st_.partial_dest[d] = true;
+    last_emitted_ = emitted;
   }
   st_.stats->partial_left_bytes += found_bytes > kept ? found_bytes - kept : 0;
   if (!f.rewrites.empty() && !f.runs.empty() && (f0.runs.empty() || f0.runs.front().dst == f.runs.front().dst))
@@ -210,9 +235,13 @@ Status PairRuns::Defer(const Freeing& f, const Freeing& f0) {
   for (const auto& r : f0.runs) planned.push_back({r.dst_offset, r.length});
   planned = UnionRanges(std::move(planned));
   OANS_RETURN_IF_ERROR(deferred_.Add({other, dst, kMarker, f0.runs.empty() ? 0u : 1u, 0}));
-  for (const auto& r : f.runs)
-    for (const Range& g : SubtractRanges({{r.dst_offset, r.length}}, planned))
+  std::vector<Range> left;
+  for (const auto& r : f.runs) {
+    left.clear();
+    AddUncovered(planned, r.dst_offset, r.dst_offset + r.length, &left);
+    for (const Range& g : left)
       OANS_RETURN_IF_ERROR(deferred_.Add({r.src, r.dst, r.offset + (g.offset - r.dst_offset), g.length, g.offset}));
+  }
   for (const auto& r : f.rewrites) OANS_RETURN_IF_ERROR(deferred_.Add({other, dst, kRewrite, r.length, r.offset}));
   return Status::Ok();
 }
@@ -220,16 +249,29 @@ Status PairRuns::Defer(const Freeing& f, const Freeing& f0) {
 Status PairRuns::Finish() {
   OANS_RETURN_IF_ERROR(Flush());
   uint32_t taken = UINT32_MAX;  // the destination of the last pair taken
-  bool take = false;
+  // The pair being read: its markers come first (one per part the pair was weighed in).
+  struct {
+    uint32_t dst = UINT32_MAX, other = UINT32_MAX;
+    bool own = false, decided = false, take = false;
+  } g;
+  RunKey last{};  // parts of a pair may set aside the same rewrite
   uint64_t extra = 0;  // partial duplicates planned besides
   OANS_RETURN_IF_ERROR(deferred_.Drain([&](const RunKey& k) -> Status {
+    if (k.dst != g.dst || k.src != g.other) g = {k.dst, k.src, false, false, false};
     if (k.offset == kMarker) {
-      // Only the pair's own runs without rewriting may go into the destination so far.
-      take = k.dst != taken && DestCount(k.dst) == int(k.length) && !st_.op_files[k.dst];
-      if (take) taken = k.dst, st_.partial_dest[k.dst] = true;
+      g.own = g.own || k.length != 0;
       return Status::Ok();
     }
-    if (!take) return Status::Ok();
+    if (!g.decided) {
+      // Only the pair's own runs without rewriting may go into the destination so far.
+      g.decided = true;
+      g.take = k.dst != taken && DestCount(k.dst) == int(g.own) && !st_.op_files[k.dst];
+      if (g.take) taken = k.dst, st_.partial_dest[k.dst] = true;
+    }
+    const bool again = k.src == last.src && k.dst == last.dst && k.offset == last.offset && k.dst_offset == last.dst_offset &&
+                       k.length == last.length;
+    last = k;
+    if (!g.take || again) return Status::Ok();
     if (k.offset == kRewrite) {
       st_.stats->rewrite_bytes += k.length;
       return out_->Add({k.dst, k.dst, k.dst_offset, k.length, k.dst_offset});

@@ -18,7 +18,8 @@
 //             its bytes (none never freed, not compressed, not inside one file) is freed
 //             too: its uncovered bytes are planned as rewrites (copied into new extents
 //             first, docs/format.md), and the destination is the file that frees more
-//             net of them. PairRuns plans these last, only for a destination into which
+//             net of them; inside such an extent, runs shorter than --min-run are
+//             shared too, not copied (and count towards its coverage). PairRuns plans these last, only for a destination into which
 //             no other pair's runs go (in a chain of copies, the copy it was made from
 //             may free it without any rewrite).
 // Elsewhere (XFS frees block by block) a run is kept when at least --min-run long.
@@ -105,6 +106,9 @@ class PairRuns {
   bool partial_;
   size_t limit_;
   std::vector<RunKey> runs_;
+  // The last pair (source << 32 | destination) and destination runs were passed on for:
+  // the parts of one pair count once in dest_twice.
+  std::pair<uint64_t, uint32_t> last_emitted_{UINT64_MAX, UINT32_MAX};
   // Set-aside rewrites: per pair a marker {other, dst, kMarker, own, 0} (own: whether the
   // pair's runs without rewriting go into dst), then its runs, and its rewrites as
   // {other, dst, kRewrite, length, offset}.

@@ -77,11 +77,11 @@ struct OpKey {  // an operation, by pass, then by the source's physical offset
   // operation store.
   uint64_t dest_offset, dest_physical;
   uint32_t source, dests, dest;
-  // 1 when the source is itself the destination of a partial run (frees.h): such
-  // operations run in a second pass, after the source's own ranges have gone where they
-  // go, so that their destinations share the data's final extents and the source's old
-  // extents go free.
-  uint32_t pass = 0;
+  // 0 for a rewrite (frees.h), first of all; 2 when the source is itself the
+  // destination of a partial run: such operations run last, after the source's own
+  // ranges have gone where they go, so that their destinations share the data's final
+  // extents and the source's old extents go free; 1 for the others.
+  uint32_t pass = 1;
   uint64_t stored() const { return dest_offset; }
   uint64_t bytes() const { return length * (1 + uint64_t(dests)); }  // read by the operation
 };

@@ -75,9 +75,11 @@ Status AddOps(PlanState& st, const Unit& u) {
       for (const auto& d : op.dests)
         if (IsRewrite(op, d)) rewrite = true;
         else st.stats->planned_bytes += op.length;
-      // A rewrite runs in the first pass, so that later passes share its new extent.
+      // Rewrites come first, in a pass of their own: apply knows which were not made
+      // before the runs that needed them, and later passes share their new extents.
       const bool second = !rewrite && op.source < st.partial_dest.size() && st.partial_dest[op.source];
-      OpKey key{op.physical, op.offset, op.length, st.ops.size(), 0, 0, op.source, uint32_t(nd), 0, second ? 1u : 0u};
+      const uint32_t pass = rewrite ? 0u : second ? 2u : 1u;
+      OpKey key{op.physical, op.offset, op.length, st.ops.size(), 0, 0, op.source, uint32_t(nd), 0, pass};
       st.op_files[op.source] = true;
       for (const auto& d : op.dests) st.op_files[d.file] = true;
       if (nd == 1) {

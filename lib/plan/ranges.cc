@@ -159,6 +159,16 @@ std::vector<Range> SubtractRanges(const std::vector<Range>& a, const std::vector
   return out;
 }
 
+void AddUncovered(const std::vector<Range>& cover, uint64_t lo, uint64_t hi, std::vector<Range>* out) {
+  auto it = std::upper_bound(cover.begin(), cover.end(), lo,
+                             [](uint64_t x, const Range& r) { return x < r.offset + r.length; });
+  for (; it != cover.end() && it->offset < hi && lo < hi; ++it) {
+    if (it->offset > lo) out->push_back({lo, it->offset - lo});
+    lo = std::max(lo, it->offset + it->length);
+  }
+  if (lo < hi) out->push_back({lo, hi - lo});
+}
+
 bool RangesHold(const std::vector<Range>& cover, uint64_t lo, uint64_t hi) {
   auto it = std::upper_bound(cover.begin(), cover.end(), lo, [](uint64_t x, const Range& r) { return x < r.offset; });
   if (it == cover.begin()) return false;

@@ -32,6 +32,9 @@ std::vector<Range> IntersectRanges(const std::vector<Range>& a, const std::vecto
 std::vector<Range> UnionRanges(std::vector<Range> v);
 // `a` without `b` (both sorted and merged).
 std::vector<Range> SubtractRanges(const std::vector<Range>& a, const std::vector<Range>& b);
+// Appends to *out the parts of [lo, hi) that no range of `cover` (sorted and merged)
+// holds; a binary search, then only the ranges that meet it.
+void AddUncovered(const std::vector<Range>& cover, uint64_t lo, uint64_t hi, std::vector<Range>* out);
 // Whether [lo, hi) lies inside one range of `cover` (sorted and merged).
 bool RangesHold(const std::vector<Range>& cover, uint64_t lo, uint64_t hi);
 // Physical address of `logical` in `extents`, or UINT64_MAX for a hole or unknown.

@@ -118,6 +118,7 @@ class ForwardingSys : public Sys {
   }
   Status UnlinkAt(int dirfd, const std::string& name) override { return real().UnlinkAt(dirfd, name); }
   Result<int> OpenTmpfile(int dirfd) override { return real().OpenTmpfile(dirfd); }
+  Status SetInodeFlags(int fd, uint32_t flags) override { return real().SetInodeFlags(fd, flags); }
   Status Pwrite(int fd, const void* buf, size_t len, uint64_t offset) override {
     return real().Pwrite(fd, buf, len, offset);
   }

@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
     for (auto& [reason, bytes] : s.skipped)
       std::fprintf(stderr, "  skipped %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
     for (auto& [reason, bytes] : s.not_rewritten)
-      std::fprintf(stderr, "  %s planned for a rewrite, %s\n", FormatSize(bytes).c_str(), reason.c_str());
+      std::fprintf(stderr, "  left %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
     if (s.rounds_to_retry)
       std::fputs(cli::WrapSummary("", {std::to_string(s.rounds_to_retry) +
                                            " rounds met a passing problem (busy, no space, a writer, an I/O error)",

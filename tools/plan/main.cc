@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
   cli::AddSize(app, "--min-run", &o.min_run,
                "Shortest partial duplicate planned from 4 KiB sector sums, a multiple of 4K (default 64K): "
                "shorter runs would split extents into slivers for little space (a shorter run that replaces whole "
-               "extents splits nothing and is planned). On btrfs, where an extent stays allocated while any part of "
+               "extents splits nothing and is planned, as is one inside an extent a rewrite frees). On btrfs, where an extent stays allocated while any part of "
                "it is referenced, a partial duplicate is planned only where it leaves whole extents unreferenced");
   app.add_option("--max-rewrite", o.max_rewrite,
                  "On btrfs: free an extent of a destination that partial duplicates cover but for at most PERCENT "

@@ -49,6 +49,7 @@ class FakeSys : public test::ForwardingSys {
   std::map<std::string, uint32_t> inode_flags;  // by path
   std::string dir_uuid;                          // Identify() of directories, when set
   std::set<std::string> shared;                  // paths whose extents FIEMAP calls shared
+  int pwrite_error = 0;                          // errno of every write, when set
 
   Result<int> OpenNoFollow(const std::string& path) override {
     auto fd = ForwardingSys::OpenNoFollow(path);
@@ -71,7 +72,14 @@ class FakeSys : public test::ForwardingSys {
     if (fd.ok()) fds_[*fd] = "tmpfile";
     return fd;
   }
+  Status SetInodeFlags(int fd, uint32_t flags) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    events_.push_back("setflags " + fds_[fd] + " " + std::to_string(flags));
+    inode_flags[fds_[fd]] = flags;
+    return Status::Ok();
+  }
   Status Pwrite(int fd, const void* buf, size_t len, uint64_t offset) override {
+    if (pwrite_error) return Status::Io("write", pwrite_error);
     Status st = ForwardingSys::Pwrite(fd, buf, len, offset);
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -468,18 +476,68 @@ TEST_F(RewriteTest, ARangeChangedAfterItWasCopiedDiffersAndKeepsItsNewData) {
   EXPECT_EQ(test::ReadFile(P("a")), std::string(4096, 'X') + std::string(12288, 'a'));
 }
 
-TEST_F(RewriteTest, ANodatacowFileIsNotRewrittenButStillShared) {
-  sys_.inode_flags[P("a")] = 0x00800000;  // FS_NOCOW_FL
+TEST_F(RewriteTest, TheCopyTakesTheFilesNodatacowFlagWhateverItsDirectoryGives) {
+  constexpr uint32_t kNoCow = 0x00800000;  // FS_NOCOW_FL
+  // A nodatacow file in a directory without it, then a file with checksums in a
+  // directory made nodatacow after it was written (chattr +C): the copy must agree.
+  for (bool file_nocow : {true, false}) {
+    sys_.ClearRecords();
+    sys_.inode_flags.clear();
+    if (file_nocow) sys_.inode_flags[P("a")] = kNoCow;
+    else sys_.inode_flags["tmpfile"] = kNoCow | 0x10;  // inherited, with another flag kept
+    ApplyStats stats;
+    ASSERT_OK(Run(&stats));
+    EXPECT_TRUE(Made("setflags tmpfile " + std::to_string(file_nocow ? kNoCow : 0x10))) << file_nocow;
+    EXPECT_EQ(stats.bytes_rewritten, 8192u) << file_nocow;
+  }
+}
+
+TEST_F(RewriteTest, NothingMoreIsSharedIntoAFileWhoseRewriteWasNotMade) {
+  sys_.shared.insert(P("a"));
+  // Round 0 rewrites a's first 8 KiB (not made: shared); round 1 would share s into
+  // a's next 8 KiB, which frees nothing without the rewrite.
+  std::vector<PlanRound> rounds = {Round(0, {Ref(P("a")), Ref(P("b"))}, {{0, {0, 1}}}),
+                                   Round(1, {Ref(P("s")), Ref(P("a"))}, {{0, {1}}})};
+  rounds[1].ops[0].offset = rounds[1].ops[0].dests[0].offset = 8192;
+  test::WriteFile(P("s"), std::string(16384, 'a'));
+  rounds[1].files[0] = Ref(P("s"));
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(2), rounds, &stats));
+  EXPECT_EQ(stats.not_rewritten["not shared: a rewrite in the file was not made"], 8192u);
+  for (const auto& c : sys_.calls()) EXPECT_NE(c.src, P("s"));
+  EXPECT_EQ(stats.bytes_deduped, 8192u);  // b, in round 0, from a itself
+}
+
+TEST_F(RewriteTest, AFileThatShrankOrAWriteThatFailedLeavesNoCopyOpen) {
+  // a shrinks to 4 KiB after it was opened and checked: the copy of its first 8 KiB
+  // reads 4 KiB, then nothing.
+  sys_.on_tmpfile = [&](int dirfd) -> Result<int> {
+    EXPECT_EQ(::truncate(P("a").c_str(), 4096), 0);
+    return test::ForwardingSys().OpenTmpfile(dirfd);
+  };
   ApplyStats stats;
   ASSERT_OK(Run(&stats));
-  EXPECT_EQ(stats.not_rewritten["not rewritten: the file is nodatacow"], 8192u);
-  EXPECT_TRUE(stats.skipped.empty());  // not data left unshared: exit 0
-  EXPECT_FALSE(Made("tmpfile in " + root_));
-  auto calls = sys_.calls();
-  ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0].src, P("a"));
-  EXPECT_EQ(calls[0].dests, (std::vector<std::pair<std::string, uint64_t>>{{P("b"), 0}}));
-  EXPECT_EQ(stats.bytes_deduped, 8192u);
+  EXPECT_EQ(stats.skipped["differs (changed since scan)"], 8192u);
+  EXPECT_EQ(stats.bytes_rewritten, 0u);
+  // No space for the copy's data.
+  test::WriteFile(P("a"), std::string(16384, 'a'));
+  sys_.on_tmpfile = nullptr;
+  sys_.ClearRecords();
+  sys_.pwrite_error = ENOSPC;
+  ApplyStats again;
+  ASSERT_OK(Run(&again));  // Apply checks that every descriptor, the copy's too, was closed
+  EXPECT_EQ(again.skipped["rewrite failed, ENOSPC (no space for metadata)"], 8192u);
+  EXPECT_EQ(again.rounds_to_retry, 1u);
+}
+
+TEST_F(RewriteTest, HardlinkModeLinksNothingForARewrite) {
+  ApplyOptions o;
+  o.hardlink = true;
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, {Ref(P("a"))}, {{0, {0}}})}, &stats, o));
+  EXPECT_EQ(stats.not_rewritten["not rewritten: hardlink mode"], 8192u);
+  EXPECT_TRUE(stats.skipped.empty());
+  EXPECT_EQ(stats.files_linked, 0u);
 }
 
 TEST_F(RewriteTest, AnExtentSharedWithASnapshotIsNotRewritten) {

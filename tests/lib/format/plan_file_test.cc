@@ -203,6 +203,23 @@ TEST(PlanFile, ExactlyMaxDestinationsAccepted) {
   EXPECT_EQ(rounds[0].ops[0].dests.size(), kMaxDedupeDests);
 }
 
+TEST(PlanFile, ARewriteIsReadOnlyFromAPlanOfVersionTwo) {
+  TempDir dir;
+  PlanRound r = SampleRound(0, 2, 1);
+  r.ops[0].dests.assign(1, {r.ops[0].source, r.ops[0].offset, 0});  // the source range itself
+  for (uint32_t version : {kPlanFormatNoRewrite, kPlanFormatVersion}) {
+    PlanHeader h = SampleHeader();
+    h.format_version = version;
+    test::WritePlan(dir.Join("p"), h, {r});
+    Status st = ReadPlanStatus(dir.Join("p"));
+    if (version == kPlanFormatVersion) {
+      EXPECT_OK(st);
+    } else {
+      EXPECT_TRUE(StatusIs(st, Status::Code::kCorrupt, "a rewrite in round 0 of a plan of format version 1"));
+    }
+  }
+}
+
 TEST(PlanFile, RoundsOutOfOrder) {
   TempDir dir;
   test::WritePlan(dir.Join("p"), SampleHeader(), {SampleRound(0, 2, 1), SampleRound(2, 2, 1)});

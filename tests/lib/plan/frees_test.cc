@@ -175,6 +175,21 @@ TEST(FreeingRuns, AnExtentCoveredButForAFewSectorsIsFreedByRewritingThem) {
   EXPECT_EQ(f.net(), 1016 * K);
 }
 
+TEST(FreeingRuns, InsideAnExtentFreedByARewriteShortRunsAreSharedNotCopied) {
+  const Detail dst = FileOf({At(0, 8u << 30, 1024 * K)});
+  // A 32 KiB run (shorter than --min-run) between two changed sectors.
+  const std::vector<RunKey> runs = {R(1, 2, 0, 500 * K, 0), R(1, 2, 504 * K, 32 * K, 504 * K),
+                                    R(1, 2, 540 * K, 484 * K, 540 * K)};
+  Freeing f = FreeingRuns(kSource, dst, runs, kMin, true, {}, 10);
+  EXPECT_EQ(f.runs, runs);
+  EXPECT_EQ(f.rewrites, (std::vector<RunKey>{R(2, 2, 500 * K, 4 * K, 500 * K), R(2, 2, 536 * K, 4 * K, 536 * K)}));
+  EXPECT_EQ(f.freed, 1024 * K);
+  // Elsewhere the minimum holds: with nothing to rewrite, the short run is not planned.
+  const Detail two = FileOf({At(0, 8u << 30, 500 * K), At(500 * K, 9u << 30, 524 * K)});
+  f = FreeingRuns(kSource, two, {R(1, 2, 0, 500 * K, 0), R(1, 2, 600 * K, 32 * K, 600 * K)}, kMin, true, {}, 10);
+  EXPECT_EQ(f.runs, std::vector<RunKey>{R(1, 2, 0, 500 * K, 0)});
+}
+
 TEST(FreeingRuns, NoMoreIsRewrittenThanTheLimitAllows) {
   const Detail dst = FileOf({At(0, 8u << 30, 1000 * K)});
   // 900 KiB covered, 100 KiB (10 %) not: kept at 10 %, refused at 9 %.

@@ -108,6 +108,21 @@ TEST(Ranges, DataAndIntersectRanges) {
   EXPECT_TRUE(IntersectRanges({}, {{0, 100}}).empty());
 }
 
+TEST(Ranges, AddUncoveredGivesTheGapsInsideTheRange) {
+  const std::vector<Range> cover = {{0, 10}, {20, 10}, {40, 10}};
+  std::vector<Range> out;
+  AddUncovered(cover, 5, 45, &out);
+  EXPECT_EQ(out, (std::vector<Range>{{10, 10}, {30, 10}}));
+  out.clear();
+  AddUncovered(cover, 50, 60, &out);  // past every range
+  EXPECT_EQ(out, (std::vector<Range>{{50, 10}}));
+  out.clear();
+  AddUncovered(cover, 21, 29, &out);  // inside one
+  EXPECT_TRUE(out.empty());
+  AddUncovered({}, 3, 4, &out);
+  EXPECT_EQ(out, (std::vector<Range>{{3, 1}}));
+}
+
 TEST(Ranges, UnionSubtractAndHold) {
   const std::vector<Range> u = UnionRanges({{50, 10}, {0, 10}, {10, 5}, {30, 0}, {55, 20}});
   EXPECT_EQ(u, (std::vector<Range>{{0, 15}, {50, 25}}));
