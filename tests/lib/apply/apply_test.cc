@@ -15,6 +15,7 @@
 #include <set>
 
 #include "lib/apply/journal.h"
+#include "lib/base/json.h"
 #include "tests/lib/test_util.h"
 
 namespace oans {
@@ -528,6 +529,20 @@ TEST_F(RewriteTest, AFileThatShrankOrAWriteThatFailedLeavesNoCopyOpen) {
   ASSERT_OK(Run(&again));  // Apply checks that every descriptor, the copy's too, was closed
   EXPECT_EQ(again.skipped["rewrite failed, ENOSPC (no space for metadata)"], 8192u);
   EXPECT_EQ(again.rounds_to_retry, 1u);
+}
+
+TEST_F(RewriteTest, ADryRunSaysWhichDestinationIsARewriteAndMakesNoCopy) {
+  std::vector<std::string> lines;
+  ApplyOptions o;
+  o.dry_run = true;
+  o.on_dry_run = [&](const std::string& l) { lines.push_back(l); };
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, {Ref(P("a")), Ref(P("b"))}, {{0, {0, 1}}})}, &stats, o));
+  ASSERT_EQ(lines.size(), 1u);
+  const Json j = Json::parse(lines[0]);
+  EXPECT_TRUE(j["dests"][0].value("rewrite", false)) << lines[0];
+  EXPECT_FALSE(j["dests"][1].contains("rewrite")) << lines[0];
+  EXPECT_FALSE(Made("tmpfile in " + root_));
 }
 
 TEST_F(RewriteTest, HardlinkModeLinksNothingForARewrite) {
