@@ -32,7 +32,7 @@ void DryRunExecutor::Run(const PreparedRound& r, RoundResult* out, const std::fu
       Json dest_list = Json::array();
       for (const auto& d : dests) {
         Json j{{"path", JsonText(files[d.file].path)}, {"offset", d.offset}};
-        if (d.file == op.source && d.offset == op.offset) j["rewrite"] = true;  // copied into a new extent first
+        if (IsRewrite(op, d)) j["rewrite"] = true;  // copied into a new extent first
         dest_list.push_back(std::move(j));
       }
       print_(JsonLine(Json{{"round", r.round.index},

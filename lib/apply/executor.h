@@ -34,6 +34,8 @@ struct UsableDest {
   uint32_t file = 0;
   uint64_t offset = 0;
 };
+// Whether `u` is op's source range itself: a rewrite (plan_file.h).
+inline bool IsRewrite(const PlanOp& op, const UsableDest& u) { return IsRewrite(op, PlanDest{u.file, u.offset, 0}); }
 
 // The destinations of `op` whose files are open (and, for each one that is not, why,
 // counted in `out`); none when the source is not open. `handled` files are passed over.

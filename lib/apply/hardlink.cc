@@ -84,7 +84,7 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
     const PlanFileRef& sf = files[op.source];
     for (const auto& u : usable) {
       const PlanFileRef& df = files[u.file];
-      if (u.file == op.source && u.offset == op.offset) {  // a rewrite: nothing to link
+      if (IsRewrite(op, u)) {  // a rewrite: nothing to link
         out->not_rewritten["not rewritten: hardlink mode"] += op.length;
         continue;
       }

@@ -68,9 +68,7 @@ Result<int> ReflinkExecutor::CopyToNewExtent(const PreparedRound& r, const PlanO
 // and leaves the range itself out of `usable`; false when nothing is left to do.
 bool ReflinkExecutor::StartRewrite(const PreparedRound& r, const PlanOp& op, std::vector<UsableDest>* usable,
                                    int* copy, RoundResult* out) {
-  auto self = std::find_if(usable->begin(), usable->end(), [&](const UsableDest& u) {
-    return u.file == op.source && u.offset == op.offset;
-  });
+  auto self = std::find_if(usable->begin(), usable->end(), [&](const UsableDest& u) { return IsRewrite(op, u); });
   if (self == usable->end()) return true;
   Result<int> c = CopyToNewExtent(r, op);
   if (c.ok()) {
@@ -102,7 +100,7 @@ void ReflinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::f
     // Rewrites run first (plan pass 0): a file one was not made in keeps the extent it
     // was to free, so sharing other parts of the file would free nothing either.
     usable.erase(std::remove_if(usable.begin(), usable.end(), [&](const UsableDest& u) {
-                   const bool left = !(u.file == op.source && u.offset == op.offset) &&
+                   const bool left = !IsRewrite(op, u) &&
                                      unrewritten_.count({files[u.file].fs, files[u.file].ino});
                    if (left) out->not_rewritten["not shared: a rewrite in the file was not made"] += op.length;
                    return left;
@@ -117,7 +115,7 @@ void ReflinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::f
     uint64_t reclaim = 0;  // planned bytes, for progress: a rewrite's own range is not
     for (const auto& u : usable) {
       dests.push_back({r.fds[u.file], u.offset, 0, 0});
-      if (!(u.file == op.source && u.offset == op.offset)) reclaim += op.length;
+      if (!IsRewrite(op, u)) reclaim += op.length;
     }
     // Whole-call errors (EINVAL for the source, ...) count against every destination.
     Status st = sys_.DedupeRange(src, op.offset, op.length, &dests);
@@ -136,7 +134,7 @@ void ReflinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::f
 
 void ReflinkExecutor::Finish(const PreparedRound& r, const PlanOp& op, int src, const UsableDest& dest,
                              DedupeDest d, RoundResult* out) {
-  const bool rewrite = dest.file == op.source && dest.offset == op.offset;
+  const bool rewrite = IsRewrite(op, dest);
   uint64_t done = 0;
   for (;;) {
     const uint64_t left = op.length - done;
