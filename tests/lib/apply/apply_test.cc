@@ -51,6 +51,7 @@ class FakeSys : public test::ForwardingSys {
   std::string dir_uuid;                          // Identify() of directories, when set
   std::set<std::string> shared;                  // paths whose extents FIEMAP calls shared
   int pwrite_error = 0;                          // errno of every write, when set
+  std::function<void()> on_fiemap;
 
   Result<int> OpenNoFollow(const std::string& path) override {
     auto fd = ForwardingSys::OpenNoFollow(path);
@@ -92,6 +93,7 @@ class FakeSys : public test::ForwardingSys {
   // One extent over the range, shared for the paths in `shared` (the files here are on
   // whatever filesystem holds the test directory).
   Status FiemapRange(int fd, uint64_t offset, uint64_t length, std::vector<FiemapExtent>* out) override {
+    if (on_fiemap) on_fiemap();  // after the file was opened and checked, before its copy
     std::lock_guard<std::mutex> lk(mu_);
     out->assign(1, {offset, 1u << 30, length, shared.count(fds_[fd]) ? kExtentShared : 0u});
     return Status::Ok();
@@ -543,6 +545,35 @@ TEST_F(RewriteTest, ADryRunSaysWhichDestinationIsARewriteAndMakesNoCopy) {
   EXPECT_TRUE(j["dests"][0].value("rewrite", false)) << lines[0];
   EXPECT_FALSE(j["dests"][1].contains("rewrite")) << lines[0];
   EXPECT_FALSE(Made("tmpfile in " + root_));
+}
+
+TEST_F(RewriteTest, ASymlinkPlantedForTheFilesDirectoryGetsNoCopy) {
+  // a lives in sub/; once it is opened and checked, another user swaps sub for a symlink
+  // to a directory of theirs: the copy must not be made there.
+  test::MakeDir(P("sub"));
+  test::MakeDir(parent_.Join("theirs"));
+  test::WriteFile(P("sub/a"), std::string(16384, 'a'));
+  sys_.on_fiemap = [&] {
+    ASSERT_EQ(::rename(P("sub").c_str(), P("sub.moved").c_str()), 0);
+    ASSERT_EQ(::symlink(parent_.Join("theirs").c_str(), P("sub").c_str()), 0);
+  };
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {Round(0, {Ref(P("sub/a")), Ref(P("b"))}, {{0, {0, 1}}})}, &stats));
+  for (const auto& e : sys_.events()) EXPECT_EQ(e.rfind("tmpfile", 0), std::string::npos) << e;
+  EXPECT_EQ(stats.bytes_rewritten, 0u);
+  EXPECT_EQ(stats.errors, 1u);  // the directory could not be opened
+  EXPECT_EQ(stats.bytes_deduped, 8192u);  // b, from a itself, still open
+}
+
+TEST_F(RewriteTest, ACraftedRangePastTheEndOfTheFileIsNotCopied) {
+  PlanRound r = Round(0, {Ref(P("a")), Ref(P("b"))}, {{0, {0}}});
+  r.ops[0].offset = r.ops[0].dests[0].offset = 8192;
+  r.ops[0].length = uint64_t(1) << 40;  // a is 16 KiB
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), {r}, &stats));
+  EXPECT_EQ(stats.not_rewritten["not rewritten: the range runs past the end of the file"], uint64_t(1) << 40);
+  EXPECT_FALSE(Made("tmpfile in " + root_));
+  EXPECT_TRUE(sys_.calls().empty());
 }
 
 TEST_F(RewriteTest, HardlinkModeLinksNothingForARewrite) {
