@@ -24,6 +24,7 @@ using Clock = std::chrono::steady_clock;
 // is left to be read as the dedupes meet it.
 constexpr uint64_t kTreeAheadBudget = 128ull << 20;
 
+
 std::unique_ptr<Executor> MakeExecutor(Sys& sys, const ApplyOptions& o, RateLimiter* rate) {
   if (o.dry_run) return std::make_unique<DryRunExecutor>(o.on_dry_run);
   if (o.hardlink) return std::make_unique<HardlinkExecutor>(sys, o.link_policy, rate, o.link_log);
@@ -56,6 +57,14 @@ class Run {
   // after it is opened and checked meanwhile, on a thread of its own (OpenNext): its
   // lookups and inode reads overlap this round's reads instead of adding to them.
   PreparedRound* Prepare(tbb::flow_control& fc);
+  // Stage 1, on a spinning disk. The filesystem writes the dedupes' metadata changes when
+  // it decides to (btrfs: when its metadata reservations run short, or every 30 s), which
+  // is mostly while a round is being read: the disk then goes back and forth between the
+  // reads and a thousand metadata writes (twice each, with btrfs's DUP metadata). So this
+  // stage commits them itself (syncfs through one of the round's files) before it reads
+  // the round, once o_.commit_every bytes were deduped since it last did: the commit's
+  // writes come between two rounds' reads (docs/benchmarks.md, "Commits between rounds").
+  void CommitIfDue(const PreparedRound& p);
   // The next round from the plan, its files opened and checked; null at the end of the
   // plan, on a stop or when the plan cannot be read (plan_error_).
   std::unique_ptr<PreparedRound> OpenNext();
@@ -88,6 +97,9 @@ class Run {
   Status journal_error_;        // stage 2
   std::atomic<bool> journal_failed_{false};  // stage 2 writes, stage 1 reads
   uint64_t done_bytes_ = 0;     // stage 2
+  std::atomic<uint64_t> deduped_{0};  // stage 2 writes, stage 1 reads: bytes deduped so far
+  uint64_t committed_at_ = 0;   // stage 1: deduped_ at its last commit
+  uint64_t commits_ = 0;        // stage 1: commits it made
   Clock::time_point last_progress_ = Clock::now();  // stage 2
 };
 
@@ -127,8 +139,23 @@ PreparedRound* Run::Prepare(tbb::flow_control& fc) {
     } catch (const std::system_error&) {
       // No thread to be had: the next round is opened here, after this one is read.
     }
-  if (!p->from_journal && Prefetching()) Prefetch(sys_, o_.order, o_.order_seed, &rate_, &buffer_, &head_, p.get());
+  if (!p->from_journal && Prefetching()) {
+    if (!stats_->open_ahead) CommitIfDue(*p);
+    Prefetch(sys_, o_.order, o_.order_seed, &rate_, &buffer_, &head_, p.get());
+  }
   return p.release();
+}
+
+void Run::CommitIfDue(const PreparedRound& p) {
+  const uint64_t done = deduped_.load();
+  if (o_.commit_every == 0 || done - committed_at_ < o_.commit_every) return;
+  for (int fd : p.fds)
+    if (fd >= 0) {
+      // A hint: what is not committed now is committed later.
+      if (sys_.Syncfs(fd).ok()) commits_++;
+      committed_at_ = done;
+      return;
+    }
 }
 
 void Run::ReportProblems(const PreparedRound& p) {
@@ -168,6 +195,7 @@ void Run::Finish(PreparedRound* raw) {
   if (releaser_) releaser_->Add(std::move(p));  // dropped from the page cache and closed meanwhile
   else Verifier::CloseAll(sys_, p.get());
   r.AddTo(stats_);
+  deduped_ = stats_->bytes_deduped + stats_->bytes_linked;
   for (const auto& n : r.notices) observer_->Notice(n);
   if (r.retry) stats_->rounds_to_retry++;
   if (o_.journal && !o_.dry_run && !r.retry) {
@@ -236,6 +264,7 @@ Status Run::Go() {
   OANS_TSAN_ACQUIRE(&order.stage[0]);
   OANS_TSAN_ACQUIRE(&order.stage[1]);
   releaser_.reset();  // every deduped round released and closed
+  stats_->commits = commits_;
   if (next_.valid()) {  // opened after the last round to run: closed unused
     std::unique_ptr<PreparedRound> left = next_.get();
     if (left && !left->from_journal) Verifier::CloseAll(sys_, left.get());

@@ -38,6 +38,10 @@ struct ApplyOptions {
   // after, so that their metadata reads do not come between the round's data reads.
   // kAuto: the storage of the plan's roots (DetectStorage).
   StorageChoice storage = StorageChoice::kAuto;
+  // On a spinning disk (with prefetch), the filesystem is committed (syncfs) before a
+  // round is read once this many bytes were deduped since the last commit (apply.cc,
+  // Run::CommitIfDue); 0: never.
+  uint64_t commit_every = 512ull << 20;
   uint64_t order_seed = kDefaultOrderSeed;  // for ApplyOrder::kShuffled
   const std::atomic<bool>* stop = nullptr;  // stop after the current round
   // Stop after the round during which this time passes (0 = no deadline).

@@ -25,6 +25,7 @@ struct ApplyStats {
   uint64_t files_mismatch = 0;
   bool open_ahead = false;  // the next round opened while one was read (SSD)
   uint64_t tree_ahead_bytes = 0;  // extent and free space tree blocks read in disk order first (HDD)
+  uint64_t commits = 0;  // commits (syncfs) made between rounds (HDD)
   // Bytes not deduped, by reason ("changed since scan", "differs", "EPERM", ...).
   std::map<std::string, uint64_t> skipped;
   // Bytes a rewrite was planned for and not made, by reason (shared with a snapshot,

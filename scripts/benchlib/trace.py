@@ -134,7 +134,8 @@ def figures(reqs, model):
             "write_requests": len(writes),
             "write_bytes": sum(r.sectors for r in writes) * SECTOR,
             "seeks": count_seeks(reqs), "read_seeks": count_seeks(reads),
-            "model_s": round(model.time(reqs), 3), "read_model_s": round(model.time(reads), 3)}
+            "model_s": round(model.time(reqs), 3), "read_model_s": round(model.time(reads), 3),
+            "serial_model_s": round(model.serial().time(reqs), 3)}
 
 
 def floor_figures(reqs, model, max_sectors):

@@ -200,6 +200,7 @@ int main(int argc, char** argv) {
                                {"files_checked", s.files_checked},
                                {"open_ahead", s.open_ahead},
                                {"tree_ahead_bytes", s.tree_ahead_bytes},
+                               {"commits", s.commits},
                                {"files_changed", s.files_mismatch},
                                {"errors", s.errors},
                                {"interrupted", s.interrupted},

@@ -121,6 +121,11 @@ class FakeSys : public test::ForwardingSys {
     }
     return ForwardingSys::Pread(fd, buf, len, offset);
   }
+  Status Syncfs(int fd) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    sequence_.push_back("syncfs " + (fds_.count(fd) ? fds_[fd] : "?"));
+    return Status::Ok();
+  }
   void WillNeed(int fd, uint64_t offset, uint64_t length) override {
     std::lock_guard<std::mutex> lk(mu_);
     hints_.push_back({fds_.count(fd) ? fds_[fd] : "?", offset});
@@ -201,7 +206,7 @@ class FakeSys : public test::ForwardingSys {
     sequence_.clear();
     preads_ = 0;
   }
-  // Opens and reads, in the order made: "open PATH", "read PATH".
+  // Opens, reads and commits, in the order made: "open PATH", "read PATH", "syncfs PATH".
   std::vector<std::string> sequence() {
     std::lock_guard<std::mutex> lk(mu_);
     return sequence_;
@@ -1066,6 +1071,43 @@ TEST_F(ApplyTest, OnASpinningDiskTheNextRoundIsOpenedAfterTheReads) {
     EXPECT_EQ(stats.rounds_done, 3u);
     EXPECT_EQ(stats.open_ahead, storage == StorageChoice::kSsd);
     for (int i : {0, 1}) EXPECT_EQ(last_read_before_open(i), storage == StorageChoice::kHdd) << i;
+  }
+}
+
+// On a spinning disk the filesystem is committed between rounds, once enough was deduped:
+// between one round's reads and the next's, never among a round's reads; not on an SSD,
+// nor with commit_every 0.
+TEST_F(ApplyTest, OnASpinningDiskDedupesAreCommittedBetweenRounds) {
+  sys_.read_delay_ms = 5;
+  for (StorageChoice storage : {StorageChoice::kHdd, StorageChoice::kSsd}) {
+    for (uint64_t every : {uint64_t(16384), uint64_t(0)}) {
+      sys_.ClearRecords();
+      ApplyOptions o;
+      o.storage = storage;
+      o.commit_every = every;
+      ApplyStats stats;
+      ASSERT_OK(Apply(Header(4), Rounds(4), &stats, o));
+      EXPECT_EQ(stats.rounds_done, 4u);
+      const auto seq = sys_.sequence();
+      std::vector<std::string> reads;  // the round of each read, "" for a commit
+      for (const auto& e : seq)
+        if (e.rfind("read ", 0) == 0) reads.push_back(e.substr(e.rfind('/') + 1, 2));
+        else if (e.rfind("syncfs ", 0) == 0) reads.push_back("");
+      const size_t commits = std::count(reads.begin(), reads.end(), "");
+      EXPECT_EQ(stats.commits, commits);
+      if (storage == StorageChoice::kSsd || every == 0) {
+        EXPECT_EQ(commits, 0u);
+        continue;
+      }
+      // Every round dedupes 16 KiB: by the time round 2 is read, round 0 was deduped.
+      EXPECT_GE(commits, 1u);
+      for (size_t i = 0; i < reads.size(); ++i)
+        if (reads[i].empty()) {
+          ASSERT_GT(i, 0u);
+          ASSERT_LT(i + 1, reads.size()) << "a commit after the last round's reads";
+          EXPECT_NE(reads[i - 1], reads[i + 1]) << "a commit among the reads of round " << reads[i - 1];
+        }
+    }
   }
 }
 
