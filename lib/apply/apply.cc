@@ -24,7 +24,6 @@ using Clock = std::chrono::steady_clock;
 // is left to be read as the dedupes meet it.
 constexpr uint64_t kTreeAheadBudget = 128ull << 20;
 
-
 std::unique_ptr<Executor> MakeExecutor(Sys& sys, const ApplyOptions& o, RateLimiter* rate) {
   if (o.dry_run) return std::make_unique<DryRunExecutor>(o.on_dry_run);
   if (o.hardlink) return std::make_unique<HardlinkExecutor>(sys, o.link_policy, rate, o.link_log);
