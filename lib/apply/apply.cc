@@ -62,7 +62,9 @@ class Run {
   // reads and a thousand metadata writes (twice each, with btrfs's DUP metadata). So this
   // stage commits them itself (syncfs through one of the round's files) before it reads
   // the round, once o_.commit_every bytes were deduped since it last did: the commit's
-  // writes come between two rounds' reads (docs/benchmarks.md, "Commits between rounds").
+  // writes come between two rounds' reads, though the round before may still be being
+  // deduped meanwhile, and btrfs may still commit on its own (docs/benchmarks.md, "Latest:
+  // writes costed as a queued disk serves them, commits between rounds").
   void CommitIfDue(const PreparedRound& p);
   // The next round from the plan, its files opened and checked; null at the end of the
   // plan, on a stop or when the plan cannot be read (plan_error_).
@@ -194,7 +196,7 @@ void Run::Finish(PreparedRound* raw) {
   if (releaser_) releaser_->Add(std::move(p));  // dropped from the page cache and closed meanwhile
   else Verifier::CloseAll(sys_, p.get());
   r.AddTo(stats_);
-  deduped_ = stats_->bytes_deduped + stats_->bytes_linked;
+  deduped_ = stats_->bytes_deduped + stats_->bytes_linked + stats_->bytes_rewritten;
   for (const auto& n : r.notices) observer_->Notice(n);
   if (r.retry) stats_->rounds_to_retry++;
   if (o_.journal && !o_.dry_run && !r.retry) {

@@ -12,8 +12,13 @@ order every such pair would cost two seeks. So writes are held, as mq-deadline h
 while reads are flowing, and served together in one sweep (ascending from the head, then
 from the lowest: C-LOOK) once `write_queue` of them wait (32: the NCQ depth of a SATA
 disk), once `writes_starved_reads` reads (32: mq-deadline's two read batches of 16) have
-been served since the oldest of them came, or at the end. No drive write cache is assumed
+been served since the oldest of them came, before the first request after a cache flush
+(whoever flushed waited for them: a commit's tree blocks before its superblock, a
+syncfs before the reads that follow it), or at the end. No drive write cache is assumed
 (that would defer writes further). `write_queue=1` serves everything in issue order.
+Requests that are neither reads nor writes (discards) are served in issue order, as
+reads are. This is a favourable case for writes; the report gives the serial figure
+beside it, and the harness's --hdd-write-queue shows how the figures move with it.
 
 For a request of `n` bytes at byte offset `off`, the head being at the end of the
 previous request served:
@@ -31,8 +36,9 @@ previous request served:
 The defaults are the data sheet figures of common 3.5" 7200 rpm drives
 (e.g. Seagate BarraCuda / WD Blue class: track-to-track ~1 ms, full stroke
 ~15 ms, average ~8.5 ms at a third of the stroke, sustained 150-200 MB/s);
-the same numbers as the FUSE simulator (bench/hddsim/hddsim.c), so both tell
-the same story. `capacity` is the span a full stroke covers: the image size.
+the same numbers as the FUSE simulator (bench/hddsim/hddsim.c), which serves
+requests strictly in arrival order, as this model does with write_queue=1.
+`capacity` is the span a full stroke covers: the image size.
 """
 
 import math
@@ -86,6 +92,8 @@ class DiskModel:
             held.clear()
 
         for i, r in enumerate(reqs):
+            if held and getattr(r, "after_flush", False):
+                sweep()  # the flush waited for them
             if r.is_write:
                 if not held:
                     reads_since = 0

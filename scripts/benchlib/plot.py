@@ -39,9 +39,11 @@ def panel_svg(y0, width, height, label, reqs, model, phases=()):
         x = left + c * cw
         y = y0 + 20 + h - (r + 1) * rh
         el.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{cw:.2f}" height="{rh:.2f}" fill="{COLOURS[kind]}"/>')
-    for name, i in phases:
+    bounds = [i for _, i in phases] + [len(reqs)]
+    for k, (name, i) in enumerate(phases):
         if i < len(starts) and total:
-            x = left + starts[i] / total * w
+            # (the model may serve a phase's first request after others of it: held writes)
+            x = left + min(starts[i:max(i + 1, bounds[k + 1])]) / total * w
             el.append(f'<line x1="{x:.1f}" y1="{y0 + 20}" x2="{x:.1f}" y2="{y0 + 20 + h}" stroke="#333"'
                       f' stroke-dasharray="4,3"/><text x="{x + 3:.1f}" y="{y0 + 32}" font-size="11">{escape(name)}</text>')
     gib = model.capacity / (1 << 30)
@@ -54,7 +56,8 @@ def panel_svg(y0, width, height, label, reqs, model, phases=()):
 
 
 def svg(title, panels, model, width=900, panel_height=190):
-    """panels: (label, requests in issue order, phases as (name, first index)); the SVG text."""
+    """panels: (label, requests in issue order, phases as (name, first index)); the SVG text.
+    Each request is drawn at the modeled time it is served (DiskModel.timeline)."""
     height = 30 + panel_height * len(panels)
     el = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}"'
           f' font-family="sans-serif">', f'<text x="10" y="18" font-size="15">{escape(title)}</text>']

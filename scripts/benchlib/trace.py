@@ -30,11 +30,14 @@ _MARK = re.compile(r"\s(\d+\.\d+): tracing_mark_write: (.*)$")
 
 
 class Request:
-    """One issued request: time (s), first sector, sectors, rwbs flags."""
-    __slots__ = ("ts", "sector", "sectors", "rwbs")
+    """One issued request: time (s), first sector, sectors, rwbs flags. after_flush: a
+    cache flush was issued between the request before it and this one (the flusher
+    waited for the writes before the flush, so they were on the disk by then)."""
+    __slots__ = ("ts", "sector", "sectors", "rwbs", "after_flush")
 
-    def __init__(self, ts, sector, sectors, rwbs="R"):
+    def __init__(self, ts, sector, sectors, rwbs="R", after_flush=False):
         self.ts, self.sector, self.sectors, self.rwbs = ts, sector, sectors, rwbs
+        self.after_flush = after_flush
 
     @property
     def end(self):
@@ -58,14 +61,19 @@ class Request:
 
 def parse_trace(text):
     """(requests with data, in issue order; markers as (ts, text)). Flushes and
-    other requests without sectors move no head and are left out."""
+    other requests without sectors move no head and are left out; a flush marks the
+    request after it (after_flush)."""
     reqs, marks = [], []
+    flushed = False
     for line in text.splitlines():
         m = _RQ.search(line)
         if m:
             sectors = int(m.group(7))
             if sectors:
-                reqs.append(Request(float(m.group(1)), int(m.group(6)), sectors, m.group(4)))
+                reqs.append(Request(float(m.group(1)), int(m.group(6)), sectors, m.group(4), flushed))
+                flushed = False
+            elif "F" in m.group(4):
+                flushed = True
             continue
         m = _MARK.search(line)
         if m:

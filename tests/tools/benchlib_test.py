@@ -210,6 +210,8 @@ class BlockTrace(unittest.TestCase):
         self.assertEqual(reqs, [self.R(100.0, 1000, 8, "R"), self.R(100.001, 1008, 16, "R"),
                                 self.R(100.004, 5000, 8, "W"), self.R(100.005, 1024, 8, "RA")])
         self.assertEqual(marks, [(100.002, "phase apply")])
+        # The flush marks the request after it, and only that one.
+        self.assertEqual([r.after_flush for r in reqs], [False, False, True, False])
 
     def test_phases(self):
         reqs, marks = trace.parse_trace(TRACE_TEXT)
@@ -324,6 +326,19 @@ class DiskModel(unittest.TestCase):
         self.assertEqual(starts[0], 0.0)
         self.assertLess(starts[2], starts[1])
         self.assertAlmostEqual(total, m.time(tail))
+
+    def test_a_flush_serves_the_writes_before_it_first(self):
+        R = trace.Request
+        m = diskmodel.DiskModel(6 << 30)
+        # A commit's last tree blocks, then (after the flush, which waited for them) the
+        # superblock and the next round's reads: the reads do not overtake them.
+        reqs = [R(0, 9000, 8, "WSM"), R(0, 7000, 8, "WSM"), R(0, 128, 8, "WSM", after_flush=True),
+                R(0, 100000, 8, "R", after_flush=True), R(0, 100008, 8, "R")]
+        self.assertEqual([reqs[i].sector for i in m.schedule(reqs)], [7000, 9000, 128, 100000, 100008])
+        # Without the flushes the writes would wait for the reads.
+        for r in reqs:
+            r.after_flush = False
+        self.assertEqual([reqs[i].sector for i in m.schedule(reqs)], [100000, 100008, 128, 7000, 9000])
 
     def test_description_round_trip(self):
         m = diskmodel.DiskModel(1 << 30, write_queue=8)

@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"physical", "none"}));
   app.add_option("--storage", storage,
                  "Storage kind: auto, ssd or hdd (default auto: sysfs plus a seek test). On ssd the next round's "
-                 "files are opened while a round is read ahead; on hdd after it, and the filesystem is committed "
-                 "between rounds once 512 MiB were deduped, so that the disk sweeps")
+                 "files are opened while a round is read ahead; on hdd after it, and (with prefetch) the filesystem is "
+                 "committed between rounds once 512 MiB were deduped, so that the disk sweeps")
       ->check(CLI::IsMember({"auto", "ssd", "hdd"}));
   app.add_option("--progress", progress, "Progress on stderr: auto, tty, json or none")
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
