@@ -28,6 +28,22 @@ def is_mounted(path):
         return any(line.split()[1] == path for line in f)
 
 
+def mount_dev(path, mountinfo_text=None):
+    """(major, minor) of the filesystem mounted at path, from mountinfo: the
+    superblock's device (btrfs's stat() gives a subvolume's), or None."""
+    path = os.path.realpath(path)
+    if mountinfo_text is None:
+        with open("/proc/self/mountinfo") as f:
+            mountinfo_text = f.read()
+    found = None
+    for line in mountinfo_text.splitlines():
+        fields = line.split()
+        if len(fields) > 4 and fields[4] == path and ":" in fields[2]:
+            major, minor = fields[2].split(":", 1)
+            found = (int(major), int(minor))  # the last one: mounted over the others
+    return found
+
+
 def loop_devices_of(listing, backings):
     """The loop devices in `losetup -a` output whose backing file is one of backings."""
     devs = set()

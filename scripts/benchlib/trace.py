@@ -9,6 +9,15 @@ events (the per-CPU overrun counters) are recorded. `mark(text)` writes a
 line into the same trace (trace_marker): the oans chain marks where its scan,
 plan and apply start.
 
+Given the test filesystem's device (mountinfo's major:minor, which is the
+superblock's; btrfs's stat() gives a subvolume's), the same instance also records
+the pages of that filesystem the machine's background reclaim evicts during the
+run (`filemap:mm_filemap_delete_from_page_cache` from kswapd and kdamond, DAMON's
+proactive reclaim): a page a tool had read and then reads again costs requests
+that are the machine's doing, not the tool's, and a run so disturbed is told
+apart from the others (the memory cap's own reclaim runs in the tool's context
+and is not counted: it is part of the run).
+
 The rest is pure: parse a trace file into requests and markers, split it into
 phases, count seeks, build the physical-order floor of a set of requests, and
 summarise. The disk model is in benchlib/diskmodel.py.
@@ -27,6 +36,13 @@ SECTOR = 512
 # "  cat-1234  [001] ..... 12.345678: block_rq_issue: 7,0 R 4096 () 2048 + 8 none,0,0 [cat]"
 _RQ = re.compile(r"\s(\d+\.\d+): block_rq_issue: (\d+),(\d+) (\S+) (\d+) \(.*?\) (\d+) \+ (\d+)")
 _MARK = re.compile(r"\s(\d+\.\d+): tracing_mark_write: (.*)$")
+# "  kdamond.0-79  [000] d..2. 12.3: mm_filemap_delete_from_page_cache: dev 0:40 ino 1 pfn=0x1 ofs=0 order=0"
+_EVICT = re.compile(r"^\s*(.+?)-\d+\s+\[\d+\].*?\s(\d+\.\d+): mm_filemap_delete_from_page_cache: "
+                    r"dev \d+:\d+ ino \w+ pfn=\w+ ofs=\d+ order=(\d+)")
+EVICT_EVENT = ("filemap", "mm_filemap_delete_from_page_cache")
+# The kernel threads of background reclaim: kswapd (memory short machine-wide) and
+# kdamond (DAMON's proactive reclaim, which evicts pages not touched for a while).
+RECLAIMERS = ("kswapd", "kdamond")
 
 
 class Request:
@@ -79,6 +95,38 @@ def parse_trace(text):
         if m:
             marks.append((float(m.group(1)), m.group(2).strip()))
     return reqs, marks
+
+
+def eviction_filter(s_dev):
+    """The tracefs filter of the evictions watched: one filesystem's pages, evicted by
+    a background reclaim thread (the current task is the evicting one)."""
+    who = " || ".join(f'comm ~ "{name}*"' for name in RECLAIMERS)
+    return f"s_dev == {s_dev} && ({who})"
+
+
+def parse_evictions(text):
+    """The watched evictions in a trace, as (ts, reclaiming thread, pages)."""
+    out = []
+    for line in text.splitlines():
+        m = _EVICT.match(line)
+        if m:
+            out.append((float(m.group(2)), m.group(1).strip(), 1 << int(m.group(3))))
+    return out
+
+
+def eviction_figures(evictions, marks, prefix="phase "):
+    """Pages evicted, in all and per marked phase (a phase from its marker to the next)."""
+    bounds = [(ts, text[len(prefix):]) for ts, text in marks if text.startswith(prefix)]
+    out = {"evicted_pages": sum(p for _, _, p in evictions), "by_thread": {}, "phases": {}}
+    for ts, who, pages in evictions:
+        name = who.split(".")[0].split("/")[0]
+        out["by_thread"][name] = out["by_thread"].get(name, 0) + pages
+        phase = "start"
+        for t, n in bounds:
+            if ts >= t:
+                phase = n
+        out["phases"][phase] = out["phases"].get(phase, 0) + pages
+    return out
 
 
 def split_phases(reqs, marks, prefix="phase "):
@@ -233,6 +281,8 @@ class BlockTrace:
         try:
             _write(os.path.join(d, "tracing_on"), "0")
             _write(os.path.join(d, "events", "block", "block_rq_issue", "enable"), "0")
+            if os.path.isdir(os.path.join(d, "events", *EVICT_EVENT)):
+                _write(os.path.join(d, "events", *EVICT_EVENT, "enable"), "0")
         except OSError:
             pass
         for _ in range(20):
@@ -283,6 +333,20 @@ class BlockTrace:
                     if line.startswith("overrun:"):
                         total += int(line.split()[1])
         return total
+
+    def watch_evictions(self, fs_dev):
+        """Also records the background reclaim's evictions of pages of the filesystem
+        on fs_dev ((major, minor) from mountinfo), or stops doing so (None). False when
+        the kernel has no such event (the runs are then not told apart)."""
+        ev = os.path.join(self.dir, "events", *EVICT_EVENT)
+        if not os.path.isdir(ev):
+            return False
+        if fs_dev is None:
+            _write(os.path.join(ev, "enable"), "0")
+            return True
+        _write(os.path.join(ev, "filter"), eviction_filter(dev_t(*fs_dev)))
+        _write(os.path.join(ev, "enable"), "1")
+        return True
 
     def start(self, path):
         """Records into path until stop()."""

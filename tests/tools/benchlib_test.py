@@ -169,6 +169,14 @@ class Selection(unittest.TestCase):
                          {"/dev/loop0", "/dev/loop1", "/dev/loop4"})
         self.assertEqual(image.loop_devices_of("", ["/x"]), set())
 
+    def test_mount_dev(self):
+        info = ("22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
+                "90 22 0:40 / /mnt/t rw,noatime - btrfs /dev/loop0 rw\n"
+                "91 90 0:41 / /mnt/t rw,noatime - btrfs /dev/loop1 rw\n")
+        self.assertEqual(image.mount_dev("/mnt/t", info), (0, 41))  # mounted over: the top one
+        self.assertEqual(image.mount_dev("/", info), (254, 0))
+        self.assertIsNone(image.mount_dev("/mnt", info))
+
     def test_own_v1_memory_cgroup(self):
         text = "9:name=systemd:/\n4:memory:/sessions/abc\n1:cpu,cpuacct:/\n0::/\n"
         self.assertEqual(memcap.own_v1_memory_cgroup(text), "sessions/abc")
@@ -252,6 +260,23 @@ class BlockTrace(unittest.TestCase):
         self.assertEqual(s["phases"]["apply"]["requests"], 2)
         self.assertEqual(s["phases"]["start"]["seeks"], 1)
         self.assertNotIn("phases", trace.summarize_trace(reqs[:2], [], m, 1024))
+
+    def test_evictions_by_the_machines_reclaim(self):
+        text = TRACE_TEXT + (
+            "       kdamond.0-79      [000] d..2. 100.003000: mm_filemap_delete_from_page_cache:"
+            " dev 0:40 ino 1 pfn=0x1b1cff ofs=22036480 order=0\n"
+            "         kswapd0-60      [001] d..2. 100.006000: mm_filemap_delete_from_page_cache:"
+            " dev 0:40 ino 104 pfn=0x1b1d00 ofs=8192 order=2\n"
+            "       kdamond.0-79      [000] d..2. 99.000000: mm_filemap_delete_from_page_cache: dev 0:40\n")
+        ev = trace.parse_evictions(text)
+        self.assertEqual(ev, [(100.003, "kdamond.0", 1), (100.006, "kswapd0", 4)])
+        # The requests are read as before: the eviction lines are not requests.
+        self.assertEqual(trace.parse_trace(text), trace.parse_trace(TRACE_TEXT))
+        _, marks = trace.parse_trace(text)
+        self.assertEqual(trace.eviction_figures(ev, marks),
+                         {"evicted_pages": 5, "by_thread": {"kdamond": 1, "kswapd0": 4}, "phases": {"apply": 5}})
+        self.assertEqual(trace.eviction_figures(ev[:1], [])["phases"], {"start": 1})
+        self.assertEqual(trace.eviction_filter(40), 's_dev == 40 && (comm ~ "kswapd*" || comm ~ "kdamond*")')
 
     def test_dev_t_and_stale(self):
         self.assertEqual(trace.dev_t(7, 3), (7 << 20) | 3)
@@ -648,6 +673,38 @@ class Reports(unittest.TestCase):
         runs["runs"][0]["trace"] = dict(tr, model_s=1.0)
         text = self.printed(dedupe.print_report, dedupe.summarize(runs, None), DEDUPE_FACTS)
         self.assertIn("FLOOR WRONG: oans cold vs 2 x read floor: modeled disk 1.0 s is below", text)
+
+
+    def test_runs_the_machines_reclaim_disturbed_are_told_apart(self):
+        dedupe = load_script("bench-dedupe")
+
+        def tr(model_s, evicted):
+            return {"requests": 10, "read_requests": 8, "read_bytes": 4096, "write_requests": 2, "seeks": 6,
+                    "read_seeks": 4, "model_s": model_s, "read_model_s": 2.0, "serial_model_s": 3.5,
+                    "floor": {"requests": 2, "bytes": 4096, "seeks": 2, "model_s": 0.5},
+                    "machine_reclaim": {"evicted_pages": evicted, "by_thread": {}, "phases": {}}}
+        run = {"candidate": "oans", "scenario": "cold", "rc": 0, "timed_out": False, "wall": 1.0, "cap_bytes": 1 << 29}
+        bound = {"bound": "read", "method": "treeread", "parallel": 1, "rc": 0, "wall": 0.4,
+                 "trace": dict(tr(1.0, 0), floor={"requests": 2, "bytes": 4096, "seeks": 2, "model_s": 1.0})}
+        runs = {"runs": [dict(run, trace=tr(3.0, 0)), dict(run, trace=tr(2.4, 0)), dict(run, trace=tr(5.0, 70))],
+                "bounds": [bound], "order_read": [], "order_hdd": []}
+        row = dedupe.summarize(runs, None)["table"][0]
+        self.assertEqual((row["reclaim_watched_runs"], row["reclaim_disturbed_runs"], row["reclaim_evicted_pages"]),
+                         (3, 1, [0, 0, 70]))
+        self.assertEqual((row["undisturbed_runs"], row["trace_median_undisturbed"]["model_s"]), (2, 2.7))
+        self.assertEqual((row["vs_floor"]["model_ratio"], row["vs_floor"]["model_ratio_undisturbed"]), (1.5, 1.35))
+        text = self.printed(dedupe.print_report, dedupe.summarize(runs, None), DEDUPE_FACTS)
+        self.assertIn("evicted pages of the test filesystem during 1 of 3 runs (pages per run: 0, 0, 70)", text)
+        self.assertIn("modeled disk 1.35x in the 2 runs the machine's reclaim did not disturb (2.7 / 2.0 s)", text)
+        # Undisturbed everywhere, or not watched (older results): no split.
+        for r in runs["runs"]:
+            r["trace"]["machine_reclaim"]["evicted_pages"] = 0
+        row = dedupe.summarize(runs, None)["table"][0]
+        self.assertEqual(row["reclaim_disturbed_runs"], 0)
+        self.assertNotIn("trace_median_undisturbed", row)
+        for r in runs["runs"]:
+            del r["trace"]["machine_reclaim"]
+        self.assertNotIn("reclaim_watched_runs", dedupe.summarize(runs, None)["table"][0])
 
 
 class Plot(unittest.TestCase):
