@@ -706,6 +706,21 @@ class Reports(unittest.TestCase):
             del r["trace"]["machine_reclaim"]
         self.assertNotIn("reclaim_watched_runs", dedupe.summarize(runs, None)["table"][0])
 
+    def test_costing_a_trace_again_keeps_its_evictions(self):
+        dedupe = load_script("bench-dedupe")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "r1.trace")
+            with open(path, "w") as f:
+                f.write(TRACE_TEXT)
+            evicted = {"evicted_pages": 3, "by_thread": {"kdamond": 3}, "phases": {"apply": 3}}
+            facts = {"config": {"disk_model": diskmodel.DiskModel(1 << 30).describe()},
+                     "runs": [{"trace_file": path, "trace": {"lost_events": 0, "machine_reclaim": evicted}},
+                              {"trace_file": path, "trace": {"lost_events": 0}}]}
+            dedupe.recost(facts, 8)
+        self.assertEqual(facts["runs"][0]["trace"]["machine_reclaim"], evicted)
+        self.assertEqual(facts["runs"][0]["trace"]["requests"], 4)
+        self.assertNotIn("machine_reclaim", facts["runs"][1]["trace"])
+
 
 class Plot(unittest.TestCase):
     def test_svg(self):
