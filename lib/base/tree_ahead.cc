@@ -152,28 +152,58 @@ Status LeavesOnDisk(Sys& sys, int fd, uint64_t tree_id, const BtrfsInfo& info, c
   return Status::Ok();
 }
 
-// Tree `whole.tree_id` read in the order of its leaves on disk: one search per leaf from
-// its first key for a single item, so the kernel reads that leaf (and the internal nodes
-// above it, with the first search below each) and no other. False, with nothing read,
-// when the tree cannot be laid out that way (a striped profile, a device that cannot be
-// opened, a block that is not the one its parent names) or is larger than what is left
-// of the budget.
-Result<bool> ReadOnDisk(Sys& sys, int fd, const BtrfsSearch& whole, const BtrfsInfo& info, const ChunkMap& chunks,
-                        Devices* devices, uint64_t budget, const TreeAheadStop& stop, TreeAheadStats* stats) {
+// A leaf to read and the search of its tree (its key range).
+struct LeafRead {
+  Block leaf;
+  const BtrfsSearch* tree;
+};
+
+// Adds the leaves of tree `whole.tree_id` to *reads, each with its first key. False, with
+// nothing added, when the tree cannot be laid out that way (a striped profile, a device
+// that cannot be opened, a block that is not the one its parent names) or is larger than
+// `budget`.
+bool LayOut(Sys& sys, int fd, const BtrfsSearch& whole, const BtrfsInfo& info, const ChunkMap& chunks,
+            Devices* devices, uint64_t budget, const TreeAheadStop& stop, std::vector<LeafRead>* reads) {
   std::vector<Block> leaves;
-  if (!LeavesOnDisk(sys, fd, whole.tree_id, info, chunks, budget - stats->bytes, stop, devices, &leaves).ok())
-    return false;
-  for (const Block& leaf : leaves) {
+  if (!LeavesOnDisk(sys, fd, whole.tree_id, info, chunks, budget, stop, devices, &leaves).ok()) return false;
+  for (const Block& leaf : leaves)
+    if (!(whole.max < leaf.ptr.key)) reads->push_back({leaf, &whole});
+  return true;
+}
+
+// The leaves of every tree laid out, in one pass in the order of their places on disk
+// (the trees' leaves lie among each other's, so a pass per tree would cross the metadata
+// once per tree): one search per leaf from its first key for a single item, so the kernel
+// reads that leaf (and the internal nodes above it, with the first search below each)
+// and no other.
+Status ReadInDiskOrder(Sys& sys, int fd, std::vector<LeafRead>& reads, uint32_t node_size, const TreeAheadStop& stop,
+                       TreeAheadStats* stats) {
+  std::stable_sort(reads.begin(), reads.end(), [](const LeafRead& a, const LeafRead& b) {
+    return std::tie(a.leaf.devid, a.leaf.physical) < std::tie(b.leaf.devid, b.leaf.physical);
+  });
+  for (const LeafRead& r : reads) {
     if (stop && stop()) break;
-    if (whole.max < leaf.ptr.key) continue;
-    BtrfsSearch one = whole;
-    one.min = std::max(leaf.ptr.key, whole.min);
+    BtrfsSearch one = *r.tree;
+    one.min = std::max(r.leaf.ptr.key, r.tree->min);
     one.max_items = 1;
     OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, one, [](const BtrfsItem&) { return true; }));
-    stats->bytes += info.node_size;
+    stats->bytes += node_size;
     stats->leaves++;
   }
-  return true;
+  return Status::Ok();
+}
+
+// Tree `s` in key order instead: every item of its range, discarded, within the budget.
+Status ReadInKeyOrder(Sys& sys, int fd, const BtrfsSearch& s, uint64_t budget, const TreeAheadStop& stop,
+                      TreeAheadStats* stats) {
+  uint64_t items = 0;
+  return sys.TreeSearch(fd, s, [&](const BtrfsItem& item) {
+    stats->bytes += item.data.size();
+    if (stop && ++items % 256 == 0 && stop()) return false;
+    if (stats->bytes < budget) return true;
+    stats->cut_short = true;
+    return false;
+  });
 }
 
 }  // namespace
@@ -204,30 +234,29 @@ Status ReadTreesAhead(Sys& sys, int fd, TreesFor what, uint64_t budget, const Tr
   ChunkMap chunks;
   const bool mapped = chunks.Load(sys, fd).ok();
   Devices devices(sys, fd);
+  std::vector<LeafRead> reads;
+  std::vector<const BtrfsSearch*> in_key_order;
   for (const BtrfsSearch& s : trees) {
+    if (stop && stop()) return Status::Ok();
+    const uint64_t planned = stats->bytes + reads.size() * info->node_size;
+    if (planned >= budget) {
+      stats->cut_short = true;
+      break;
+    }
+    if (mapped && s.tree_id && LayOut(sys, fd, s, *info, chunks, &devices, budget - planned, stop, &reads)) {
+      stats->on_disk = true;
+    } else if (what == TreesFor::kScan) {  // apply leaves a tree it cannot lay out
+      in_key_order.push_back(&s);
+    }
+  }
+  OANS_RETURN_IF_ERROR(ReadInDiskOrder(sys, fd, reads, info->node_size, stop, stats));
+  for (const BtrfsSearch* s : in_key_order) {
     if (stop && stop()) break;
     if (stats->bytes >= budget) {
       stats->cut_short = true;
       break;
     }
-    if (mapped && s.tree_id) {
-      auto on_disk = ReadOnDisk(sys, fd, s, *info, chunks, &devices, budget, stop, stats);
-      if (!on_disk.ok()) return on_disk.status();
-      if (*on_disk) {
-        stats->on_disk = true;
-        continue;
-      }
-    }
-    if (what == TreesFor::kApply || (stop && stop())) continue;
-    // In key order instead: every item of the range, discarded.
-    uint64_t items = 0;
-    OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, s, [&](const BtrfsItem& item) {
-      stats->bytes += item.data.size();
-      if (stop && ++items % 256 == 0 && stop()) return false;
-      if (stats->bytes < budget) return true;
-      stats->cut_short = true;
-      return false;
-    }));
+    OANS_RETURN_IF_ERROR(ReadInKeyOrder(sys, fd, *s, budget, stop, stats));
   }
   return Status::Ok();
 }

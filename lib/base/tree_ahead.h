@@ -11,9 +11,12 @@
 //     tree's map; single and DUP profiles), each checked to be the block its parent names
 //     (filesystem, address, generation, level, keys in order), and no more of them than
 //     the root item's size allows;
-//   - the leaves, with the first key each node gives them, are sorted by place, and each
-//     is read by one tree search from its first key for a single item: the kernel reads
-//     that leaf, the internal nodes above it with the first search below each, no other.
+//   - the leaves, with the first key each node gives them, of all the trees read (the
+//     subvolume's and the checksum tree's leaves lie among each other's, as do the extent
+//     and free space trees'), are sorted by place together, and each is read by one tree
+//     search from its first key for a single item: the kernel reads that leaf, the
+//     internal nodes above it with the first search below each, no other. One pass over
+//     the metadata, not one per tree.
 // Where a tree cannot be laid out that way (a striped profile, a device that cannot be
 // opened, a block that is not the one its parent names, a tree larger than what is left
 // of the budget, a mirrored profile), the scan reads it in key order instead (every item, discarded), which

@@ -166,12 +166,13 @@ TEST(TreeAhead, ReadsEachTreesLeavesInDiskOrderOneSearchEach) {
   TreeAheadStats stats;
   ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
   const std::vector<Read> want = {
-      // The subvolume's leaves at 2, 5 and 9 nodes into the chunk, then the checksums' at 3 and 7.
+      // One pass: the subvolume's leaves (2, 5 and 9 nodes into the chunk) among the
+      // checksums' (3 and 7), each tree's search with its own range.
       {kSubvol, {259, kBtrfsInodeItem, 0}, 1},
-      {kSubvol, {256, kBtrfsInodeItem, 0}, 1},
-      {kSubvol, {262, kBtrfsInodeItem, 0}, 1},
       {kBtrfsCsumTree, {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 8 << 20}, 1},
+      {kSubvol, {256, kBtrfsInodeItem, 0}, 1},
       {kBtrfsCsumTree, {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 1 << 20}, 1},
+      {kSubvol, {262, kBtrfsInodeItem, 0}, 1},
   };
   EXPECT_EQ(sys.Reads(), want);
   EXPECT_EQ(stats.leaves, 5u);
@@ -207,8 +208,12 @@ TEST(TreeAhead, ABlockAtAnotherAddressMeansKeyOrderForItsTree) {
   TreeAheadStats stats;
   ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
   const auto reads = sys.Reads();
-  ASSERT_EQ(reads.size(), 3u);  // the subvolume in key order, the checksums' two leaves on disk
-  EXPECT_EQ(std::get<2>(reads[0]), 0u);
+  // The checksums' two leaves on disk, then the subvolume in key order.
+  ASSERT_EQ(reads.size(), 3u);
+  EXPECT_EQ(std::get<0>(reads[0]), kBtrfsCsumTree);
+  EXPECT_EQ(std::get<2>(reads[0]), 1u);
+  EXPECT_EQ(std::get<0>(reads[2]), kSubvol);
+  EXPECT_EQ(std::get<2>(reads[2]), 0u);
   EXPECT_EQ(stats.leaves, 2u);
 }
 
@@ -305,10 +310,10 @@ TEST(TreeAhead, ForApplyTheExtentAndFreeSpaceTreesInDiskOrder) {
   ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kApply, 1 << 30, {}, &stats).ok());
   const std::vector<Read> want = {
       {kBtrfsExtentTree, {259, kBtrfsInodeItem, 0}, 1},
-      {kBtrfsExtentTree, {256, kBtrfsInodeItem, 0}, 1},
-      {kBtrfsExtentTree, {262, kBtrfsInodeItem, 0}, 1},
       {kBtrfsFreeSpaceTree, {9ull << 20, BTRFS_FREE_SPACE_EXTENT_KEY, 4096}, 1},
+      {kBtrfsExtentTree, {256, kBtrfsInodeItem, 0}, 1},
       {kBtrfsFreeSpaceTree, {1ull << 20, BTRFS_FREE_SPACE_INFO_KEY, 1 << 30}, 1},
+      {kBtrfsExtentTree, {262, kBtrfsInodeItem, 0}, 1},
   };
   EXPECT_EQ(sys.Reads(), want);
   EXPECT_EQ(stats.leaves, 5u);
