@@ -63,7 +63,7 @@ class Run {
   // stage commits them itself (syncfs through one of the round's files) before it reads
   // the round, once o_.commit_every bytes were deduped since it last did: the commit's
   // writes come between two rounds' reads, though the round before may still be being
-  // deduped meanwhile, and btrfs may still commit on its own (docs/benchmarks.md, "Latest:
+  // deduped meanwhile, and btrfs may still commit on its own (docs/benchmarks.md, "Earlier:
   // writes costed as a queued disk serves them, commits between rounds").
   void CommitIfDue(const PreparedRound& p);
   // The next round from the plan, its files opened and checked; null at the end of the
