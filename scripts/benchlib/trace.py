@@ -337,13 +337,14 @@ class BlockTrace:
     def watch_evictions(self, fs_dev):
         """Also records the background reclaim's evictions of pages of the filesystem
         on fs_dev ((major, minor) from mountinfo), or stops doing so (None). False when
-        the kernel has no such event (the runs are then not told apart)."""
+        the kernel has no such event or nothing is watched (the runs are then not told
+        apart)."""
         ev = os.path.join(self.dir, "events", *EVICT_EVENT)
         if not os.path.isdir(ev):
             return False
         if fs_dev is None:
             _write(os.path.join(ev, "enable"), "0")
-            return True
+            return False
         _write(os.path.join(ev, "filter"), eviction_filter(dev_t(*fs_dev)))
         _write(os.path.join(ev, "enable"), "1")
         return True
