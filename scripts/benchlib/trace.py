@@ -116,23 +116,25 @@ def parse_evictions(text):
 
 def eviction_figures(evictions, marks, prefix="phase "):
     """Pages evicted, in all and per marked phase (a phase from its marker to the next)."""
-    bounds = [(ts, text[len(prefix):]) for ts, text in marks if text.startswith(prefix)]
+    bounds = phase_bounds(marks, prefix)
     out = {"evicted_pages": sum(p for _, _, p in evictions), "by_thread": {}, "phases": {}}
     for ts, who, pages in evictions:
         name = who.split(".")[0].split("/")[0]
         out["by_thread"][name] = out["by_thread"].get(name, 0) + pages
-        phase = "start"
-        for t, n in bounds:
-            if ts >= t:
-                phase = n
+        phase = next((n for t, n in reversed(bounds) if ts >= t), "start")
         out["phases"][phase] = out["phases"].get(phase, 0) + pages
     return out
+
+
+def phase_bounds(marks, prefix="phase "):
+    """(time, phase name) of the markers 'phase NAME', in order."""
+    return [(ts, text[len(prefix):]) for ts, text in marks if text.startswith(prefix)]
 
 
 def split_phases(reqs, marks, prefix="phase "):
     """{phase name: requests} from markers 'phase NAME'; requests before the
     first marker go to 'start' (absent when empty)."""
-    bounds = [(ts, text[len(prefix):]) for ts, text in marks if text.startswith(prefix)]
+    bounds = phase_bounds(marks, prefix)
     out = {}
     i = 0
     name = "start"
