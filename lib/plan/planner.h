@@ -80,6 +80,8 @@ struct PlanStats {
   // Bytes of destinations to copy into new extents so that their old extents go free.
   uint64_t rewrite_bytes = 0;
   uint64_t ops = 0, rounds = 0;
+  // Operations a round took beside a neighbouring one rather than in their turn (packing.h).
+  uint64_t ops_alongside = 0;
   uint64_t filesystems = 0;
   bool since_truncated = false;
   // --since OLD with one index that a scan following btrfs changes made from OLD without

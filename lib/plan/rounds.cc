@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "lib/plan/ops.h"
+#include "lib/plan/packing.h"
 
 namespace oans {
 namespace {
@@ -12,7 +13,6 @@ namespace {
 class RoundBuilder {
  public:
   RoundBuilder(PlanState& st, PlanWriter* writer) : st_(st), writer_(writer) {}
-  bool Fits(const OpKey& k) const { return round_.ops.empty() || round_.bytes + k.bytes() <= st_.header.round_size; }
   Status Add(const OpKey& k) {
     PlanOp op;
     OANS_RETURN_IF_ERROR(OpOfKey(st_, k, &scratch_, &op));
@@ -56,20 +56,28 @@ class RoundBuilder {
   uint64_t written_ = 0;
 };
 
+// A packer over the plan's operations (packing.h), each round handed to `round`.
+RoundPacker Packer(PlanState& st, RoundPacker::OnRound round) {
+  auto dests_of = [&st, scratch = std::string(), op = PlanOp()](const OpKey& k, std::vector<uint64_t>* out) mutable {
+    OANS_RETURN_IF_ERROR(OpOfKey(st, k, &scratch, &op));
+    out->clear();
+    for (const auto& d : op.dests) out->push_back(d.physical);
+    return Status::Ok();
+  };
+  return RoundPacker(st.header.round_size, st.o.memory, std::move(dests_of), std::move(round));
+}
+
 }  // namespace
 
 Result<uint64_t> CountRounds(PlanState& st) {
-  uint64_t rounds = 0, in_round = 0;
-  bool first = true;
-  OANS_RETURN_IF_ERROR(st.ops.ForEach([&](const OpKey& k) {
-    if (first || in_round + k.bytes() > st.header.round_size) {
-      rounds++;
-      in_round = 0;
-      first = false;
-    }
-    in_round += k.bytes();
+  uint64_t rounds = 0;
+  RoundPacker packer = Packer(st, [&](const std::vector<OpKey>&) {
+    rounds++;
     return Status::Ok();
-  }));
+  });
+  OANS_RETURN_IF_ERROR(st.ops.ForEach([&](const OpKey& k) { return packer.Add(k); }));
+  OANS_RETURN_IF_ERROR(packer.Finish());
+  st.stats->ops_alongside = packer.taken_alongside();
   return rounds;
 }
 
@@ -93,13 +101,16 @@ Status WriteRounds(PlanState& st, OutputFile* out) {
   PlanWriter writer(out);
   OANS_RETURN_IF_ERROR(writer.WriteHeader(st.header));
   RoundBuilder round(st, &writer);
+  RoundPacker packer = Packer(st, [&](const std::vector<OpKey>& ops) {
+    for (const auto& k : ops) OANS_RETURN_IF_ERROR(round.Add(k));
+    return round.Emit();
+  });
   uint64_t done = 0;
   OANS_RETURN_IF_ERROR(st.ops.Drain([&](const OpKey& k) -> Status {
     if (++done % PlanState::kStopEvery == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
-    if (!round.Fits(k)) OANS_RETURN_IF_ERROR(round.Emit());
-    return round.Add(k);
+    return packer.Add(k);
   }));
-  OANS_RETURN_IF_ERROR(round.Emit());
+  OANS_RETURN_IF_ERROR(packer.Finish());
   if (round.written() != rounds) return Status::Corrupt("planner: rounds written differ from rounds counted");
   return writer.Finish();
 }

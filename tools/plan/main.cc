@@ -275,6 +275,7 @@ int main(int argc, char** argv) {
                                {"since_left_out", s.since_left_out},
                                {"operations", s.ops},
                                {"rounds", s.rounds},
+                               {"operations_alongside", s.ops_alongside},
                                {"skipped_errors", s.skipped_errors},
                                {"skipped_inline", s.skipped_inline}});
   } else if (stats_flag) {
@@ -286,13 +287,14 @@ int main(int argc, char** argv) {
                  "  to rewrite:         %s (copied to new extents so that old ones go free)\n"
                  "  already shared:     %s\n"
                  "  plan will reclaim:  %s in %llu operations, %llu rounds\n"
+                 "  packed alongside:   %llu operations (read with their neighbours on the disk)\n"
                  "  not considered:     %llu files the scan could not read, %llu with inline data\n",
                  (unsigned long long)s.files, (unsigned long long)s.filesystems, renderer.Elapsed().c_str(),
                  (unsigned long long)(s.whole_groups + s.block_groups), (unsigned long long)s.whole_groups,
                  (unsigned long long)s.block_groups, FormatSize(s.duplicate_bytes).c_str(),
                  FormatSize(s.partial_bytes).c_str(), FormatSize(s.partial_left_bytes).c_str(),
                  FormatSize(s.rewrite_bytes).c_str(), FormatSize(s.shared_bytes).c_str(), FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.ops,
-                 (unsigned long long)s.rounds, (unsigned long long)s.skipped_errors,
+                 (unsigned long long)s.rounds, (unsigned long long)s.ops_alongside, (unsigned long long)s.skipped_errors,
                  (unsigned long long)s.skipped_inline);
   } else if (!quiet) {
     using ull = unsigned long long;

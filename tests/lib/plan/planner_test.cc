@@ -160,8 +160,17 @@ void CheckPlanInvariants(const PlanRun& r, uint64_t round_size) {
   EXPECT_EQ(r.header.planned_bytes, r.stats.planned_bytes);
   EXPECT_EQ(r.header.rounds, r.rounds.size());
   EXPECT_EQ(r.stats.ops, r.ops.size());
-  // Ops run in order of their source's physical address.
-  for (size_t i = 1; i < r.ops.size(); ++i) EXPECT_LE(r.ops[i - 1].physical, r.ops[i].physical) << "op " << i;
+  // A round's ops run in order of their source's physical address, and the rounds in the
+  // order of their first op's (later ones are taken into a round beside their neighbours
+  // on the disk, packing.h).
+  uint64_t first = 0;
+  for (const auto& round : r.rounds) {
+    if (round.ops.empty()) continue;
+    EXPECT_LE(first, round.ops[0].physical) << "round " << round.index;
+    first = round.ops[0].physical;
+    for (size_t i = 1; i < round.ops.size(); ++i)
+      EXPECT_LE(round.ops[i - 1].physical, round.ops[i].physical) << "round " << round.index << " op " << i;
+  }
 }
 
 TEST(Planner, WholeFileGroupOfThree) {

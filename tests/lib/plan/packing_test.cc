@@ -1,0 +1,188 @@
+// Packing operations into rounds (lib/plan/packing.h): in the ops stage's order, and with
+// an operation the not yet taken ones whose sources lie next to its destinations.
+#include "lib/plan/packing.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "tests/lib/test_util.h"
+
+namespace oans {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+// An operation of `length` bytes from `source` to one destination at `dest` (physical
+// offsets), seq numbering them in the order added.
+OpKey Op(uint64_t seq, uint64_t source, uint64_t dest, uint64_t length = kMiB, uint32_t pass = 1) {
+  OpKey k{};
+  k.physical = source;
+  k.length = length;
+  k.seq = seq;
+  k.dest_physical = dest;
+  k.source = uint32_t(2 * seq);
+  k.dest = uint32_t(2 * seq + 1);
+  k.dests = 1;
+  k.pass = pass;
+  return k;
+}
+
+struct Packed {
+  std::vector<std::vector<uint64_t>> rounds;  // the seq of each operation
+  uint64_t alongside = 0;
+};
+
+// Packs `ops` (in the given order) into rounds of `round_size`; `several` gives the
+// destinations of operations with more than one.
+Packed Pack(const std::vector<OpKey>& ops, uint64_t round_size, uint64_t memory = 64 * kMiB,
+            std::map<uint64_t, std::vector<uint64_t>> several = {}) {
+  Packed p;
+  RoundPacker packer(
+      round_size, memory,
+      [&](const OpKey& k, std::vector<uint64_t>* out) {
+        *out = several.at(k.seq);
+        return Status::Ok();
+      },
+      [&](const std::vector<OpKey>& round) {
+        uint64_t bytes = 0;
+        p.rounds.emplace_back();
+        for (const auto& k : round) {
+          p.rounds.back().push_back(k.seq);
+          bytes += k.bytes();
+        }
+        EXPECT_LE(bytes, round_size);
+        return Status::Ok();
+      });
+  for (const auto& k : ops) EXPECT_OK(packer.Add(k));
+  EXPECT_OK(packer.Finish());
+  p.alongside = packer.taken_alongside();
+  return p;
+}
+
+using Rounds = std::vector<std::vector<uint64_t>>;
+
+TEST(RoundPacker, InOrderWhenNothingLiesNextToADestination) {
+  const auto p = Pack({Op(0, 0, 100 * kMiB), Op(1, kMiB, 101 * kMiB), Op(2, 2 * kMiB, 102 * kMiB),
+                       Op(3, 3 * kMiB, 103 * kMiB)},
+                      4 * kMiB);
+  EXPECT_EQ(p.rounds, (Rounds{{0, 1}, {2, 3}}));
+  EXPECT_EQ(p.alongside, 0u);
+}
+
+TEST(RoundPacker, ASourceRightAfterADestinationIsReadInItsRound) {
+  // Operation 2's source lies right after operation 0's destination: without it, round 0
+  // would read 100-101 MiB and round 1 come back for 101-102 MiB.
+  const auto p = Pack({Op(0, 0, 100 * kMiB), Op(1, 10 * kMiB, 200 * kMiB), Op(2, 101 * kMiB, 300 * kMiB)},
+                      4 * kMiB);
+  EXPECT_EQ(p.rounds, (Rounds{{0, 2}, {1}}));
+  EXPECT_EQ(p.alongside, 1u);
+}
+
+TEST(RoundPacker, AndRightBeforeIt) {
+  const auto p = Pack({Op(0, 0, 100 * kMiB), Op(1, 10 * kMiB, 200 * kMiB), Op(2, 99 * kMiB, 300 * kMiB)},
+                      4 * kMiB);
+  EXPECT_EQ(p.rounds, (Rounds{{0, 2}, {1}}));
+}
+
+TEST(RoundPacker, WithinAGapADiskReadsThrough) {
+  const uint64_t gap = RoundPacker::kNear;
+  auto p = Pack({Op(0, 0, 100 * kMiB), Op(1, 10 * kMiB, 200 * kMiB), Op(2, 101 * kMiB + gap, 300 * kMiB)},
+                4 * kMiB);
+  EXPECT_EQ(p.rounds, (Rounds{{0, 2}, {1}}));
+  p = Pack({Op(0, 0, 100 * kMiB), Op(1, 10 * kMiB, 200 * kMiB), Op(2, 101 * kMiB + gap + 4096, 300 * kMiB)},
+           4 * kMiB);
+  EXPECT_EQ(p.rounds, (Rounds{{0, 1}, {2}}));
+}
+
+TEST(RoundPacker, AlongSourcesThatFollowEachOther) {
+  // Operations 2 and 3 follow operation 0's destination one after the other; operation
+  // 4's destination, next, ends the run: operation 5, after it, is not taken with them
+  // (it would be, and operation 1 would wait for the next round, if the run went on), but
+  // with operation 4.
+  const auto p = Pack({Op(0, 0, 100 * kMiB), Op(1, 10 * kMiB, 200 * kMiB), Op(2, 101 * kMiB, 300 * kMiB),
+                       Op(3, 102 * kMiB, 301 * kMiB), Op(4, 150 * kMiB, 103 * kMiB),
+                       Op(5, 104 * kMiB, 302 * kMiB)},
+                      8 * kMiB);
+  EXPECT_EQ(p.rounds, (Rounds{{0, 1, 2, 3}, {4, 5}}));
+  EXPECT_EQ(p.alongside, 3u);
+}
+
+TEST(RoundPacker, ARunLongerThanARoundIsLeftForItsTurn) {
+  // Ten operations' sources follow operation 0's destination: no gap in its round's
+  // reads, but a part of the disk of its own, read in its turn.
+  std::vector<OpKey> ops = {Op(0, 0, 100 * kMiB), Op(1, kMiB, 200 * kMiB)};
+  for (uint64_t i = 0; i < 10; ++i) ops.push_back(Op(2 + i, (101 + i) * kMiB, (300 + i) * kMiB));
+  const auto p = Pack(ops, 4 * kMiB);
+  EXPECT_EQ(p.rounds, (Rounds{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}}));
+  EXPECT_EQ(p.alongside, 0u);
+}
+
+TEST(RoundPacker, AnOperationAndTheGapItFillsGoTogether) {
+  // Operation 3's source follows operation 2's destination; the two do not fit what is
+  // left of round 0, and go into round 1 together.
+  const auto p = Pack({Op(0, 0, 100 * kMiB), Op(1, kMiB, 200 * kMiB), Op(2, 2 * kMiB, 300 * kMiB),
+                       Op(3, 301 * kMiB, 400 * kMiB)},
+                      6 * kMiB);
+  EXPECT_EQ(p.rounds, (Rounds{{0, 1}, {2, 3}}));
+}
+
+TEST(RoundPacker, ThroughTheDestinationsOfWhatItTakes) {
+  // Operation 2 sits next to 0's destination; operation 3 next to 2's.
+  const auto p = Pack({Op(0, 0, 100 * kMiB), Op(1, 10 * kMiB, 200 * kMiB), Op(2, 101 * kMiB, 300 * kMiB),
+                       Op(3, 301 * kMiB, 400 * kMiB)},
+                      6 * kMiB);
+  EXPECT_EQ(p.rounds, (Rounds{{0, 2, 3}, {1}}));
+}
+
+TEST(RoundPacker, NeverPastTheRoundSize) {
+  // Operation 2 would be next to 0's destination, but the round has room for two.
+  const auto p = Pack({Op(0, 0, 100 * kMiB), Op(1, kMiB, 200 * kMiB), Op(2, 101 * kMiB, 300 * kMiB, 2 * kMiB)},
+                      4 * kMiB);
+  EXPECT_EQ(p.rounds, (Rounds{{0, 1}, {2}}));
+}
+
+TEST(RoundPacker, NeverFromAnotherPass) {
+  // Operation 2 runs in the pass after every other operation (its source is itself a
+  // destination): taking it into round 0 would run it before operation 1.
+  const auto p = Pack({Op(0, 0, 100 * kMiB), Op(1, 10 * kMiB, 200 * kMiB), Op(2, 101 * kMiB, 300 * kMiB, kMiB, 2)},
+                      4 * kMiB);
+  EXPECT_EQ(p.rounds, (Rounds{{0, 1}, {2}}));
+}
+
+TEST(RoundPacker, NextToAnyOfSeveralDestinations) {
+  OpKey several = Op(0, 0, 0);
+  several.dests = 2;
+  const auto p = Pack({several, Op(1, 10 * kMiB, 200 * kMiB), Op(2, 201 * kMiB, 300 * kMiB),
+                       Op(3, 51 * kMiB, 301 * kMiB)},
+                      6 * kMiB, 64 * kMiB, {{0, {50 * kMiB, 100 * kMiB}}});
+  // Round 0: operation 0 (3 MiB), then operation 3 next to its destination at 50 MiB
+  // (2 MiB); operation 1 no longer fits.
+  EXPECT_EQ(p.rounds, (Rounds{{0, 3}, {1, 2}}));
+}
+
+TEST(RoundPacker, AnUnknownPlaceIsNextToNothing) {
+  const auto p = Pack({Op(0, 0, 0), Op(1, 10 * kMiB, 200 * kMiB), Op(2, 0, 300 * kMiB)}, 4 * kMiB);
+  EXPECT_EQ(p.rounds, (Rounds{{0, 1}, {2}}));
+}
+
+TEST(RoundPacker, ABatchEndsARound) {
+  // With the least memory, a batch holds kMinBatch operations: the last operation's
+  // source lies next to operation 0's destination but is in the next batch.
+  const uint64_t n = RoundPacker::kMinBatch, k = 4096;
+  std::vector<OpKey> ops;
+  for (uint64_t i = 0; i < n + 6; ++i) ops.push_back(Op(i, i * k, 1000 * kMiB + 2 * i * k, k));
+  ops.push_back(Op(n + 6, 1000 * kMiB + k, 9000 * kMiB, k));
+  const auto p = Pack(ops, 1024 * kMiB, 0);
+  ASSERT_EQ(p.rounds.size(), 2u);
+  EXPECT_EQ(p.rounds[0].size(), n);
+  EXPECT_EQ(p.rounds[1].size(), 7u);
+  EXPECT_EQ(p.alongside, 0u);
+  // With memory for more, one batch, and the last operation goes into round 0.
+  const auto q = Pack(ops, 1024 * kMiB, 1024 * kMiB);
+  ASSERT_EQ(q.rounds.size(), 1u);
+  EXPECT_EQ(q.alongside, 1u);
+}
+
+}  // namespace
+}  // namespace oans
