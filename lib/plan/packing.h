@@ -5,21 +5,23 @@
 // taken, of the same pass, whose sources lie right next to one of its destinations on
 // the disk (within 64 KiB after its end, or before its start, and on along sources that
 // follow each other there, up to the first range that is not such a source), and the
-// gaps theirs leave. A run of sources longer than the round has room for is no gap but a
-// part of the disk of its own, and waits for its turn. An operation and the gaps it
-// fills go into one round: the next one when they do not fit this one.
+// gaps theirs leave. A run of sources longer than the round has room for (beside the
+// operation and the other gaps it fills) is no gap but a part of the disk of its own,
+// and waits for its turn, whole. An operation and the gaps it fills go into one round:
+// the next one when they do not fit this one (a round may then end less full: on the
+// kernel's tree x 2 the rounds are as many as without the gaps, 54 of 48 MiB).
 // Where a copy of a directory's files lies among another directory's files (the kernel's
 // tools/ headers, copies of include/, among the other files of tools/), their ranges are
 // thus read by the round that reads their neighbours, and a round's reads do not skip
 // over ranges that a later round comes back for, one seek each.
 //
-// Operations are packed in batches of what fits a quarter of --memory (a million of them
-// with the default 512M), and of at least kMinBatch (about 8 MiB) whatever --memory says,
-// so that a plan that spills its records to disk packs the same as one that does not,
-// unless it has more operations than that: a batch ends a round, and an operation is
-// taken with another only within its batch. The packing is deterministic: counting the
-// rounds and writing them (rounds.h) pack the same stream the same way. Within a round
-// the operations are in the ops stage's order.
+// Operations are packed in batches of an eighth of --memory (about 250,000 operations of
+// one destination each with the default 512M), and of at least kMinBatchBytes whatever
+// --memory says, so that a plan that spills its records to disk packs the same as one
+// that does not, unless it has more operations than that: a batch ends a round, and an
+// operation is taken with another only within its batch. The packing is deterministic:
+// counting the rounds and writing them (rounds.h) pack the same stream the same way.
+// Within a round the operations are in the ops stage's order.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +50,8 @@ class RoundPacker {
 
   // Ranges within this many bytes after another's end count as next to it.
   static constexpr uint64_t kNear = 64 << 10;
-  static constexpr uint64_t kMinBatch = 1 << 16;
+  // A batch holds at least this much, whatever --memory says.
+  static constexpr uint64_t kMinBatchBytes = 16 << 20;
 
  private:
   struct Range {
@@ -59,12 +62,13 @@ class RoundPacker {
   Status Pack();
   void Collect(uint32_t first, std::vector<uint32_t>* cluster);
   // The operations whose sources lie next to [start, end), not yet taken, of `pass`,
-  // nearest first, on each side where they are no more than `room` bytes.
-  void Neighbours(uint64_t start, uint64_t end, uint32_t pass, uint64_t room, std::vector<uint32_t>* out) const;
+  // nearest first, on each side where they are no more than `room` bytes; their bytes
+  // are taken off the room.
+  void Neighbours(uint64_t start, uint64_t end, uint32_t pass, uint64_t* room, std::vector<uint32_t>* out) const;
   bool Candidate(const Range& r, uint32_t pass) const { return r.source && !taken_[r.op] && ops_[r.op].pass == pass; }
 
   uint64_t round_size_;
-  size_t batch_;
+  uint64_t budget_, held_ = 0;  // bytes a batch may hold, and holds
   DestsOf dests_of_;
   OnRound on_round_;
   std::vector<OpKey> ops_;           // the batch, in the order added

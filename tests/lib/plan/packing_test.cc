@@ -162,24 +162,42 @@ TEST(RoundPacker, NextToAnyOfSeveralDestinations) {
 }
 
 TEST(RoundPacker, AnUnknownPlaceIsNextToNothing) {
-  const auto p = Pack({Op(0, 0, 0), Op(1, 10 * kMiB, 200 * kMiB), Op(2, 0, 300 * kMiB)}, 4 * kMiB);
-  EXPECT_EQ(p.rounds, (Rounds{{0, 1}, {2}}));
+  // 0 and UINT64_MAX: a place the scan did not know (ranges.h).
+  for (uint64_t unknown : {uint64_t(0), UINT64_MAX}) {
+    const auto p = Pack({Op(0, 0, unknown), Op(1, 10 * kMiB, 200 * kMiB), Op(2, unknown, 300 * kMiB)}, 4 * kMiB);
+    EXPECT_EQ(p.rounds, (Rounds{{0, 1}, {2}})) << unknown;
+    EXPECT_EQ(p.alongside, 0u);
+  }
+}
+
+TEST(RoundPacker, RunsFoundTogetherFitTogether) {
+  // Operation 0 has two destinations, each followed by a run of four sources (2 MiB
+  // read each run); the round has room for operation 0 and one run. The other run is
+  // not cut in two (half of it read now, the rest by a later round): it waits for its
+  // turn, whole.
+  const uint64_t q = kMiB / 4;
+  OpKey two = Op(0, 0, 0, 2 * q);
+  two.dests = 2;
+  std::vector<OpKey> ops = {two, Op(1, kMiB, 300 * kMiB, 2 * q)};
+  for (uint64_t i = 0; i < 4; ++i) ops.push_back(Op(2 + i, 100 * kMiB + (2 + i) * q, 1000 * kMiB + i * kMiB, q));
+  for (uint64_t i = 0; i < 4; ++i) ops.push_back(Op(6 + i, 200 * kMiB + (2 + i) * q, 2000 * kMiB + i * kMiB, q));
+  const auto p = Pack(ops, 4 * kMiB, 64 * kMiB, {{0, {100 * kMiB, 200 * kMiB}}});
+  EXPECT_EQ(p.rounds, (Rounds{{0, 2, 3, 4, 5}, {1, 6, 7, 8, 9}}));
 }
 
 TEST(RoundPacker, ABatchEndsARound) {
-  // With the least memory, a batch holds kMinBatch operations: the last operation's
-  // source lies next to operation 0's destination but is in the next batch.
-  const uint64_t n = RoundPacker::kMinBatch, k = 4096;
+  // With the least memory, a batch holds kMinBatchBytes: the last operation's source lies
+  // next to operation 0's destination but is in a later batch.
+  const uint64_t k = 4096, n = 4 * RoundPacker::kMinBatchBytes / 256;  // at least 256 bytes held per operation
   std::vector<OpKey> ops;
-  for (uint64_t i = 0; i < n + 6; ++i) ops.push_back(Op(i, i * k, 1000 * kMiB + 2 * i * k, k));
-  ops.push_back(Op(n + 6, 1000 * kMiB + k, 9000 * kMiB, k));
-  const auto p = Pack(ops, 1024 * kMiB, 0);
-  ASSERT_EQ(p.rounds.size(), 2u);
-  EXPECT_EQ(p.rounds[0].size(), n);
-  EXPECT_EQ(p.rounds[1].size(), 7u);
+  for (uint64_t i = 0; i < n; ++i) ops.push_back(Op(i, i * k, 5000 * kMiB + 2 * i * k, k));
+  ops.push_back(Op(n, 5000 * kMiB + k, 9000 * kMiB, k));
+  const auto p = Pack(ops, 4096 * kMiB, 0);
+  ASSERT_GT(p.rounds.size(), 1u);
   EXPECT_EQ(p.alongside, 0u);
+  EXPECT_EQ(p.rounds.back().back(), n);
   // With memory for more, one batch, and the last operation goes into round 0.
-  const auto q = Pack(ops, 1024 * kMiB, 1024 * kMiB);
+  const auto q = Pack(ops, 4096 * kMiB, 8192 * kMiB);
   ASSERT_EQ(q.rounds.size(), 1u);
   EXPECT_EQ(q.alongside, 1u);
 }
