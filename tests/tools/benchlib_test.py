@@ -592,6 +592,20 @@ class Reports(unittest.TestCase):
         self.assertEqual(self.printed(dedupe.print_report, summary, DEDUPE_FACTS), DEDUPE_REPORT)
 
 
+    def test_a_run_that_logged_errors_counts_as_failed(self):
+        # duperemove exits 0 after logging "database is locked" for every file, having
+        # deduped nothing in a few seconds: not a run to take the median of.
+        dedupe = load_script("bench-dedupe")
+        runs = json.loads(json.dumps(DEDUPE_RUNS))
+        extra = dict(runs["runs"][3], wall=0.5, log_error_lines=471277, log_first_error="database is locked")
+        runs["runs"].append(extra)
+        runs["runs"].append(dict(runs["runs"][3], wall=9.0))
+        row = next(r for r in dedupe.summarize(runs, "duperemove")["table"]
+                   if (r["candidate"], r["scenario"]) == ("duperemove", "cold"))
+        self.assertEqual((row["runs"], row["failed"]), (3, 1))
+        self.assertEqual((row["wall_min"], row["wall_median"]), (8.0, 8.5))
+
+
     def test_bench_dedupe_zero_medians(self):
         # /usr/bin/time reports 0.00 s for very short runs: no ratio over zero, no crash.
         dedupe = load_script("bench-dedupe")
