@@ -48,13 +48,22 @@ Status RoundPacker::Add(const OpKey& k) {
 Status RoundPacker::Finish() { return Pack(); }
 
 void RoundPacker::Neighbours(uint64_t start, uint64_t end, uint32_t pass, uint64_t* room,
-                             std::vector<uint32_t>* out) const {
+                             std::vector<uint32_t>* out) {
   auto at = std::lower_bound(ranges_.begin(), ranges_.end(), start,
                              [](const Range& r, uint64_t s) { return r.start < s; });
   // After it: the first range starting at or past its end, and those following on, no
   // more of them than the room (the walk stays short where a long run of sources
   // follows). A run longer than the room is no gap in the round's reads but a part of
-  // the disk of its own: left for its turn.
+  // the disk of its own: left for its turn. What a run takes is marked taken at once, so
+  // that no other walk finds it again.
+  auto take = [&](size_t from, uint64_t found) {
+    if (found > *room) {
+      out->resize(from);
+      return;
+    }
+    *room -= found;
+    for (size_t k = from; k < out->size(); ++k) taken_[(*out)[k]] = true;
+  };
   auto after = std::lower_bound(at, ranges_.end(), end, [](const Range& r, uint64_t s) { return r.start < s; });
   size_t from = out->size();
   uint64_t found = 0, reach = end;
@@ -63,8 +72,7 @@ void RoundPacker::Neighbours(uint64_t start, uint64_t end, uint32_t pass, uint64
     out->push_back(after->op);
     reach = std::max(reach, after->end);
   }
-  if (found > *room) out->resize(from);
-  else *room -= found;
+  take(from, found);
   // Before it: the ranges ending within kNear of its start, back along those.
   from = out->size();
   found = 0;
@@ -75,8 +83,7 @@ void RoundPacker::Neighbours(uint64_t start, uint64_t end, uint32_t pass, uint64
     out->push_back(at->op);
     reach = std::min(reach, at->start);
   }
-  if (found > *room) out->resize(from);
-  else *room -= found;
+  take(from, found);
 }
 
 // Operation `first` and the gaps its destinations leave (the operations whose sources
@@ -87,15 +94,11 @@ void RoundPacker::Collect(uint32_t first, std::vector<uint32_t>* cluster) {
   std::vector<uint32_t> todo{first}, next;
   const uint32_t pass = ops_[first].pass;
   uint64_t room = round_size_ > ops_[first].bytes() ? round_size_ - ops_[first].bytes() : 0;
+  taken_[first] = true;
   cluster->clear();
   while (!todo.empty()) {
     const uint32_t j = todo.back();
     todo.pop_back();
-    if (taken_[j]) {  // found twice: its bytes were taken off the room twice
-      room += ops_[j].bytes();
-      continue;
-    }
-    taken_[j] = true;
     cluster->push_back(j);
     const uint32_t to = j + 1 < dest_from_.size() ? dest_from_[j + 1] : uint32_t(dest_at_.size());
     next.clear();

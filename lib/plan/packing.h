@@ -9,7 +9,7 @@
 // operation and the other gaps it fills) is no gap but a part of the disk of its own,
 // and waits for its turn, whole. An operation and the gaps it fills go into one round:
 // the next one when they do not fit this one (a round may then end less full: on the
-// kernel's tree x 2 the rounds are as many as without the gaps, 54 of 48 MiB).
+// kernel's tree x 2, docs/benchmarks.md, the rounds are as many as without the gaps).
 // Where a copy of a directory's files lies among another directory's files (the kernel's
 // tools/ headers, copies of include/, among the other files of tools/), their ranges are
 // thus read by the round that reads their neighbours, and a round's reads do not skip
@@ -18,7 +18,7 @@
 // Operations are packed in batches of an eighth of --memory (about 250,000 operations of
 // one destination each with the default 512M), and of at least kMinBatchBytes whatever
 // --memory says, so that a plan that spills its records to disk packs the same as one
-// that does not, unless it has more operations than that: a batch ends a round, and an
+// that does not, unless its operations need more than that: a batch ends a round, and an
 // operation is taken with another only within its batch. The packing is deterministic:
 // counting the rounds and writing them (rounds.h) pack the same stream the same way.
 // Within a round the operations are in the ops stage's order.
@@ -62,9 +62,9 @@ class RoundPacker {
   Status Pack();
   void Collect(uint32_t first, std::vector<uint32_t>* cluster);
   // The operations whose sources lie next to [start, end), not yet taken, of `pass`,
-  // nearest first, on each side where they are no more than `room` bytes; their bytes
-  // are taken off the room.
-  void Neighbours(uint64_t start, uint64_t end, uint32_t pass, uint64_t* room, std::vector<uint32_t>* out) const;
+  // nearest first, on each side where they are no more than `room` bytes; marked taken,
+  // their bytes taken off the room.
+  void Neighbours(uint64_t start, uint64_t end, uint32_t pass, uint64_t* room, std::vector<uint32_t>* out);
   bool Candidate(const Range& r, uint32_t pass) const { return r.source && !taken_[r.op] && ops_[r.op].pass == pass; }
 
   uint64_t round_size_;

@@ -185,6 +185,20 @@ TEST(RoundPacker, RunsFoundTogetherFitTogether) {
   EXPECT_EQ(p.rounds, (Rounds{{0, 2, 3, 4, 5}, {1, 6, 7, 8, 9}}));
 }
 
+TEST(RoundPacker, FoundFromTwoDestinationsCountsOnce) {
+  // Operation 1's source lies between operation 0's first two destinations: found
+  // after the first and before the second, its bytes count once, and the run of five
+  // after operation 0's third destination (2.5 MiB, what is left of the round) still
+  // fits.
+  const uint64_t q = kMiB / 4;
+  OpKey three = Op(0, 0, 0, q);
+  three.dests = 3;
+  std::vector<OpKey> ops = {three, Op(1, 100 * kMiB + q, 500 * kMiB, q), Op(2, 150 * kMiB, 700 * kMiB, 2 * q)};
+  for (uint64_t i = 0; i < 5; ++i) ops.push_back(Op(3 + i, 200 * kMiB + (1 + i) * q, 600 * kMiB + i * kMiB, q));
+  const auto p = Pack(ops, 4 * kMiB, 64 * kMiB, {{0, {100 * kMiB, 100 * kMiB + 2 * q, 200 * kMiB}}});
+  EXPECT_EQ(p.rounds, (Rounds{{0, 1, 3, 4, 5, 6, 7}, {2}}));
+}
+
 TEST(RoundPacker, ABatchEndsARound) {
   // With the least memory, a batch holds kMinBatchBytes: the last operation's source lies
   // next to operation 0's destination but is in a later batch.
