@@ -12,7 +12,12 @@ namespace {
 constexpr uint64_t kBytesPerOp = 2 * (sizeof(OpKey) + 4 + 1);
 constexpr uint64_t kBytesPerRange = 2 * (24 + 8);
 
-uint64_t BlockEnd(uint64_t physical, uint64_t length) { return (physical + length + 4095) / 4096 * 4096; }
+// The end of a range, rounded up to a block; at most UINT64_MAX, whatever offset and
+// length an index gave.
+uint64_t BlockEnd(uint64_t physical, uint64_t length) {
+  if (length > UINT64_MAX - 4095 - physical) return UINT64_MAX;
+  return (physical + length + 4095) / 4096 * 4096;
+}
 
 // A physical offset the scan knew (not 0, not UINT64_MAX: a hole or unknown, ranges.h).
 bool Known(uint64_t physical) { return physical != 0 && physical != UINT64_MAX; }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "tests/lib/test_util.h"
@@ -168,6 +169,20 @@ TEST(RoundPacker, AnUnknownPlaceIsNextToNothing) {
     EXPECT_EQ(p.rounds, (Rounds{{0, 1}, {2}})) << unknown;
     EXPECT_EQ(p.alongside, 0u);
   }
+}
+
+TEST(RoundPacker, WhateverPlacesAnIndexGivesEveryOperationGoesOutOnce) {
+  // Offsets from a crafted index: at the top of the range (an end past UINT64_MAX),
+  // overlapping, the same for source and destination. Every operation is handed out
+  // exactly once, no round over its size.
+  const uint64_t top = UINT64_MAX - 4096;
+  std::vector<OpKey> ops = {Op(0, 0, top, kMiB), Op(1, 4096, top - 4096, kMiB), Op(2, 8192, 8192, kMiB),
+                            Op(3, top - 100, 12288, kMiB), Op(4, top, top, kMiB), Op(5, UINT64_MAX - 1, 1, kMiB)};
+  const auto p = Pack(ops, 4 * kMiB);
+  std::vector<uint64_t> all;
+  for (const auto& r : p.rounds) all.insert(all.end(), r.begin(), r.end());
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, (std::vector<uint64_t>{0, 1, 2, 3, 4, 5}));
 }
 
 TEST(RoundPacker, RunsFoundTogetherFitTogether) {
