@@ -37,6 +37,7 @@ struct IndexHeader {
                                  # batch frame that may hold one of them: all are after it
   spinning @19 :Bool;            # the roots are on a spinning disk (detected, or --storage=hdd):
                                  # oans-plan then makes larger rounds by default
+  owners @20 :Bool;              # every FileRecord has uid and gid (oans-plan --same-owner)
 }
 
 struct InodeRef {
@@ -68,6 +69,8 @@ struct FileRecord {
   sectorSums @19 :Data;          # 4 bytes (little-endian) per 4 KiB sector, the last zero-padded
   keyKind @20 :UInt8;            # what made hashHi/Lo and blockHashes: 0 XXH3-128 of the data,
                                  # else derived from sector sums of this kind (equal to sumKind)
+  uid @21 :UInt32;               # owner (valid when IndexHeader.owners)
+  gid @22 :UInt32;               # group (valid when IndexHeader.owners)
 }
 
 struct DirRecord {

@@ -35,6 +35,8 @@ struct PlanFile {
   ino @3 :UInt64;
   size @4 :UInt64;
   mtimeNs @5 :Int64;
+  nlink @6 :UInt32;              # st_nlink when scanned (0: not recorded, an older plan)
+  otherPaths @7 :List(Data);     # the file's other hardlinks seen by the scan
 }
 
 struct Dest {

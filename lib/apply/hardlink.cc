@@ -12,6 +12,7 @@ namespace oans {
 namespace {
 
 constexpr uint32_t kPermissionBits = 07777;
+constexpr uint32_t kImmutableFlag = 0x10, kAppendFlag = 0x20;  // FS_IMMUTABLE_FL, FS_APPEND_FL
 
 bool SameFile(const FileStat& a, const FileStat& b) {
   return a.dev == b.dev && a.ino == b.ino && a.size == b.size && a.mtime_ns == b.mtime_ns &&
@@ -61,7 +62,7 @@ class Leases {
 }  // namespace
 
 HardlinkExecutor::HardlinkExecutor(Sys& sys, LinkPolicy policy, RateLimiter* rate, LinkIntentLog* log)
-    : sys_(sys), policy_(policy), rate_(rate), log_(log), a_(1u << 20), b_(1u << 20) {}
+    : sys_(sys), policy_(policy), rate_(rate), log_(log), a_(1u << 20), b_(1u << 20), reach_(sys) {}
 
 std::string HardlinkExecutor::PolicyRefusal(const LinkPolicy& p, const FileStat& a, const FileStat& b,
                                             const std::vector<std::pair<std::string, std::string>>* xa,
@@ -73,11 +74,13 @@ std::string HardlinkExecutor::PolicyRefusal(const LinkPolicy& p, const FileStat&
     return "other permissions (--link-relax=mode allows it)";
   if (p.same_xattrs && xa && xb && *xa != *xb)
     return "other extended attributes or ACLs (--link-relax=xattrs allows it)";
+  if (p.same_mtime && a.mtime_ns != b.mtime_ns) return "another mtime (--link-relax=mtime allows it)";
   return "";
 }
 
 void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::function<void(uint64_t)>& tick) {
   const auto& files = r.round.files;
+  reach_.Clear();
   for (const auto& op : r.round.ops) {
     out->ops++;
     auto usable = UsableDests(r, op, *this, out);
@@ -94,7 +97,7 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
       }
       linked_.insert({df.fs, df.ino});
       bool transient = false;
-      Status ls = LinkOne(r.fds[op.source], r.fds[u.file], df, &transient);
+      Status ls = LinkOne(r, op.source, u.file, &transient);
       if (ls.ok()) {
         out->files_linked++;
         out->bytes_linked += df.size;
@@ -111,7 +114,9 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
   }
 }
 
-Status HardlinkExecutor::LinkOne(int src_fd, int dst_fd, const PlanFileRef& dst, bool* transient) {
+Status HardlinkExecutor::LinkOne(const PreparedRound& r, uint32_t src, uint32_t dst_i, bool* transient) {
+  const int src_fd = r.fds[src], dst_fd = r.fds[dst_i];
+  const PlanFileRef& dst = r.round.files[dst_i];
   auto s0 = sys_.Fstat(src_fd);
   auto d0 = sys_.Fstat(dst_fd);
   if (!s0.ok()) return s0.status();
@@ -130,6 +135,11 @@ Status HardlinkExecutor::LinkOne(int src_fd, int dst_fd, const PlanFileRef& dst,
   }
   std::string refusal = PolicyRefusal(policy_, *s0, *d0, &xs, &xd);
   if (!refusal.empty()) return Status::Mismatch(refusal);
+  if (d0->nlink > 1)
+    return Status::Mismatch("has other hardlinks: linking one name would split them");
+  if (sys_.InodeFlags(src_fd) & (kImmutableFlag | kAppendFlag))
+    return Status::Mismatch("its source is immutable or append-only (never linked to)");
+  if (policy_.same_reach) OANS_RETURN_IF_ERROR(SameReach(r.round.files[src], *s0, dst));
   Leases leases(sys_);
   OANS_RETURN_IF_ERROR(leases.Take(src_fd, transient));
   OANS_RETURN_IF_ERROR(leases.Take(dst_fd, transient));
@@ -143,6 +153,31 @@ Status HardlinkExecutor::LinkOne(int src_fd, int dst_fd, const PlanFileRef& dst,
   if (!s1.ok() || !d1.ok() || !SameFile(*s0, *s1) || !SameFile(*d0, *d1))
     return Status::Mismatch("changed while being compared");
   return Replace(src_fd, dst_fd, dst, *d0, transient);
+}
+
+Status HardlinkExecutor::SameReach(const PlanFileRef& src, const FileStat& s0, const PlanFileRef& dst) {
+  const char* relax = " (--link-relax=reach links anyway)";
+  // Every name of the source must be known: the plan's, each checked to be the file still.
+  std::vector<std::string> names{src.path};
+  for (const auto& name : src.other_paths) {
+    const size_t slash = name.rfind('/');
+    auto dir = sys_.OpenDirNoFollow(slash == 0 ? "/" : name.substr(0, slash));
+    if (!dir.ok()) continue;
+    auto st = sys_.StatAt(*dir, name.substr(slash + 1));
+    sys_.Close(*dir);
+    if (st.ok() && st->ino == s0.ino && st->dev == s0.dev) names.push_back(name);
+  }
+  if (names.size() < s0.nlink)
+    return Status::Mismatch(std::string("who can reach its source cannot be decided (hardlinks the scan did not "
+                                        "see)") + relax);
+  auto want = reach_.Of(dst.path);
+  if (!want.ok()) return Status::Mismatch(std::string("who can reach it cannot be decided") + relax);
+  for (const auto& name : names) {
+    auto got = reach_.Of(name);
+    if (!got.ok()) return Status::Mismatch(std::string("who can reach its source cannot be decided") + relax);
+    if (*got != *want) return Status::Mismatch(std::string("other users can reach its source than can reach it") + relax);
+  }
+  return Status::Ok();
 }
 
 Status HardlinkExecutor::Compare(int src_fd, int dst_fd, uint64_t size, bool* transient) {

@@ -1,8 +1,11 @@
 // The hardlink executor, for filesystems without reflink (ext4...): each whole-file
 // destination is compared byte for byte with its source and then replaced by a hardlink
 // to it. Linked files are one file from then on, so a pair is linked only when that gives
-// no one anything new (LinkPolicy): the same owner, group, permission bits and extended
-// attributes (ACLs, security labels, file capabilities), never a setuid or setgid file.
+// no one anything new (LinkPolicy): the same owner, group, permission bits, extended
+// attributes (ACLs, security labels, file capabilities) and mtime, names that the same
+// users can reach (reach.h), never a setuid or setgid file. A destination with other
+// names is never linked (the others would keep the old file), nor to an immutable or
+// append-only source.
 //
 // No writer may lose data. Both files hold a read lease from before the compare until
 // the link is in place: the kernel refuses the lease while any process has either file
@@ -25,6 +28,7 @@
 #include "lib/apply/executor.h"
 #include "lib/apply/link_intent.h"
 #include "lib/apply/prefetch.h"
+#include "lib/apply/reach.h"
 #include "lib/base/sys.h"
 
 namespace oans {
@@ -34,6 +38,8 @@ struct LinkPolicy {
   bool same_owner = true;   // uid and gid
   bool same_mode = true;    // permission bits (setuid/setgid files are never linked)
   bool same_xattrs = true;  // every extended attribute, ACLs included
+  bool same_mtime = true;   // modification time (as util-linux hardlink)
+  bool same_reach = true;   // the same users can reach every name of both (reach.h)
 };
 
 // Removes the hidden name of an intent a killed run left behind: a second link of the
@@ -56,7 +62,9 @@ class HardlinkExecutor : public Executor {
  private:
   // Compares and links one pair; kMismatch/kIoError say why not. *transient when the
   // reason may go away (a writer, a busy file).
-  Status LinkOne(int src_fd, int dst_fd, const PlanFileRef& dst, bool* transient);
+  Status LinkOne(const PreparedRound& r, uint32_t src, uint32_t dst, bool* transient);
+  // Whether the same users reach every name of the source and the destination.
+  Status SameReach(const PlanFileRef& src, const FileStat& s0, const PlanFileRef& dst);
   Status Compare(int src_fd, int dst_fd, uint64_t size, bool* transient);
   Status Replace(int src_fd, int dst_fd, const PlanFileRef& dst, const FileStat& d0, bool* transient);
   Sys& sys_;
@@ -64,6 +72,7 @@ class HardlinkExecutor : public Executor {
   RateLimiter* rate_;
   LinkIntentLog* log_;
   std::vector<char> a_, b_;
+  Reach reach_;
   std::set<std::pair<uint32_t, uint64_t>> linked_;  // destinations handled, (fs, inode) as planned
 };
 

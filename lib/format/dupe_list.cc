@@ -85,6 +85,8 @@ Status IndexFromDuplicateList(Sys& sys, const std::string& list_path, uint32_t b
         e.mtime_ns = st->mtime_ns;
         e.ctime_ns = st->ctime_ns;
         e.nlink = st->nlink;
+        e.uid = st->uid;
+        e.gid = st->gid;
         std::vector<FiemapExtent> ext;
         if (sys.Fiemap(*fd, &ext).ok()) e.extents = std::move(ext);
         // The group hash makes the group; the size keeps differently sized members apart.

@@ -101,7 +101,7 @@ Status OutputFile::OpenInPlace() {
 }
 
 Status OutputFile::OpenTemporary() {
-  fd_ = ::openat(dirfd_, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  fd_ = ::openat(dirfd_, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
   if (fd_ >= 0) {
     unnamed_ = true;
     return Status::Ok();
@@ -109,7 +109,7 @@ Status OutputFile::OpenTemporary() {
   if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return Status::Io("creating " + path_, errno);
   // No O_TMPFILE here: a named temporary file that the next run removes if we are killed.
   tmp_ = "." + base_ + kTempInfix + RandomSuffix();
-  fd_ = ::openat(dirfd_, tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  fd_ = ::openat(dirfd_, tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd_ < 0) {
     int e = errno;
     tmp_.clear();

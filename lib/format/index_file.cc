@@ -69,6 +69,7 @@ Status IndexWriter::WriteHeader(const IndexHeader& h) {
   hb.setChangedKnown(h.changed_known);
   hb.setChangedAt(h.changed_at);
   hb.setSpinning(h.spinning);
+  hb.setOwners(h.owners);
   auto changed = hb.initChangedFiles(unsigned(h.changed_files.size()));
   for (unsigned i = 0; i < h.changed_files.size(); ++i) {
     changed[i].setFs(h.changed_files[i].first);
@@ -126,6 +127,8 @@ Status IndexWriter::FlushBatch() {
     f.setCtimeNs(e.ctime_ns);
     f.setNlink(e.nlink);
     f.setInodeFlags(e.inode_flags);
+    f.setUid(e.uid);
+    f.setGid(e.gid);
     auto ex = f.initExtents(unsigned(e.extents.size()));
     for (unsigned j = 0; j < e.extents.size(); ++j) {
       ex[j].setLogical(e.extents[j].logical);

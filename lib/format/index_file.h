@@ -74,6 +74,8 @@ struct IndexHeader {
   uint64_t changed_at = 0;
   // The roots are on a spinning disk, as the scan found or was told (--storage).
   bool spinning = false;
+  // Every record has its owner and group (FileEntry::uid, gid); older indexes do not.
+  bool owners = true;
   // Whether a scan made this index by following btrfs changes since `old`, of the same
   // roots on the same machine.
   bool FollowedFrom(const IndexHeader& old) const {
@@ -95,6 +97,7 @@ struct FileEntry {
   uint64_t dev = 0, ino = 0, size = 0;
   int64_t mtime_ns = 0, ctime_ns = 0;
   uint32_t nlink = 0, inode_flags = 0;
+  uint32_t uid = 0, gid = 0;  // owner and group
   std::vector<FiemapExtent> extents;
   bool hashed = false;
   bool reused = false;

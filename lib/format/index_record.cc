@@ -26,6 +26,8 @@ Status DecodeRecord(schema::FileRecord::Reader f, const std::string& name, const
   e->ctime_ns = f.getCtimeNs();
   e->nlink = f.getNlink();
   e->inode_flags = f.getInodeFlags();
+  e->uid = f.getUid();
+  e->gid = f.getGid();
   auto ex = f.getExtents();
   e->extents.reserve(ex.size());
   for (auto x : ex) e->extents.push_back({x.getLogical(), x.getPhysical(), x.getLength(), x.getFlags()});
@@ -145,6 +147,7 @@ Status DecodeHeader(schema::IndexHeader::Reader h, const std::string& name, Inde
   header->changed_known = h.getChangedKnown();
   header->changed_at = h.getChangedAt();
   header->spinning = h.getSpinning();
+  header->owners = h.getOwners();
   if (h.getChangedFiles().size() > kMaxChangedListed)
     return Status::Corrupt(name + " is damaged (its header lists " + std::to_string(h.getChangedFiles().size()) +
                            " changed files, more than a scan writes)");

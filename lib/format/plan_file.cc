@@ -31,7 +31,11 @@ Status DecodeRound(schema::Round::Reader r, const std::string& name, uint64_t ex
     ref.ino = f.getIno();
     ref.size = f.getSize();
     ref.mtime_ns = f.getMtimeNs();
-    if (ref.fs >= filesystems || ref.path.empty() || ref.path[0] != '/')
+    ref.nlink = f.getNlink();
+    for (auto o : f.getOtherPaths()) ref.other_paths.push_back(FromData(o));
+    bool names_ok = true;
+    for (const auto& o : ref.other_paths) names_ok &= !o.empty() && o[0] == '/';
+    if (ref.fs >= filesystems || ref.path.empty() || ref.path[0] != '/' || !names_ok)
       return Status::Corrupt(name + " is damaged (a file entry of round " + std::to_string(round->index) +
                              " is invalid)");
     round->files.push_back(std::move(ref));
@@ -115,6 +119,11 @@ void PlanWriter::BuildRound(const PlanRound& r, capnp::MessageBuilder& msg) {
     files[i].setIno(f.ino);
     files[i].setSize(f.size);
     files[i].setMtimeNs(f.mtime_ns);
+    files[i].setNlink(f.nlink);
+    if (!f.other_paths.empty()) {
+      auto names = files[i].initOtherPaths(unsigned(f.other_paths.size()));
+      for (unsigned j = 0; j < f.other_paths.size(); ++j) names.set(j, Bytes(f.other_paths[j]));
+    }
   }
   auto ops = b.initOps(unsigned(r.ops.size()));
   for (unsigned i = 0; i < r.ops.size(); ++i) {

@@ -43,6 +43,8 @@ struct PlanFileRef {
   uint32_t fs = 0;
   uint64_t dev = 0, ino = 0, size = 0;
   int64_t mtime_ns = 0;
+  uint32_t nlink = 0;                    // when scanned; 0 in an older plan
+  std::vector<std::string> other_paths;  // its other hardlinks the scan saw
 };
 
 struct PlanDest {

@@ -30,6 +30,7 @@ void EncodeDetail(const Detail& d, std::string* out) {
   std::memcpy(mtime, &d.mtime_ns, sizeof mtime);
   out->append(mtime, sizeof mtime);
   PutVarint(out, d.path_at);
+  PutVarint(out, d.nlink);
   PutVarint(out, d.extents.size());
   uint64_t logical = 0, physical = 0;  // where the previous extent ended
   for (const auto& e : d.extents) {
@@ -66,8 +67,10 @@ Status DecodeDetail(std::string_view in, Detail* d) {
   std::memcpy(&d->mtime_ns, p, sizeof d->mtime_ns);
   p += sizeof d->mtime_ns;
   d->path_at = get();
+  const uint64_t nlink = get();
+  d->nlink = uint32_t(nlink);
   const uint64_t n = get();
-  if (!ok || n > uint64_t(end - p) / 4) return Status::Corrupt("planner: damaged file record in the temporary store");
+  if (!ok || nlink > UINT32_MAX || n > uint64_t(end - p) / 4) return Status::Corrupt("planner: damaged file record in the temporary store");
   d->extents.resize(size_t(n));
   uint64_t logical = 0, physical = 0;
   for (auto& e : d->extents) {
@@ -85,8 +88,11 @@ Status DecodeDetail(std::string_view in, Detail* d) {
   return Status::Ok();
 }
 
-Result<uint32_t> Details::Add(Detail& d, const std::string& path) {
-  OANS_ASSIGN_OR_RETURN(auto p, paths_.Add(path));
+// A file's names are stored as one record, separated by NUL (which no path holds).
+Result<uint32_t> Details::Add(Detail& d, const std::string& path, const std::vector<std::string>& other_paths) {
+  std::string names = path;
+  for (const auto& o : other_paths) names.append(1, '\0').append(o);
+  OANS_ASSIGN_OR_RETURN(auto p, paths_.Add(names));
   d.path_at = p;
   EncodeDetail(d, &encoded_);
   OANS_ASSIGN_OR_RETURN(auto at, store_.Add(encoded_));
@@ -106,11 +112,28 @@ Result<std::shared_ptr<const Detail>> Details::Get(uint32_t id) {
 }
 
 Result<std::string> Details::Path(uint32_t id) {
-  std::string path;
-  if (paths_pre_.Find(id, &path)) return path;
-  OANS_ASSIGN_OR_RETURN(auto d, Get(id));
-  OANS_RETURN_IF_ERROR(paths_.Get((d)->path_at, &path));
-  return path;
+  std::string names;
+  if (!paths_pre_.Find(id, &names)) {
+    OANS_ASSIGN_OR_RETURN(auto d, Get(id));
+    OANS_RETURN_IF_ERROR(paths_.Get(d->path_at, &names));
+  }
+  names.resize(std::min(names.size(), names.find('\0')));
+  return names;
+}
+
+Result<std::vector<std::string>> Details::Names(uint32_t id) {
+  std::string names;
+  if (!paths_pre_.Find(id, &names)) {
+    OANS_ASSIGN_OR_RETURN(auto d, Get(id));
+    OANS_RETURN_IF_ERROR(paths_.Get(d->path_at, &names));
+  }
+  std::vector<std::string> out;
+  for (size_t at = 0;;) {
+    const size_t end = std::min(names.size(), names.find('\0', at));
+    out.push_back(names.substr(at, end - at));
+    if (end == names.size()) return out;
+    at = end + 1;
+  }
 }
 
 Status Details::Preload(const std::vector<bool>& needed, uint64_t budget, bool paths, const std::atomic<bool>* stop) {

@@ -27,6 +27,7 @@ struct Detail {
   uint32_t fs = 0;  // index into the plan's filesystems (uuid + subvolume)
   uint64_t dev = 0, ino = 0, size = 0;
   int64_t mtime_ns = 0;
+  uint32_t nlink = 0;
   uint64_t first_physical = UINT64_MAX;  // PhysicalAt(extents, 0)
   std::vector<FiemapExtent> extents;  // sorted by logical offset
 };
@@ -44,11 +45,14 @@ Status DecodeDetail(std::string_view in, Detail* d);
 class Details {
  public:
   Details(const std::string& dir, uint64_t budget, uint64_t path_budget) : store_(dir, budget), paths_(dir, path_budget) {}
-  // Stores `d` (setting its path_at) and `path`; returns the file's id.
-  Result<uint32_t> Add(Detail& d, const std::string& path);
+  // Stores `d` (setting its path_at), `path` and the file's other hardlinks; returns the
+  // file's id.
+  Result<uint32_t> Add(Detail& d, const std::string& path, const std::vector<std::string>& other_paths = {});
   size_t size() const { return offsets_.size(); }
   Result<std::shared_ptr<const Detail>> Get(uint32_t id);
   Result<std::string> Path(uint32_t id);
+  // The path, then the other hardlinks the scan saw.
+  Result<std::vector<std::string>> Names(uint32_t id);
   // Keeps the details (and, with `paths`, the paths) of the files marked in `needed` in
   // memory, as far as `budget` bytes go. Records of both stores are in id order. Once
   // `stop` (may be null) is set, returns Interrupted.

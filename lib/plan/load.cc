@@ -33,6 +33,8 @@ class Loader {
   std::optional<ListedChanges> listed_;  // or the index's own list of its changes
   std::map<std::string, uint32_t> fs_index_;    // uuid/subvolume -> plan filesystem
   std::map<std::string, uint32_t> pair_index_;  // uuid -> pairing id
+  // With --same-owner: (pairing base, uid) -> the base that owner's files pair under.
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> owner_bases_;
   // By filesystem position in the current section: plan filesystem, pairing id,
   // identity id (FilesystemIds).
   std::vector<uint32_t> remap_, pairs_of_section_, ids_of_section_;
@@ -43,6 +45,9 @@ class Loader {
 // A new index section (an index, or a part of a concatenated one): its header.
 Status Loader::Section(const std::string& path, const IndexHeader& h) {
   PlanHeader& header = st_.header;
+  if (st_.o.same_owner && !h.owners)
+    return Status::Invalid(path + " records no file owners (made by an older oans); scan again to plan with "
+                           "--same-owner");
   st_.spinning |= h.spinning;
   if (header.block_size == 0 || header.indexes.empty()) header.block_size = h.block_size;
   if (h.block_size != header.block_size)
@@ -104,13 +109,15 @@ Status Loader::File(FileEntry& e) {
   d.ino = e.ino;
   d.size = e.size;
   d.mtime_ns = e.mtime_ns;
+  d.nlink = e.nlink;
   d.extents = std::move(e.extents);
   std::sort(d.extents.begin(), d.extents.end(),
             [](const FiemapExtent& a, const FiemapExtent& b) { return a.logical < b.logical; });
-  OANS_ASSIGN_OR_RETURN(auto id, st_.details.Add(d, e.path));
+  OANS_ASSIGN_OR_RETURN(auto id, st_.details.Add(d, e.path, e.other_paths));
   // btrfs refuses to share between nodatacow and ordinary files: never pair them. Keys
   // pair only with keys of the same kind: the kind is part of the pairing.
-  const uint32_t base = pairs_of_section_[e.fs] * 2 + ((e.inode_flags & kNoCowFlag) ? 1 : 0);
+  uint32_t base = pairs_of_section_[e.fs] * 2 + ((e.inode_flags & kNoCowFlag) ? 1 : 0);
+  if (st_.o.same_owner) base = owner_bases_.emplace(std::make_pair(base, e.uid), uint32_t(owner_bases_.size())).first->second;
   const uint32_t pair = base * kKinds + e.key_kind;
   st_.changed.push_back(!listed_ || listed_->Changed(e.fs, e.ino));
   if (since_) OANS_RETURN_IF_ERROR(since_->AddNew(ids_of_section_[e.fs], e.ino, id, FileIdentity::Of(e)));

@@ -42,6 +42,9 @@ struct PlanOptions {
   uint64_t round_size = 0;
   bool whole_files = true;            // plan whole-file duplicates
   bool blocks = true;                 // plan runs of identical blocks between other files
+  // Pair only files of one owner (uid): dedupe across owners tells one user, through the
+  // extents her file then shares, what another user's file holds.
+  bool same_owner = false;
   // Shortest partial match planned from sector sums (anchors.h): shorter runs would split
   // extents into slivers for little space. A shorter run that replaces whole extents of
   // its destination splits nothing and is planned (frees.h).

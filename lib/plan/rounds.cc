@@ -42,8 +42,10 @@ class RoundBuilder {
     if (it != local_.end()) return it->second;
     OANS_ASSIGN_OR_RETURN(auto d, st_.details.Get(f));
     const Detail& p = *d;
-    OANS_ASSIGN_OR_RETURN(auto path, st_.details.Path(f));
-    round_.files.push_back({std::move(path), p.fs, p.dev, p.ino, p.size, p.mtime_ns});
+    OANS_ASSIGN_OR_RETURN(auto names, st_.details.Names(f));
+    std::vector<std::string> others(std::make_move_iterator(names.begin() + 1), std::make_move_iterator(names.end()));
+    PlanFileRef ref{std::move(names[0]), p.fs, p.dev, p.ino, p.size, p.mtime_ns, p.nlink, std::move(others)};
+    round_.files.push_back(std::move(ref));
     const uint32_t id = uint32_t(round_.files.size() - 1);
     local_.emplace(f, id);
     return id;

@@ -32,7 +32,18 @@ uint32_t ChooseSource(const std::vector<uint32_t>& members, const std::function<
     }
     a = b;
   }
-  return src;
+  // A file with more names is the source: hardlink mode never links a destination that
+  // has other names (the others would keep the old file).
+  uint32_t most = at(src).nlink;
+  for (uint32_t m : members) most = std::max(most, at(m).nlink);
+  if (most == at(src).nlink) return src;
+  uint32_t best_linked = UINT32_MAX;
+  for (uint32_t m : members)
+    if (at(m).nlink == most &&
+        (best_linked == UINT32_MAX ||
+         std::tie(at(m).first_physical, m) < std::tie(at(best_linked).first_physical, best_linked)))
+      best_linked = m;
+  return best_linked;
 }
 
 namespace {

@@ -1,7 +1,8 @@
 // The source stage: for one whole-file group (equal content), choose the source — a
 // member of the largest set already sharing one extent layout, among equals the one
 // earliest on disk — and for every other member the ranges it does not share with the
-// source yet (ranges.h), holes in the source left out. Destinations with the same
+// source yet (ranges.h), holes in the source left out. A member with more hardlinks than
+// that choice is the source instead (hardlink mode never links a file with other names). Destinations with the same
 // unshared ranges become one unit, split into operations by the ops stage (ops.h).
 #pragma once
 

@@ -16,6 +16,8 @@ FileEntry EntryOf(const WalkEntry& w, uint32_t fs) {
   e.mtime_ns = w.st.mtime_ns;
   e.ctime_ns = w.st.ctime_ns;
   e.nlink = w.st.nlink;
+  e.uid = w.st.uid;
+  e.gid = w.st.gid;
   return e;
 }
 
@@ -73,6 +75,8 @@ bool ReadOpen(Sys& sys, int fd, bool mapped, const std::string& fs_key, const Pr
   e->mtime_ns = st->mtime_ns;
   e->ctime_ns = st->ctime_ns;
   e->nlink = st->nlink;
+  e->uid = st->uid;
+  e->gid = st->gid;
   if (!mapped) {
     e->inode_flags = sys.InodeFlags(fd);
     std::vector<FiemapExtent> ext;

@@ -18,6 +18,7 @@ namespace {
 // Why the previous index's header cannot be followed from, or "".
 std::string HeaderMismatch(const ScanOptions& o, const IndexHeader& start, const IndexHeader& prev) {
   if (!prev.directories) return "the previous index does not record directories (made by an older oans)";
+  if (!prev.owners) return "the previous index does not record owners (made by an older oans)";
   if (prev.roots != start.roots) return "the previous index was made for other roots";
   if (prev.block_size != start.block_size || prev.min_size != start.min_size || prev.excludes != start.excludes)
     return "the previous index was made with another --block-size, --min-size or --exclude";

@@ -65,7 +65,8 @@ void TakeKeys(const FileEntry& from, FileEntry* e) {
 // Whether a changed inode's new record says all its previous one said.
 bool SameRecord(const FileEntry& a, const FileEntry& b) {
   return a.path == b.path && a.other_paths == b.other_paths && a.size == b.size && a.mtime_ns == b.mtime_ns &&
-         a.ctime_ns == b.ctime_ns && a.nlink == b.nlink && a.inode_flags == b.inode_flags && a.hashed == b.hashed &&
+         a.ctime_ns == b.ctime_ns && a.nlink == b.nlink && a.uid == b.uid && a.gid == b.gid &&
+         a.inode_flags == b.inode_flags && a.hashed == b.hashed &&
          a.hash == b.hash && a.block_hashes == b.block_hashes && a.error == b.error && a.sum_kind == b.sum_kind &&
          a.key_kind == b.key_kind && a.sector_sums == b.sector_sums &&
          SameExtents(a.extents, b.extents);

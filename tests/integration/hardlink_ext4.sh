@@ -16,6 +16,7 @@ for d in ("a", "b"):
     os.makedirs(f"{m}/slow/{d}")
     open(f"{m}/slow/{d}/slow.bin", "wb").write(data)
 PY
+touch -r "$MNT/slow/a/slow.bin" "$MNT/slow/b/slow.bin"  # hardlink mode links equal mtimes only
 sync
 before=$(checksums "$MNT")
 "$BIN/oans-scan" --quiet --exclude slow "$MNT" -o "$WORK/idx"
@@ -55,7 +56,14 @@ PY
 pass "a file changed during the compare keeps the writer's data and is not linked"
 
 ino_src=$(stat -c %i "$MNT/orig/media/big1.bin")
-"$BIN/oans-apply" --link=hard --journal "$WORK/hard.journal" "$WORK/plan"
+# src/file1.bin and src/file1.hardlink are one file in orig and another in copy: a file
+# with other names is never linked (one name alone would split it), so exit 1.
+set +e
+"$BIN/oans-apply" --link=hard --journal "$WORK/hard.journal" "$WORK/plan" 2> "$WORK/hard.err"; rc=$?
+set -e
+[ $rc = 1 ] || fail "expected exit 1 (a file with other names left alone), got $rc: $(cat "$WORK/hard.err")"
+grep -q "src/file1.*not linked, has other hardlinks" "$WORK/hard.err" || fail "$(cat "$WORK/hard.err")"
+[ "$(grep -c "not linked" "$WORK/hard.err")" = 1 ] || fail "other files not linked: $(cat "$WORK/hard.err")"
 
 ino_a=$(stat -c %i "$MNT/orig/media/big1.bin")
 ino_b=$(stat -c %i "$MNT/copy/media/big1.bin")

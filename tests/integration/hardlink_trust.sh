@@ -25,6 +25,8 @@ for f in a b; do rand_file "$T/group/$f" 200000 5; done
 chgrp nogroup "$T/group/b"
 for f in a b; do rand_file "$T/same/$f" 200000 6; done
 for f in a b; do rand_file "$T/busy/$f" 200000 7; done
+for d in bin acl xattr group same busy; do touch -r "$T/$d/a" "$T/$d/b"; done  # equal mtimes
+touch -r "$T/root/secret.sh" "$T/home/user/copy.sh"
 sync
 before=$(checksums "$MNT")
 meta() { (cd "$T" && find . -type f -printf '%u %g %m %p\n' | sort); }

@@ -58,6 +58,24 @@ cmp -s <("$BIN/oans-cat" "$WORK/from-fifo" | grep -v created) <("$BIN/oans-cat" 
   fail "the plan written into the FIFO differs"
 pass "-o /dev/null and -o FIFO written in place"
 
+# --- Outputs are private: mode 0600 whatever the umask and whatever they replace. ---
+mkdir -m 0755 "$WORK/modes"
+(umask 000
+ "$BIN/oans-scan" --quiet "$MNT/orig" -o "$WORK/modes/idx"
+ "$BIN/oans-plan" --quiet "$WORK/modes/idx" -o "$WORK/modes/plan"
+ "$BIN/oans-plan" --format text "$WORK/modes/idx" -o "$WORK/modes/report.txt"
+ "$BIN/oans-plan" --format dirs-json "$WORK/modes/idx" -o "$WORK/modes/dirs.json")
+for f in idx plan report.txt dirs.json; do
+  [ "$(stat -c %a "$WORK/modes/$f")" = 600 ] || fail "$f written with mode $(stat -c %a "$WORK/modes/$f") under umask 000"
+done
+chmod 0644 "$WORK/modes/idx" "$WORK/modes/plan"
+"$BIN/oans-scan" --quiet "$MNT/orig" -o "$WORK/modes/idx"
+"$BIN/oans-plan" --quiet "$WORK/modes/idx" -o "$WORK/modes/plan"
+for f in idx plan; do
+  [ "$(stat -c %a "$WORK/modes/$f")" = 600 ] || fail "$f replacing a 0644 file has mode $(stat -c %a "$WORK/modes/$f")"
+done
+pass "indexes, plans and reports are created 0600, also under umask 000 and over a 0644 file"
+
 # --- A killed run leaves no temporary output. ---
 killed_run() {  # killed_run DIR CMD...: CMD blocks reading a FIFO while its output in DIR is open
   local dir=$1; shift

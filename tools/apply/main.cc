@@ -99,11 +99,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"reflink", "hard"}));
   std::vector<std::string> relax;
   app.add_option("--link-relax", relax,
-                 "With --link=hard, also link files that differ in: owner (uid and gid), mode (permission bits) "
-                 "or xattrs (extended attributes and ACLs); a comma-separated list. By default files are linked only "
-                 "when all of these are the same; setuid and setgid files are never linked")
+                 "With --link=hard, also link files that differ in: owner (uid and gid), mode (permission bits), "
+                 "xattrs (extended attributes and ACLs), mtime, or reach (who can search the directories above "
+                 "each name; relaxed, a user may read or write through the other name a file she could not reach); "
+                 "a comma-separated list. By default files are linked only when all of these are the same; setuid "
+                 "and setgid files, files with other hardlinks and immutable or append-only sources never are")
       ->delimiter(',')
-      ->check(CLI::IsMember({"owner", "mode", "xattrs"}));
+      ->check(CLI::IsMember({"owner", "mode", "xattrs", "mtime", "reach"}));
   app.add_flag("--no-journal", no_journal, "Do not keep a journal: every run starts from the first round");
   app.add_flag("-q,--quiet", quiet, "Print only errors and the summary's problems");
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
@@ -121,6 +123,8 @@ int main(int argc, char** argv) {
     if (r == "owner") o.link_policy.same_owner = false;
     if (r == "mode") o.link_policy.same_mode = false;
     if (r == "xattrs") o.link_policy.same_xattrs = false;
+    if (r == "mtime") o.link_policy.same_mtime = false;
+    if (r == "reach") o.link_policy.same_reach = false;
   }
   if (!relax.empty() && !o.hardlink) return cli::Fail("oans-apply", "--link-relax is for --link=hard only");
   if (deadline_s && !until.empty()) return cli::Fail("oans-apply", "give --deadline or --until, not both");

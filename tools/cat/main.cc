@@ -58,6 +58,7 @@ Json IndexHeaderJson(const IndexHeader& h) {
   j["mounts_below"] = h.mounts_below;
   j["read_data"] = h.read_data;
   j["spinning"] = h.spinning;
+  j["owners"] = h.owners;
   if (h.changed_known) {
     Json changed = Json::array();
     for (const auto& [fs, ino] : h.changed_files) changed.push_back(Json{{"fs", fs}, {"ino", ino}});
@@ -78,6 +79,8 @@ Json FileJson(const FileEntry& e, bool blocks) {
   j["mtime_ns"] = e.mtime_ns;
   j["ctime_ns"] = e.ctime_ns;
   j["nlink"] = e.nlink;
+  j["uid"] = e.uid;
+  j["gid"] = e.gid;
   j["inode_flags"] = e.inode_flags;
   Json ext = Json::array();
   for (const auto& x : e.extents) ext.push_back(Json::array({x.logical, x.physical, x.length, x.flags}));
@@ -181,6 +184,16 @@ Json RoundJson(const PlanRound& r) {
     j["ino"] = f.ino;
     j["size"] = f.size;
     j["mtime_ns"] = f.mtime_ns;
+    j["nlink"] = f.nlink;
+    if (!f.other_paths.empty()) {
+      Json names = Json::array();
+      for (const auto& p : f.other_paths) {
+        Json n = Json::object();
+        AddPath(n, "path", p);
+        names.push_back(std::move(n));
+      }
+      j["other_paths"] = std::move(names);
+    }
     files.push_back(std::move(j));
   }
   Json ops = Json::array();

@@ -150,6 +150,9 @@ int main(int argc, char** argv) {
                  "/var/tmp)")
       ->type_name("DIR");
   app.add_flag("--whole-files-only", no_blocks, "Plan whole-file duplicates only, not partial (block) duplicates");
+  app.add_flag("--same-owner", o.same_owner,
+               "Pair only files of one owner: on a tree other users write, sharing data across owners tells "
+               "a user what another user's file holds (docs/reliability.md)");
   cli::AddSize(app, "--min-run", &o.min_run,
                "Shortest partial duplicate planned from 4 KiB sector sums, a multiple of 4K (default 64K): "
                "shorter runs would split extents into slivers for little space (a shorter run that replaces whole "

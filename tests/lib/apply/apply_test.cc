@@ -243,7 +243,7 @@ class ApplyTest : public ::testing::Test {
 
   PlanFileRef Ref(const std::string& path) const {
     FileStat st = test::StatPath(path);
-    return {path, 0, st.dev, st.ino, st.size, st.mtime_ns};
+    return {path, 0, st.dev, st.ino, st.size, st.mtime_ns, st.nlink, {}};
   }
   PlanHeader Header(uint64_t rounds) const {
     PlanHeader h;
@@ -755,7 +755,7 @@ TEST_F(ApplyTest, DryRunChangesNothing) {
   ApplyStats stats;
   ASSERT_OK(Apply(Header(2),
                   {Round(0, {Ref(P("s")), Ref(P("a")), stale}, {{0, {1, 2}}, {0, {2}}}),
-                   Round(1, {Ref(P("c")), PlanFileRef{P("missing\n\xFF"), 0, 1, 2, 3, 4}}, {{0, {1}}})},
+                   Round(1, {Ref(P("c")), PlanFileRef{P("missing\n\xFF"), 0, 1, 2, 3, 4, 1, {}}}, {{0, {1}}})},
                   &stats, o));
   EXPECT_TRUE(sys_.calls().empty());
   EXPECT_EQ(sys_.preads(), 0);

@@ -58,12 +58,19 @@ class HardlinkTest : public ::testing::Test {
   }
   PlanFileRef Ref(const std::string& path) const {
     FileStat st = test::StatPath(path);
-    return {path, 0, st.dev, st.ino, st.size, st.mtime_ns};
+    return {path, 0, st.dev, st.ino, st.size, st.mtime_ns, st.nlink, {}};
   }
   // Links dst to src through the executor; the round's result.
   RoundResult Link(LinkPolicy policy = {}) {
     PreparedRound r;
+    if (!other_mtime_) {  // files rewritten by a test keep equal mtimes
+      struct stat st;
+      ::stat(src_.c_str(), &st);
+      struct timespec times[2] = {st.st_atim, st.st_mtim};
+      ::utimensat(AT_FDCWD, dst_.c_str(), times, 0);
+    }
     r.round.files = {Ref(src_), Ref(dst_)};
+    r.round.files[0].other_paths = src_names_;
     PlanOp op;
     op.source = 0;
     op.length = r.round.files[0].size;
@@ -96,6 +103,8 @@ class HardlinkTest : public ::testing::Test {
 
   TempDir dir_;
   std::string src_, dst_;
+  bool other_mtime_ = false;
+  std::vector<std::string> src_names_;  // the source's other names, as the plan gives them
   LeaseSys sys_;
   RecordingLog log_;
 };
@@ -153,6 +162,64 @@ TEST_F(HardlinkTest, OtherExtendedAttributesAreNotLinked) {
   EXPECT_NE(Reasons(r).find("extended attributes"), std::string::npos) << Reasons(r);
   ASSERT_EQ(::setxattr(src_.c_str(), "user.tag", "x", 1, 0), 0);
   EXPECT_EQ(Link().files_linked, 1u);
+}
+
+TEST_F(HardlinkTest, OtherMtimeIsNotLinkedUnlessRelaxed) {
+  other_mtime_ = true;
+  struct timespec times[2] = {{1, 0}, {1, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, dst_.c_str(), times, 0), 0);
+  RoundResult r = Link();
+  EXPECT_FALSE(Linked());
+  EXPECT_NE(Reasons(r).find("another mtime"), std::string::npos) << Reasons(r);
+  LinkPolicy relaxed;
+  relaxed.same_mtime = false;
+  EXPECT_EQ(Link(relaxed).files_linked, 1u);
+}
+
+TEST_F(HardlinkTest, DestinationWithOtherNamesIsNeverLinked) {
+  ASSERT_EQ(::link(dst_.c_str(), dir_.Join("dst2").c_str()), 0);
+  LinkPolicy anything;
+  anything.same_owner = anything.same_mode = anything.same_xattrs = anything.same_mtime = false;
+  anything.same_reach = false;
+  RoundResult r = Link(anything);
+  EXPECT_FALSE(Linked());
+  EXPECT_EQ(test::StatPath(dst_).ino, test::StatPath(dir_.Join("dst2")).ino) << "the file was split";
+  EXPECT_NE(Reasons(r).find("has other hardlinks"), std::string::npos) << Reasons(r);
+}
+
+TEST_F(HardlinkTest, NamesOtherUsersReachAreNotLinkedUnlessRelaxed) {
+  // dst moves into a directory only its owner may search: fewer users reach it. (Two
+  // directories of one owner, both searchable by her alone, are one constraint.)
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(dir_.Join("private").c_str(), 0700), 0);
+  const std::string moved = dir_.Join("private/dst");
+  ASSERT_EQ(::rename(dst_.c_str(), moved.c_str()), 0);
+  dst_ = moved;
+  RoundResult r = Link();
+  EXPECT_FALSE(Linked());
+  EXPECT_NE(Reasons(r).find("other users can reach its source"), std::string::npos) << Reasons(r);
+  // Searchable by all, the directory constrains nothing: the same users reach both.
+  ASSERT_EQ(::chmod(dir_.Join("private").c_str(), 0711), 0);
+  EXPECT_EQ(Link().files_linked, 1u) << "a directory everyone may search changes no one's reach";
+}
+
+TEST_F(HardlinkTest, ReachThroughAnOtherNameOfTheSource) {
+  ASSERT_EQ(::mkdir(dir_.Join("open").c_str(), 0755), 0);
+  ASSERT_EQ(::link(src_.c_str(), dir_.Join("open/src2").c_str()), 0);
+  RoundResult r = Link();  // the plan does not name the second link
+  EXPECT_FALSE(Linked());
+  EXPECT_NE(Reasons(r).find("cannot be decided"), std::string::npos) << Reasons(r);
+  src_names_ = {dir_.Join("open/src2")};
+  EXPECT_EQ(Link().files_linked, 1u) << Reasons(r);
+  // Behind a private directory, the second name is reached by fewer users than dst.
+  ::unlink(dst_.c_str());
+  test::WriteFile(dst_, test::RandomBytes(3 << 20, 7));
+  ::chmod(dst_.c_str(), 0640);
+  ASSERT_EQ(::chmod(dir_.Join("open").c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);
+  r = Link();
+  EXPECT_FALSE(Linked());
+  EXPECT_NE(Reasons(r).find("other users can reach its source"), std::string::npos) << Reasons(r);
 }
 
 TEST_F(HardlinkTest, FileOpenForWritingIsNotLinked) {

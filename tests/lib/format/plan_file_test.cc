@@ -45,7 +45,8 @@ PlanRound SampleRound(uint64_t index, int nfiles, int nops) {
   r.index = index;
   for (int i = 0; i < nfiles; ++i)
     r.files.push_back({"/data/r" + std::to_string(index) + "/f" + std::to_string(i) + (i == 1 ? "\n\xFE" : ""),
-                       uint32_t(i % 2), 77, 1000 + uint64_t(i), 1 << 20, 123456789 + i});
+                       uint32_t(i % 2), 77, 1000 + uint64_t(i), 1 << 20, 123456789 + i, uint32_t(1 + i % 3),
+                       i % 3 ? std::vector<std::string>{"/data/other" + std::to_string(i)} : std::vector<std::string>{}});
   for (int k = 0; k < nops; ++k) {
     PlanOp op;
     op.source = uint32_t(k % nfiles);
@@ -66,6 +67,8 @@ void ExpectSameRound(const PlanRound& a, const PlanRound& b) {
   ASSERT_EQ(a.files.size(), b.files.size());
   for (size_t i = 0; i < a.files.size(); ++i) {
     EXPECT_EQ(a.files[i].path, b.files[i].path);
+    EXPECT_EQ(a.files[i].nlink, b.files[i].nlink);
+    EXPECT_EQ(a.files[i].other_paths, b.files[i].other_paths);
     EXPECT_EQ(a.files[i].fs, b.files[i].fs);
     EXPECT_EQ(a.files[i].dev, b.files[i].dev);
     EXPECT_EQ(a.files[i].ino, b.files[i].ino);

@@ -324,6 +324,48 @@ TEST(Planner, DifferentFilesystemsNeverPaired) {
   EXPECT_EQ(r.ops[0].length, 2u * kBs);
 }
 
+TEST(Planner, SameOwnerPairsOnlyFilesOfOneOwner) {
+  TempDir dir;
+  IndexHeader h;
+  h.roots = {"/r"};
+  h.filesystems = {Fs("U", 5, "xfs")};
+  h.block_size = kBs;
+  // a1, a2 of owner 1 and b1 of owner 2 are equal; b2 (owner 2) shares half of b1's blocks.
+  std::vector<FileEntry> files{MakeEntry({"a1", Blocks(1, 8), 10 << 20}, 1000),
+                               MakeEntry({"b1", Blocks(1, 8), 20 << 20}, 1001),
+                               MakeEntry({"a2", Blocks(1, 8), 30 << 20}, 1002),
+                               MakeEntry({"b2", {1, 2, 3, 4, 90, 91, 92, 93}, 40 << 20}, 1003)};
+  files[0].uid = files[2].uid = 1001;
+  files[1].uid = files[3].uid = 1002;
+  test::WriteIndex(dir.Join("i.idx"), h, files, 7);
+  std::map<std::string, uint32_t> owner{{"/r/a1", 1}, {"/r/a2", 1}, {"/r/b1", 2}, {"/r/b2", 2}};
+  PlanRun any = Plan(dir, Opts({dir.Join("i.idx")}));
+  ASSERT_OK(any.status);
+  bool crossed = false;
+  for (size_t i = 0; i < any.ops.size(); ++i)
+    for (const auto& d : any.ops[i].dests)
+      crossed |= owner[any.Path(i, any.ops[i].source)] != owner[any.Path(i, d.file)];
+  EXPECT_TRUE(crossed) << "without --same-owner the owners' files pair";
+  PlanOptions o = Opts({dir.Join("i.idx")});
+  o.same_owner = true;
+  PlanRun r = Plan(dir, o);
+  ASSERT_OK(r.status);
+  EXPECT_EQ(r.stats.whole_groups, 1u);
+  ASSERT_FALSE(r.ops.empty());
+  bool b_paired = false;
+  for (size_t i = 0; i < r.ops.size(); ++i)
+    for (const auto& d : r.ops[i].dests) {
+      EXPECT_EQ(owner[r.Path(i, r.ops[i].source)], owner[r.Path(i, d.file)]) << r.Path(i, d.file);
+      b_paired |= owner[r.Path(i, d.file)] == 2;
+    }
+  EXPECT_TRUE(b_paired) << "b1 and b2 share blocks and one owner";
+  // An index that records no owners cannot be planned so.
+  h.owners = false;
+  test::WriteIndex(dir.Join("old.idx"), h, files, 7);
+  o.indexes = {dir.Join("old.idx")};
+  EXPECT_NE(Plan(dir, o).status.message().find("records no file owners"), std::string::npos);
+}
+
 TEST(Planner, SubvolumesOfOneFilesystemPaired) {
   TempDir dir;
   WriteSpecIndex(dir.Join("a.idx"), {{"s5", Blocks(1, 8), 10 << 20, 0, 0}, {"s256", Blocks(1, 8), 20 << 20, 0, 1}},

@@ -32,6 +32,17 @@ TEST(Source, TheLargestSharingSetWins) {
   EXPECT_EQ(Choose({At(800), At(500), At(800), At(500)}), 1u);
 }
 
+TEST(Source, TheFileWithMostNamesWins) {
+  // Hardlink mode never links a destination with other names: that file is the source,
+  // the earliest on disk of those with most names.
+  std::vector<Detail> files{At(100), At(800), At(200), At(900)};
+  files[1].nlink = files[3].nlink = 2;
+  files[0].nlink = files[2].nlink = 1;
+  EXPECT_EQ(Choose(files), 1u);
+  files[3].nlink = 3;
+  EXPECT_EQ(Choose(files), 3u);
+}
+
 TEST(Source, UnusableLayoutsShareNothing) {
   Detail a = At(0), b = At(0), c = At(700);
   a.extents[0].flags |= kExtentDelalloc;  // not placed yet: no address to trust
