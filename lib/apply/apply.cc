@@ -51,7 +51,7 @@ class Run {
  private:
   bool ShouldStop() const { return (o_.stop && o_.stop->load()) || deadline_hit_.load(); }
   // Whether rounds are read into the page cache before and dropped after their dedupe.
-  bool Prefetching() const { return o_.prefetch && !o_.dry_run && !o_.hardlink; }
+  bool Prefetching() const { return o_.prefetch && !o_.dry_run; }
   // Stage 1: the next round, opened, checked and read ahead; null at the end. The round
   // after it is opened and checked meanwhile, on a thread of its own (OpenNext): its
   // lookups and inode reads overlap this round's reads instead of adding to them.

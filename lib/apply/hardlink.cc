@@ -100,7 +100,7 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
       Status ls = LinkOne(r, op.source, u.file, &transient);
       if (ls.ok()) {
         out->files_linked++;
-        out->bytes_linked += df.size;
+        out->bytes_linked += freed_;
         continue;
       }
       if (transient) linked_.erase({df.fs, df.ino});  // a later round may link it
@@ -124,6 +124,8 @@ Status HardlinkExecutor::LinkOne(const PreparedRound& r, uint32_t src, uint32_t 
   if (s0->dev != d0->dev) return Status::Io("not on one filesystem", EXDEV);
   if (s0->ino == d0->ino) return Status::Mismatch("already the same file");
   if (s0->size != d0->size) return Status::Mismatch("differs (size)");
+  if (d0->mtime_ns != dst.mtime_ns || s0->mtime_ns != r.round.files[src].mtime_ns)
+    return Status::Mismatch("changed since scan (modified)");
   std::vector<std::pair<std::string, std::string>> xs, xd;
   if (policy_.same_xattrs) {
     auto a = sys_.Xattrs(src_fd);
@@ -143,7 +145,7 @@ Status HardlinkExecutor::LinkOne(const PreparedRound& r, uint32_t src, uint32_t 
   Leases leases(sys_);
   OANS_RETURN_IF_ERROR(leases.Take(src_fd, transient));
   OANS_RETURN_IF_ERROR(leases.Take(dst_fd, transient));
-  OANS_RETURN_IF_ERROR(Compare(src_fd, dst_fd, s0->size, transient));
+  OANS_RETURN_IF_ERROR(Compare(src_fd, dst_fd, s0->size, r.prefetched == 0, transient));
   if (!leases.Intact()) {
     *transient = true;
     return Status::Mismatch("opened for writing by another process during the compare");
@@ -152,6 +154,7 @@ Status HardlinkExecutor::LinkOne(const PreparedRound& r, uint32_t src, uint32_t 
   auto d1 = sys_.Fstat(dst_fd);
   if (!s1.ok() || !d1.ok() || !SameFile(*s0, *s1) || !SameFile(*d0, *d1))
     return Status::Mismatch("changed while being compared");
+  freed_ = d0->blocks * 512;  // what the replaced copy held on disk
   return Replace(src_fd, dst_fd, dst, *d0, transient);
 }
 
@@ -180,7 +183,7 @@ Status HardlinkExecutor::SameReach(const PlanFileRef& src, const FileStat& s0, c
   return Status::Ok();
 }
 
-Status HardlinkExecutor::Compare(int src_fd, int dst_fd, uint64_t size, bool* transient) {
+Status HardlinkExecutor::Compare(int src_fd, int dst_fd, uint64_t size, bool paced, bool* transient) {
   for (uint64_t off = 0; off < size;) {
     size_t want = size_t(std::min<uint64_t>(a_.size(), size - off));
     auto x = sys_.Pread(src_fd, a_.data(), want, off);
@@ -190,7 +193,7 @@ Status HardlinkExecutor::Compare(int src_fd, int dst_fd, uint64_t size, bool* tr
     if (*x != want || *y != want) return Status::Mismatch("changed while being compared");
     if (std::memcmp(a_.data(), b_.data(), want) != 0) return Status::Mismatch("differs (changed since scan)");
     off += want;
-    rate_->Account(2 * want);
+    if (paced) rate_->Account(2 * want);  // else the prefetch read it, at the rate asked
     if (!sys_.LeaseHeld(src_fd) || !sys_.LeaseHeld(dst_fd)) {
       *transient = true;
       return Status::Mismatch("opened for writing by another process during the compare");

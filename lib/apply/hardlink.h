@@ -65,7 +65,9 @@ class HardlinkExecutor : public Executor {
   Status LinkOne(const PreparedRound& r, uint32_t src, uint32_t dst, bool* transient);
   // Whether the same users reach every name of the source and the destination.
   Status SameReach(const PlanFileRef& src, const FileStat& s0, const PlanFileRef& dst);
-  Status Compare(int src_fd, int dst_fd, uint64_t size, bool* transient);
+  // Compares the two files byte for byte; `paced`: count the reads against the rate limit
+  // (a round read ahead was paced by the prefetch).
+  Status Compare(int src_fd, int dst_fd, uint64_t size, bool paced, bool* transient);
   Status Replace(int src_fd, int dst_fd, const PlanFileRef& dst, const FileStat& d0, bool* transient);
   Sys& sys_;
   const LinkPolicy policy_;
@@ -73,6 +75,7 @@ class HardlinkExecutor : public Executor {
   LinkIntentLog* log_;
   std::vector<char> a_, b_;
   Reach reach_;
+  uint64_t freed_ = 0;  // bytes the destination LinkOne replaced held on disk
   std::set<std::pair<uint32_t, uint64_t>> linked_;  // destinations handled, (fs, inode) as planned
 };
 

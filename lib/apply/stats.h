@@ -19,7 +19,7 @@ struct ApplyStats {
   uint64_t bytes_planned = 0;
   uint64_t bytes_deduped = 0;
   uint64_t bytes_rewritten = 0;  // copied into new extents so that old ones go free
-  uint64_t files_linked = 0, bytes_linked = 0;  // hardlink mode
+  uint64_t files_linked = 0, bytes_linked = 0;  // hardlink mode: files linked, bytes their old copies held on disk
   uint64_t bytes_prefetched = 0;
   uint64_t files_checked = 0;
   uint64_t files_mismatch = 0;

@@ -37,7 +37,7 @@ pass "reflink mode on ext4 reports EOPNOTSUPP and changes nothing"
 ( sleep 3; printf 'written during the compare' | dd of="$MNT/slow/b/slow.bin" bs=1 seek=$((1 << 20)) conv=notrunc status=none ) &
 writer=$!
 set +e
-"$BIN/oans-apply" --link=hard --max-rate 8M --journal "$WORK/slow.journal" "$WORK/slow.plan" 2> "$WORK/slow.err"; rc=$?
+"$BIN/oans-apply" --link=hard --prefetch off --max-rate 8M --journal "$WORK/slow.journal" "$WORK/slow.plan" 2> "$WORK/slow.err"; rc=$?
 set -e
 wait $writer
 cat "$WORK/slow.err"
@@ -59,11 +59,19 @@ ino_src=$(stat -c %i "$MNT/orig/media/big1.bin")
 # src/file1.bin and src/file1.hardlink are one file in orig and another in copy: a file
 # with other names is never linked (one name alone would split it), so exit 1.
 set +e
-"$BIN/oans-apply" --link=hard --journal "$WORK/hard.journal" "$WORK/plan" 2> "$WORK/hard.err"; rc=$?
+"$BIN/oans-apply" --link=hard --json --journal "$WORK/hard.journal" "$WORK/plan" > "$WORK/hard.json" 2> "$WORK/hard.err"; rc=$?
 set -e
 [ $rc = 1 ] || fail "expected exit 1 (a file with other names left alone), got $rc: $(cat "$WORK/hard.err")"
 grep -q "src/file1.*not linked, has other hardlinks" "$WORK/hard.err" || fail "$(cat "$WORK/hard.err")"
 [ "$(grep -c "not linked" "$WORK/hard.err")" = 1 ] || fail "other files not linked: $(cat "$WORK/hard.err")"
+# Each round is read ahead in disk order before the compare, as in reflink mode.
+python3 - "$WORK/hard.json" <<'PY' || fail "hardlink mode did not read its rounds ahead: $(cat "$WORK/hard.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["bytes_prefetched"] >= 2 * s["bytes_planned"] > 0, s   # sources and destinations
+# What is said to be freed is what the replaced copies held on disk (the sparse file's data).
+assert 0 < s["bytes_linked"] <= s["bytes_planned"] + 8192 * s["files_linked"], s  # blocks, not the sparse size
+PY
 
 ino_a=$(stat -c %i "$MNT/orig/media/big1.bin")
 ino_b=$(stat -c %i "$MNT/copy/media/big1.bin")

@@ -211,16 +211,18 @@ int main(int argc, char** argv) {
                                {"interrupted", s.interrupted},
                                {"dry_run", o.dry_run}});
   } else if (!quiet || s.bytes_skipped() || s.interrupted) {
-    if (o.hardlink)
-      std::fprintf(stderr, "oans-apply: hardlinked %llu files (%s)\n", (unsigned long long)s.files_linked,
-                   FormatSize(s.bytes_linked).c_str());
+    // Hardlink mode shares by linking: its figures are files linked and the bytes their
+    // replaced copies held.
+    const std::string done_what =
+        o.hardlink ? "linked " + std::to_string(s.files_linked) + (s.files_linked == 1 ? " file" : " files") +
+                         ", freeing " + FormatSize(s.bytes_linked) + " of " + FormatSize(s.bytes_planned) + " planned"
+                   : "deduped " + FormatSize(s.bytes_deduped) + " of " + FormatSize(s.bytes_planned) + " planned";
     std::fputs(cli::WrapSummary(std::string("oans-apply: ") + (o.dry_run ? "dry run: " : "") + "done " +
                                     std::to_string(s.rounds_done + s.rounds_from_journal) + " of " +
                                     std::to_string(s.rounds) + " rounds in " + renderer.Elapsed(),
                                 {std::to_string(s.ops) + " operations",
                                  s.bytes_rewritten ? "rewrote " + FormatSize(s.bytes_rewritten) + " into new extents" : "",
-                                 "deduped " + FormatSize(s.bytes_deduped) + " of " + FormatSize(s.bytes_planned) +
-                                     " planned"})
+                                 done_what})
                    .c_str(),
                stderr);
     for (auto& [reason, bytes] : s.skipped)
