@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "lib/base/paths.h"
 #include "lib/format/index_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -27,6 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           for (const auto& e : batch) {
             records += e.block_hashes.size() + e.extents.size();
             if (e.fs >= h.filesystems.size()) __builtin_trap();  // the reader must have refused it
+            if (!oans::CleanAbsolutePath(e.path)) __builtin_trap();  // so too a path apply cannot open
+            for (const auto& p : e.other_paths)
+              if (!oans::CleanAbsolutePath(p)) __builtin_trap();
           }
           return oans::Status::Ok();
         });

@@ -1,6 +1,7 @@
 // Absolute paths as records and plans name them: whether one lies at or below a root,
 // judged on its text alone (no component ".", ".." or empty after the root, so that a
-// hostile record cannot name a place outside the root that the text seems to be below).
+// hostile record cannot name a place outside the root that the text seems to be below);
+// whether one is clean at all.
 #pragma once
 
 #include <string_view>
@@ -27,6 +28,12 @@ inline bool PathWithin(std::string_view path, std::string_view root) {
     if (end == std::string_view::npos) return true;
     at = end + 1;
   }
+}
+
+// Whether `path` is one an index or plan may name: absolute, without an empty, "." or
+// ".." component and without a NUL byte ("/" itself is one).
+inline bool CleanAbsolutePath(std::string_view path) {
+  return path.find('\0') == std::string_view::npos && PathWithin(path, "/");
 }
 
 }  // namespace oans

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "lib/base/paths.h"
 #include "lib/scan/hasher.h"
 #include "lib/format/index_file.h"
 #include "lib/base/version.h"
@@ -46,6 +47,10 @@ Status IndexFromDuplicateList(Sys& sys, const std::string& list_path, uint32_t b
       };
       if (path.empty() || path[0] != '/') {
         skip("not an absolute path");
+        continue;
+      }
+      if (!CleanAbsolutePath(path)) {  // an index reader would call it damage
+        skip("a path with an empty, \".\" or \"..\" component; list the file by its plain path");
         continue;
       }
       auto fd = sys.OpenNoFollow(path);

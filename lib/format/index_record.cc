@@ -1,9 +1,12 @@
 #include "lib/format/index_record.h"
 
+#include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include <kj/common.h>
 
+#include "lib/base/paths.h"
 #include "lib/format/schema_io.h"
 
 namespace oans {
@@ -12,6 +15,31 @@ using schema_io::FromData;
 using schema_io::ReadFs;
 
 namespace {
+
+// Why `what` (a record, a directory record) names a path that no file can have, which
+// apply would refuse as damage: empty, relative, with an empty, "." or ".." component, or
+// a NUL byte; "" when the path is clean. The path is shown escaped, cut at 200 bytes.
+std::string PathDamage(capnp::Data::Reader d, const char* what) {
+  const std::string_view p(reinterpret_cast<const char*>(d.begin()), d.size());
+  if (CleanAbsolutePath(p)) return "";
+  if (p.empty()) return std::string(what) + " has an empty path";
+  std::string shown;
+  for (char c : p.substr(0, 200)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f || c == '"' || c == '\\') {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      shown += hex;
+    } else {
+      shown += c;
+    }
+  }
+  if (p.size() > 200) shown += "...";
+  const char* why = p[0] != '/'                           ? "is relative"
+                    : p.find('\0') != std::string_view::npos ? "holds a NUL byte"
+                                                          : "has an empty, \".\" or \"..\" component";
+  return std::string(what) + "'s path " + why + ": \"" + shown + "\"";
+}
 
 // Decodes one file record of index `name` (under `header`) into *e, once CheckRecord
 // passed.
@@ -52,12 +80,17 @@ Status DecodeRecord(schema::FileRecord::Reader f, const std::string& name, const
 
 }  // namespace
 
-// The checks a record must pass, made on the frame's bytes: a known filesystem, block
-// hashes and sector sums that fit the file's size, known kinds of sums and keys.
+// The checks a record must pass, made on the frame's bytes: a known filesystem, paths
+// that are absolute and clean (lib/base/paths.h), block hashes and sector sums that fit
+// the file's size, known kinds of sums and keys.
 Status CheckRecord(schema::FileRecord::Reader f, const std::string& name, const IndexHeader& header) {
   constexpr uint8_t kLastKind = 4;  // SumKind::kBlake2
   if (f.getFs() >= header.filesystems.size())
     return Status::Corrupt(name + " is damaged (a record names an unknown filesystem)");
+  std::string bad_path = PathDamage(f.getPath(), "a record");
+  for (auto p : f.getOtherPaths())
+    if (bad_path.empty()) bad_path = PathDamage(p, "a record's other link");
+  if (!bad_path.empty()) return Status::Corrupt(name + " is damaged (" + bad_path + ")");
   const uint64_t size = f.getSize();
   const size_t hash_bytes = f.getBlockHashes().size();
   if (hash_bytes % 16 != 0) return Status::Corrupt(name + " is damaged (block hash list of odd length)");
@@ -110,6 +143,8 @@ Status DecodeDirs(schema::IndexBatch::Reader b, const std::string& name, const I
   for (auto d : b.getDirs()) {
     if (d.getFs() >= header.filesystems.size())
       return Status::Corrupt(name + " is damaged (a directory record names an unknown filesystem)");
+    if (std::string bad = PathDamage(d.getPath(), "a directory record"); !bad.empty())
+      return Status::Corrupt(name + " is damaged (" + bad + ")");
     dirs->push_back({FromData(d.getPath()), d.getFs(), d.getIno()});
     seen->dirs++;
   }

@@ -17,8 +17,9 @@ Status DecodeHeader(schema::IndexHeader::Reader h, const std::string& name, Inde
 // Whether a section's trailer counts the records and batches that were read.
 Status CheckTrailer(schema::Trailer::Reader t, const std::string& name, const IndexTotals& seen);
 
-// The checks a record must pass, made on the frame's bytes: a known filesystem, block
-// hashes and sector sums that fit the file's size, known kinds of sums and keys.
+// The checks a record must pass, made on the frame's bytes: a known filesystem, paths
+// that are absolute and clean (lib/base/paths.h), block hashes and sector sums that fit
+// the file's size, known kinds of sums and keys.
 Status CheckRecord(schema::FileRecord::Reader f, const std::string& name, const IndexHeader& header);
 // Checks and counts the records of batch frame `b` without decoding them.
 Status CountBatch(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
@@ -26,7 +27,8 @@ Status CountBatch(schema::IndexBatch::Reader b, const std::string& name, const I
 // Decodes batch frame `b` into *batch (emptied first), counting its records in *seen.
 Status DecodeBatch(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
                    std::vector<FileEntry>* batch, IndexTotals* seen);
-// Decodes the directory records of batch frame `b` into *dirs (emptied first).
+// Decodes the directory records of batch frame `b` into *dirs (emptied first), each with
+// a known filesystem and a clean absolute path.
 Status DecodeDirs(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
                   std::vector<IndexDir>* dirs, IndexTotals* seen);
 

@@ -79,7 +79,10 @@ Status ReadIndexTail(const std::string& path, uint64_t at, const std::function<S
     OANS_RETURN_IF_ERROR(NextFrame(frames, &words));
     OANS_RETURN_IF_ERROR(InFrame(words, frames, [&](schema::IndexFrame::Reader f) -> Status {
       if (f.which() == schema::IndexFrame::BATCH) {
-        OANS_RETURN_IF_ERROR(DecodeBatch(f.getBatch(), name, header, &batch, &seen));
+        Status decoded = DecodeBatch(f.getBatch(), name, header, &batch, &seen);
+        if (decoded.code() == Status::Code::kCorrupt)
+          return Status::Corrupt(decoded.message() + "; the bad frame starts at byte " + std::to_string(frames.offset()));
+        OANS_RETURN_IF_ERROR(decoded);
         return on_batch(header, batch);
       }
       if (f.which() == schema::IndexFrame::TRAILER && f.getTrailer().getRecords() >= seen.records) {

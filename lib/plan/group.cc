@@ -53,7 +53,6 @@ bool AnyChanged(const PlanState& st, const std::vector<uint32_t>& ids) {
 
 Status DropDuplicateInodes(PlanState& st) {
   st.stats->files = st.details.size();
-  if (st.sections < 2) return Status::Ok();
   InodeKey last{0, UINT32_MAX, 0};
   uint64_t done = 0;
   OANS_RETURN_IF_ERROR(st.inodes.Drain([&](const InodeKey& k) -> Status {

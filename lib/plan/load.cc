@@ -56,13 +56,7 @@ Status Loader::Section(const std::string& path, const IndexHeader& h) {
                            "; scan them with the same block size");
   for (const auto& root : h.roots)
     if (std::find(header.roots.begin(), header.roots.end(), root) == header.roots.end()) header.roots.push_back(root);
-  // From the second section on, the same inode may come again: the files read so far
-  // get their inode keys now, the rest as they come.
-  if (++st_.sections == 2)
-    OANS_RETURN_IF_ERROR(st_.details.ForEach([&](uint32_t id, const Detail& d) -> Status {
-      if (id % PlanState::kStopEvery == 0) OANS_RETURN_IF_ERROR(st_.CheckStop());
-      return st_.inodes.Add({d.ino, d.fs, id});
-    }));
+  ++st_.sections;
   remap_.clear();
   pairs_of_section_.clear();
   for (const auto& f : h.filesystems) {
@@ -122,7 +116,9 @@ Status Loader::File(FileEntry& e) {
   st_.changed.push_back(!listed_ || listed_->Changed(e.fs, e.ino));
   if (since_) OANS_RETURN_IF_ERROR(since_->AddNew(ids_of_section_[e.fs], e.ino, id, FileIdentity::Of(e)));
   OANS_RETURN_IF_ERROR(st_.whole.Add({pair, id, d.size, e.hash, LayoutOf(d.extents)}));
-  if (st_.sections > 1) OANS_RETURN_IF_ERROR(st_.inodes.Add({d.ino, d.fs, id}));
+  // The same inode may come again, in this section too (a root given twice to an older
+  // scan, a crafted or concatenated index): group.h keeps one record of it.
+  OANS_RETURN_IF_ERROR(st_.inodes.Add({d.ino, d.fs, id}));
   const bool anchors = st_.o.blocks && !e.sector_sums.empty() && e.sum_kind != 0;
   st_.sums_at.push_back(UINT64_MAX);
   if (anchors) {

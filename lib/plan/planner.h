@@ -70,7 +70,7 @@ struct PlanStats {
   uint64_t files = 0;            // usable records (hashed, not inline)
   uint64_t skipped_errors = 0;   // records the scan could not read
   uint64_t skipped_inline = 0;   // data stored inline in metadata: nothing to share
-  uint64_t duplicate_inodes = 0; // same inode seen in several indexes
+  uint64_t duplicate_inodes = 0; // records of an inode met before (in this index or another)
   uint64_t whole_groups = 0;
   uint64_t block_groups = 0;
   uint64_t duplicate_bytes = 0;  // bytes of destinations identical to their source

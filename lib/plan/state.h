@@ -35,7 +35,7 @@ struct PlanState {
   PlanHeader header;
   Details details;
   FilesystemIds fs_ids;               // (UUID, subvolume) -> id, for --since
-  int sections = 0;                   // index sections read; with one, no inode can appear twice
+  int sections = 0;                   // index sections read
   bool spinning = false;              // an index says its roots are on a spinning disk
   std::vector<bool> changed, dropped, is_dest, op_files;  // by file id
   std::vector<bool> partial_dest;  // by file id: the destination of a kept partial run (frees.h)

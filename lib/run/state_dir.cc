@@ -16,6 +16,7 @@
 #include <cstdlib>
 
 #include "lib/base/fsinfo.h"
+#include "lib/base/root_path.h"
 #include "lib/base/sys.h"
 
 namespace oans {
@@ -91,10 +92,8 @@ std::string StateDirName(const std::vector<std::string>& roots) {
 Result<std::vector<std::string>> CanonicalRoots(const std::vector<std::string>& roots) {
   std::vector<std::string> out;
   for (const auto& r : roots) {
-    char* real = ::realpath(r.c_str(), nullptr);
-    if (!real) return Status::Io("root " + r, errno);
-    out.emplace_back(real);
-    std::free(real);
+    OANS_ASSIGN_OR_RETURN(auto real, CanonicalRoot(r));
+    out.push_back(std::move(real));
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

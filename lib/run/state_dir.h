@@ -21,9 +21,10 @@ inline constexpr const char* kDefaultStateBase = "/var/lib/oans";
 // "srv_data-3f09c2a1d4e5b6c7". Order and duplicates do not matter.
 std::string StateDirName(const std::vector<std::string>& roots);
 
-// The roots made absolute and canonical (symlinks resolved once, now, by the user who
-// gives them), sorted and without duplicates. A root that does not exist is an error
-// naming it.
+// The roots made absolute and canonical (lib/base/root_path.h: symlinks above a root
+// resolved once, now, by the user who gives them; a root that is itself a symlink
+// refused, as oans-scan refuses it), sorted and without duplicates. A root that does not
+// exist is an error naming it.
 Result<std::vector<std::string>> CanonicalRoots(const std::vector<std::string>& roots);
 
 // Opens the state directory at `path` (absolute), creating it 0700 (and its parent, 0700,

@@ -19,6 +19,7 @@
 #include "lib/scan/follow.h"
 #include "lib/scan/kept.h"
 #include "lib/scan/previous.h"
+#include "lib/scan/roots.h"
 #include "lib/scan/sink.h"
 #include "lib/base/tree_ahead.h"
 #include "lib/scan/tree_map.h"
@@ -33,11 +34,13 @@ std::string Hostname() {
   return buf;
 }
 
-// The index header as far as the options tell it (the filesystems come after the walk).
-Status StartHeader(const ScanOptions& o, IndexHeader* header) {
+// The index header as far as the options tell it (the filesystems come after the walk);
+// the roots canonical, each once, said once for each root dropped (roots.h).
+Status StartHeader(Sys& sys, const ScanOptions& o, Observer* observer, IndexHeader* header) {
   if (o.block_size < 4096 || o.block_size % 4096 != 0)
     return Status::Invalid("--block-size must be a multiple of 4 KiB");
-  if (o.roots.empty()) return Status::Invalid("no root to scan");
+  OANS_ASSIGN_OR_RETURN(auto roots, CanonicalScanRoots(sys, o.roots, o.excludes));
+  for (const auto& n : roots.notices) observer->Notice(n);
   header->tool_version = ToolVersion();
   header->created_ns = NowNs();
   header->block_size = o.block_size;
@@ -47,11 +50,7 @@ Status StartHeader(const ScanOptions& o, IndexHeader* header) {
   header->command_line = o.command_line;
   header->directories = true;
   header->read_data = o.read_data;
-  for (const auto& r : o.roots) {
-    auto n = NormalizeRoot(r);
-    if (!n.ok()) return n.status().Prepend("scan root");
-    header->roots.push_back(*n);
-  }
+  header->roots = std::move(roots.roots);
   return Status::Ok();
 }
 
@@ -321,7 +320,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   Observer quiet;
   if (!observer) observer = &quiet;
   IndexHeader header;
-  OANS_RETURN_IF_ERROR(StartHeader(o, &header));
+  OANS_RETURN_IF_ERROR(StartHeader(sys, o, observer, &header));
   header.mounts_below = MountedBelow(sys, header.roots);
   if (!o.previous.empty()) {
     bool followed = false;

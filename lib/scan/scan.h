@@ -36,7 +36,7 @@ namespace oans {
 enum class ReadOrder { kAuto, kPhysical, kInode, kNone };
 
 struct ScanOptions {
-  std::vector<std::string> roots;
+  std::vector<std::string> roots;  // as given: made canonical, each once, by roots.h
   uint32_t block_size = 128 * 1024;
   uint64_t min_size = 0;
   std::vector<std::string> excludes;

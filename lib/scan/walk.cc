@@ -233,15 +233,6 @@ bool PathExcluded(const std::vector<std::string>& excludes, const std::string& p
   return false;
 }
 
-Result<std::string> NormalizeRoot(const std::string& root) {
-  if (root.empty()) return Status::Invalid("empty root path");
-  char* real = ::realpath(root.c_str(), nullptr);
-  if (!real) return Status::Io(root, errno);
-  std::string out(real);
-  std::free(real);
-  return out;
-}
-
 Result<WalkResult> Walk(Sys& sys, const std::vector<std::string>& roots, const WalkOptions& options) {
   Walker w(sys, options);
   auto r = w.Run(roots);

@@ -70,9 +70,6 @@ struct WalkResult {
   uint64_t excluded = 0;
 };
 
-// Makes a root absolute and clean ("/a/b", no trailing slash).
-Result<std::string> NormalizeRoot(const std::string& root);
-
 // Walks the roots; a root that cannot be opened is a problem, not a failure, unless
 // every root fails.
 Result<WalkResult> Walk(Sys& sys, const std::vector<std::string>& roots, const WalkOptions& options);

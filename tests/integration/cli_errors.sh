@@ -53,6 +53,11 @@ cmp -s <("$BIN/oans-cat" "$WORK/good.idx" | grep -v index-header | sort) \
   <("$BIN/oans-cat" "$WORK/again.idx" | grep -v index-header | sed 's/"reused":true,//' | sort) ||
   fail "oans-scan --memory 16M --previous indexed differently"
 pass "oans-scan --memory 16M --previous indexes the same"
+# --top takes a positive number: 0 and negatives are refused, whatever the form.
+expect_error "--top takes a positive number" "$BIN/oans-plan" --format dirs --top 0 "$WORK/good.idx"
+expect_error "--top takes a positive number" "$BIN/oans-plan" --format dirs --top -3 "$WORK/good.idx"
+expect_error "--top takes a positive number" "$BIN/oans-plan" --format dirs-json --top=-1 "$WORK/good.idx"
+"$BIN/oans-plan" --quiet --format dirs --top 1 "$WORK/good.idx" > "$WORK/top1" || fail "--top 1 refused"
 size=$(stat -c %s "$WORK/good.idx")
 head -c $((size - 5)) "$WORK/good.idx" > "$WORK/trunc.idx"
 expect_error "trunc.idx is truncated" "$BIN/oans-plan" "$WORK/trunc.idx" -o "$WORK/p"

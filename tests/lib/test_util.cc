@@ -97,7 +97,7 @@ TempDir::TempDir() {
     ADD_FAILURE() << "mkdtemp " << tmpl << ": " << std::strerror(errno);
     return;
   }
-  // realpath so that paths compare equal to what NormalizeRoot makes of them.
+  // realpath so that paths compare equal to what CanonicalRoot makes of them.
   char* real = ::realpath(buf.data(), nullptr);
   path_ = real ? real : buf.data();
   std::free(real);

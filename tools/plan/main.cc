@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
                  "and a backslash \\\\; fdupes lists have no escapes, so a name with a newline is left out of them, "
                  "named on stderr, with exit code 1")
       ->check(CLI::IsMember({"plan", "text", "json", "fdupes", "dirs", "dirs-json"}));
-  size_t top = 0;
+  int64_t top = 0;  // signed, so that a negative number is refused by name, not wrapped
   app.add_option("--top", top,
                  "With --format dirs or dirs-json (the directories with the most reclaimable bytes, added up the "
                  "tree like du, and their duplicate files): only the first N (default all)")
@@ -183,6 +183,8 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "Print only errors");
   app.footer(cli::ExitCodesHelp());
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+  if (app.count("--top") && top <= 0)
+    return cli::Fail("oans-plan", "--top takes a positive number of directories, such as 20 (without it: all)");
   if (o.min_run == 0 || o.min_run % 4096 != 0)
     return cli::Fail("oans-plan", "--min-run must be a positive multiple of 4K, such as 64K");
   if (!fdupes.empty()) {
@@ -244,7 +246,7 @@ int main(int argc, char** argv) {
     size_t left_out = 0;
     auto print = [&](FILE* f) -> size_t {
       if (format == "dirs" || format == "dirs-json") {
-        auto dirs = DirsReport(groups, top);
+        auto dirs = DirsReport(groups, size_t(top));
         std::fputs((format == "dirs" ? DirsText(dirs) : DirsJson(dirs)).c_str(), f);
         return 0;
       }

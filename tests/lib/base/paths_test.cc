@@ -31,5 +31,12 @@ TEST(PathsTest, DotComponentsNeverPass) {
   EXPECT_FALSE(PathWithin("//etc", "/"));
 }
 
+TEST(PathsTest, CleanAbsolutePaths) {
+  for (const char* p : {"/", "/a", "/a/b.c", "/..a/.b", "/a/with\nnewline"}) EXPECT_TRUE(CleanAbsolutePath(p)) << p;
+  for (const char* p : {"", "a", "a/b", "./a", "/a/", "//a", "/a//b", "/.", "/./a", "/a/..", "/../a"})
+    EXPECT_FALSE(CleanAbsolutePath(p)) << p;
+  EXPECT_FALSE(CleanAbsolutePath(std::string_view("/a\0b", 4)));
+}
+
 }  // namespace
 }  // namespace oans

@@ -668,5 +668,83 @@ TEST(IndexFile, KeptEncodedBatchesAreCheckedAsDecoded) {
   EXPECT_FALSE(asked);
 }
 
+// An index whose second batch frame (at *second) holds `bad` after a clean record.
+void WriteWithSecondBatch(const std::string& path, const FileEntry& bad, const IndexDir* bad_dir, off_t* second) {
+  auto out = OutputFile::Open(path);
+  ASSERT_TRUE(out.ok());
+  IndexWriter w(out->get(), 1);
+  IndexHeader h = SampleHeader();
+  h.directories = true;
+  ASSERT_OK(w.WriteHeader(h));
+  ASSERT_OK(w.AddDir({"/data", 0, 256}));
+  ASSERT_OK(w.Add(SampleEntry(1, 64 * 1024)));
+  *second = ::lseek((*out)->fd(), 0, SEEK_CUR);
+  if (bad_dir) ASSERT_OK(w.AddDir(*bad_dir));
+  ASSERT_OK(w.Add(bad));
+  ASSERT_OK(w.Finish());
+  ASSERT_OK((*out)->Commit());
+}
+
+// A record whose path is empty, relative or not clean (an empty, "." or ".." component,
+// a NUL byte) is refused as damage naming the index and the offset of its batch frame,
+// by every way of reading it (decoded, kept encoded, directory records), instead of
+// being handed on to a plan that apply would call damaged.
+TEST(IndexFile, RecordWithRelativeOrUncleanPathIsDamageAtItsFrame) {
+  TempDir dir;
+  const std::string path = dir.Join("x.idx");
+  const std::vector<std::string> bad_paths = {"",          "data/a",     "./a",        "/data//a", "/data/./a",
+                                              "/data/../a", "/data/a/", std::string("/data/a\0b", 9)};
+  auto expect_damage = [&](const Status& s, off_t at, const std::string& why) {
+    EXPECT_TRUE(StatusIs(s, Status::Code::kCorrupt, path + " is damaged"));
+    EXPECT_TRUE(StatusIs(s, Status::Code::kCorrupt, why));
+    EXPECT_TRUE(StatusIs(s, Status::Code::kCorrupt, "the bad frame starts at byte " + std::to_string(at)));
+  };
+  for (const auto& p : bad_paths) {
+    SCOPED_TRACE(p);
+    FileEntry e = SampleEntry(2, 64 * 1024);
+    e.path = p;
+    off_t second = 0;
+    WriteWithSecondBatch(path, e, nullptr, &second);
+    size_t handed_out = 0;
+    auto r = ReadIndex(
+        path, IndexReadOptions{}, [](const IndexHeader&) { return Status::Ok(); },
+        [&](const IndexHeader&, std::vector<FileEntry>& b) {
+          handed_out += b.size();
+          return Status::Ok();
+        });
+    expect_damage(r.status(), second, p.empty() ? "a record has an empty path" : "a record's path");
+    EXPECT_EQ(handed_out, 1u);
+    // Kept encoded (a followed scan's carry, a plan --since), it is refused the same.
+    IndexReadOptions ro;
+    ro.keep_encoded = [](const IndexHeader&, const BatchView&) { return true; };
+    ro.on_encoded = [](const IndexHeader&, const IndexTotals&) { return Status::Ok(); };
+    r = ReadIndex(
+        path, ro, [](const IndexHeader&) { return Status::Ok(); },
+        [](const IndexHeader&, std::vector<FileEntry>&) { return Status::Ok(); });
+    expect_damage(r.status(), second, "path");
+  }
+  FileEntry relative = SampleEntry(2, 64 * 1024);
+  relative.path = "srv/a";
+  off_t second = 0;
+  WriteWithSecondBatch(path, relative, nullptr, &second);
+  expect_damage(ReadIndexFile(path).status(), second, "a record's path is relative: \"srv/a\"");
+  // A hardlink's other path, and a directory record's path.
+  FileEntry linked = SampleEntry(2, 64 * 1024);
+  linked.other_paths = {"/data/b", "b"};
+  WriteWithSecondBatch(path, linked, nullptr, &second);
+  expect_damage(ReadIndexFile(path).status(), second, "a record's other link's path is relative");
+  const IndexDir bad_dir{"/data/../etc", 0, 257};
+  WriteWithSecondBatch(path, SampleEntry(2, 64 * 1024), &bad_dir, &second);
+  IndexReadOptions with_dirs;
+  with_dirs.on_dirs = [](const IndexHeader&, std::vector<IndexDir>&) { return Status::Ok(); };
+  expect_damage(ReadIndexFile(path, with_dirs).status(), second,
+                "a directory record's path has an empty, \".\" or \"..\" component: \"/data/../etc\"");
+  // The same index with clean paths reads.
+  WriteWithSecondBatch(path, SampleEntry(2, 64 * 1024), nullptr, &second);
+  auto c = ReadIndexFile(path, with_dirs);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->files.size(), 2u);
+}
+
 }  // namespace
 }  // namespace oans

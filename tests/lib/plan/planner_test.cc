@@ -705,6 +705,49 @@ TEST(Planner, SameIndexTwiceCountsDuplicateInodes) {
   EXPECT_EQ(r.header.indexes.size(), 1u);
 }
 
+// One index holding an inode twice (the same path again, as a scan of overlapping
+// roots wrote it, or another path of it, as a crafted or merged index may): it is one
+// file. No destination is named twice, the plan and every figure are those of the
+// index holding each inode once.
+TEST(Planner, OneIndexWithAnInodeTwiceCountsItOnce) {
+  TempDir dir;
+  const std::vector<FileSpec> once = {{"a", Blocks(1, 2), 10 << 20},
+                                      {"b", Blocks(1, 2), 20 << 20},
+                                      {"c", Blocks(10, 4), 30 << 20},
+                                      {"d", {10, 11, 99, 98}, 40 << 20}};
+  std::vector<FileSpec> twice = once;
+  for (size_t i = 0; i < once.size(); ++i) {
+    twice[i].ino = 1000 + i;
+    FileSpec again = twice[i];
+    if (i % 2) again.name += "-other-path";
+    twice.push_back(again);
+  }
+  const std::vector<FsRecord> xfs = {Fs("U", 0, "xfs")};  // block runs planned, extents or not
+  WriteSpecIndex(dir.Join("once.idx"), once, xfs);
+  WriteSpecIndex(dir.Join("twice.idx"), twice, xfs);
+  PlanRun a = Plan(dir, Opts({dir.Join("once.idx")}));
+  PlanRun b = Plan(dir, Opts({dir.Join("twice.idx")}));
+  ASSERT_OK(a.status);
+  ASSERT_OK(b.status);
+  EXPECT_EQ(b.stats.duplicate_inodes, once.size());
+  EXPECT_EQ(b.stats.files, a.stats.files);
+  EXPECT_EQ(b.stats.whole_groups, 1u);
+  EXPECT_EQ(b.stats.duplicate_bytes, a.stats.duplicate_bytes);
+  EXPECT_EQ(b.stats.planned_bytes, a.stats.planned_bytes);
+  EXPECT_EQ(b.stats.partial_bytes, a.stats.partial_bytes);
+  EXPECT_GT(a.stats.planned_bytes, 2 * kBs);  // the whole file and the block run
+  CheckPlanInvariants(b, kRoundSize);
+  ASSERT_EQ(b.ops.size(), a.ops.size());
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    EXPECT_EQ(b.Path(i, b.ops[i].source), a.Path(i, a.ops[i].source));
+    ASSERT_EQ(b.ops[i].dests.size(), a.ops[i].dests.size());
+    for (size_t d = 0; d < a.ops[i].dests.size(); ++d)
+      EXPECT_EQ(b.Path(i, b.ops[i].dests[d].file), a.Path(i, a.ops[i].dests[d].file));
+  }
+  ASSERT_EQ(b.groups.size(), 1u);
+  EXPECT_EQ(b.groups[0].dests.size(), 1u);
+}
+
 TEST(Planner, IndexesWithDifferentBlockSizesRejected) {
   TempDir dir;
   WriteSpecIndex(dir.Join("a.idx"), {{"a", Blocks(1, 2), 10 << 20}});

@@ -29,6 +29,21 @@ TEST(StateDirName, StableOrderFreeAndReadable) {
       << odd;
 }
 
+// oans run's roots as oans-scan takes them: canonical, each once; a symlink root is
+// refused naming its target, a symlink above a root resolved.
+TEST(CanonicalRoots, SymlinkRootRefused) {
+  TempDir dir;
+  ASSERT_EQ(::mkdir(dir.Join("data").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(dir.Join("data/sub").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink("data", dir.Join("link").c_str()), 0);
+  auto r = CanonicalRoots({dir.Join("link")});
+  EXPECT_TRUE(test::StatusIs(r.status(), Status::Code::kInvalidArgument,
+                             dir.Join("link") + " is a symlink to " + dir.Join("data") + "; give the target itself"));
+  r = CanonicalRoots({dir.Join("link/sub"), dir.Join("data/sub/")});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r, std::vector<std::string>{dir.Join("data/sub")});
+}
+
 TEST(OpenStateDir, CreatesPrivateDirectory) {
   TempDir t;
   auto fd = OpenStateDir(t.Join("base/state"), /*create=*/true);

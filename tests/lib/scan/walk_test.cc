@@ -331,20 +331,5 @@ TEST(Walk, SymlinkInRootPathIsNotFollowedBelowIt) {
   EXPECT_NE(r.status().message().find("not a directory"), std::string::npos) << r.status().message();
 }
 
-TEST(Walk, NormalizeRoot) {
-  TempDir dir;
-  test::MakeDir(dir.Join("x"));
-  auto n = NormalizeRoot(dir.Join("x/../x/."));
-  ASSERT_TRUE(n.ok()) << n.status().message();
-  EXPECT_EQ(*n, dir.Join("x"));
-  n = NormalizeRoot(dir.Join("x") + "/");
-  ASSERT_TRUE(n.ok());
-  EXPECT_EQ(*n, dir.Join("x"));
-  EXPECT_EQ(NormalizeRoot("").status().code(), Status::Code::kInvalidArgument);
-  n = NormalizeRoot(dir.Join("missing"));
-  ASSERT_FALSE(n.ok());
-  EXPECT_EQ(n.status().errnum(), ENOENT);
-}
-
 }  // namespace
 }  // namespace oans
