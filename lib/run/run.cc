@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "lib/base/fsinfo.h"
 #include "lib/run/generations.h"
 #include "lib/run/run_lock.h"
 #include "lib/run/spawn.h"
@@ -35,16 +36,52 @@ struct Step {
   }
 };
 
-// Stores the request's roots and options, or loads the stored ones.
+// This run's roots and options: with roots, those given (stored later); without, the
+// stored ones followed by those given.
 Result<RunConfig> Settle(const RunRequest& req, const std::vector<std::string>& roots, int fd, const std::string& dir) {
-  if (roots.empty()) return LoadRunConfig(fd, dir);
+  auto old = LoadRunConfig(fd, dir);
+  if (roots.empty()) {
+    if (!old.ok()) return old.status();
+    RunConfig c = *old;
+    const RunConfig& given = req.config;
+    c.scan_args.insert(c.scan_args.end(), given.scan_args.begin(), given.scan_args.end());
+    c.plan_args.insert(c.plan_args.end(), given.plan_args.begin(), given.plan_args.end());
+    c.apply_args.insert(c.apply_args.end(), given.apply_args.begin(), given.apply_args.end());
+    if (req.keep_given) c.keep = given.keep;
+    if (req.note)
+      for (const auto& i : c.ignored) req.note(dir + "/run.conf: " + i);
+    return c;
+  }
   RunConfig c = req.config;
   c.roots = roots;
-  auto old = LoadRunConfig(fd, dir);
+  c.ignored.clear();
   if (old.ok() && old->roots != roots)
     return Status::Invalid("state directory " + dir + " holds the generations of other roots (" + old->roots[0] +
                            (old->roots.size() > 1 ? ", ..." : "") + "); give another --state-dir");
-  OANS_RETURN_IF_ERROR(SaveRunConfig(fd, dir, c));
+  return c;
+}
+
+// Refuses roots on a filesystem that cannot share data as the apply options ask.
+Status CheckRootsCanShare(const RunRequest& req, const RunConfig& c) {
+  std::vector<std::string> args = c.apply_args;
+  args.insert(args.end(), req.extra_apply_args.begin(), req.extra_apply_args.end());
+  const bool hardlink = AppliesHardlinks(args);
+  for (const auto& r : c.roots) OANS_RETURN_IF_ERROR(CheckPathCanShareData(r, hardlink));
+  return Status::Ok();
+}
+
+// Settles the run's configuration in the locked state directory: stores it when roots
+// are given, else checks the stored roots.
+Result<RunConfig> Prepare(const RunRequest& req, const std::vector<std::string>& roots, int fd, const std::string& dir) {
+  OANS_ASSIGN_OR_RETURN(RunConfig c, Settle(req, roots, fd, dir));
+  // Given roots were checked before the state directory was opened (RunGeneration).
+  if (!roots.empty()) {
+    OANS_RETURN_IF_ERROR(SaveRunConfig(fd, dir, c));
+    return c;
+  }
+  OANS_RETURN_IF_ERROR(CheckNotOnRoots(fd, dir, c.roots));
+  // `oans apply` leaves the check to oans-apply, which makes it with its own options.
+  if (!req.apply_newest) OANS_RETURN_IF_ERROR(CheckRootsCanShare(req, c));
   return c;
 }
 
@@ -77,10 +114,11 @@ void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out
   planv.insert(planv.end(), {"--", idx});
   if (!step.Tool("the plan", planv, &plan_rc)) return;
   out->plan = plan;
-  if (!c.plan_only) {
+  if (!req.plan_only) {
     std::vector<std::string> apply = {req.tool_dir + "/oans-apply"};
     apply.insert(apply.end(), req.per_run_args.begin(), req.per_run_args.end());
     apply.insert(apply.end(), c.apply_args.begin(), c.apply_args.end());
+    apply.insert(apply.end(), req.extra_apply_args.begin(), req.extra_apply_args.end());
     apply.insert(apply.end(), {"--", plan});
     bool go_on = step.Tool("the apply", apply, &apply_rc);
     out->applied = go_on;
@@ -95,7 +133,7 @@ void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out
   }
   if (out->exit_code == 3) return;
   out->exit_code = scan_rc == 1 || apply_rc == 1 ? 1 : 0;
-  if (c.plan_only) out->message = "planned only; apply it in the maintenance window with: oans apply " + plan;
+  if (req.plan_only) out->message = "planned only; apply it in the maintenance window with: oans apply " + plan;
 }
 
 // `oans apply` without a plan: the newest complete generation's plan, under the lock.
@@ -147,6 +185,19 @@ Result<std::string> ChooseStateDir(const RunRequest& req, const std::vector<std:
                          "; say which with --state-dir DIR, or give ROOT...:" + list);
 }
 
+Result<std::string> ShowRunConfig(const RunRequest& req) {
+  std::vector<std::string> roots;
+  if (!req.roots.empty()) {
+    OANS_ASSIGN_OR_RETURN(roots, CanonicalRoots(req.roots));
+  }
+  OANS_ASSIGN_OR_RETURN(std::string dir, ChooseStateDir(req, roots));
+  OANS_ASSIGN_OR_RETURN(int fd, OpenStateDir(dir, /*create=*/false));
+  auto c = LoadRunConfig(fd, dir);
+  ::close(fd);
+  if (!c.ok()) return c.status();
+  return FormatRunConfig(*c, dir);
+}
+
 RunOutcome RunGeneration(const RunRequest& req) {
   RunOutcome out;
   std::vector<std::string> roots;
@@ -157,6 +208,13 @@ RunOutcome RunGeneration(const RunRequest& req) {
       return out;
     }
     roots = *r;
+    RunConfig given = req.config;
+    given.roots = roots;
+    // Before the state directory is made: a refused run leaves nothing.
+    if (Status s = CheckRootsCanShare(req, given); !s.ok()) {
+      out.message = s.message();
+      return out;
+    }
   }
   auto dir = ChooseStateDir(req, roots);
   if (!dir.ok()) {
@@ -176,15 +234,14 @@ RunOutcome RunGeneration(const RunRequest& req) {
   if (st.ok()) {
     auto lock = RunLock::Take(*fd, *dir);
     if (!lock.ok()) st = lock.status();
-    Result<RunConfig> c = st.ok() ? Settle(req, roots, *fd, *dir) : Result<RunConfig>(st);
+    Result<RunConfig> c = st.ok() ? Prepare(req, roots, *fd, *dir) : Result<RunConfig>(st);
     if (st.ok() && !c.ok()) st = c.status();
-    if (st.ok() && roots.empty()) st = CheckNotOnRoots(*fd, *dir, c->roots);
     if (st.ok() && req.apply_newest) ApplyNewest(req, *c, *fd, &out);
     else if (st.ok()) RunSteps(req, *c, *fd, &out);
   }
   ::close(*fd);
   if (!st.ok()) {
-    out.exit_code = 2;
+    out.exit_code = st.code() == Status::Code::kBusy ? 4 : 2;
     out.message = st.message();
   }
   return out;

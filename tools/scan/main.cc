@@ -1,7 +1,13 @@
 // oans-scan ROOT...: walk the roots and write an extent index (see docs/format.md).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdio>
+#include <set>
 
+#include "lib/base/fsinfo.h"
 #include "lib/base/json.h"
 #include "lib/scan/scan.h"
 #include "lib/base/sys.h"
@@ -12,6 +18,23 @@
 #include "tools/common/summary.h"
 
 using namespace oans;
+
+// Says once per filesystem when a root is on one that cannot share data with
+// FIDEDUPERANGE (lib/base/fsinfo.h); the scan goes on: its index serves reports, and
+// hardlinks.
+void NoticeNoReflink(const std::vector<std::string>& roots, Observer* observer) {
+  std::set<dev_t> seen;
+  for (const auto& r : roots) {
+    int fd = ::open(r.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st;
+    const std::string what = ::fstat(fd, &st) == 0 && seen.insert(st.st_dev).second ? NoReflinkOn(fd) : "";
+    ::close(fd);
+    if (!what.empty())
+      observer->Notice(r + " is on " + what + ", which cannot share data between files: only hardlinks can dedupe "
+                       "it (oans-apply --link=hard)");
+  }
+}
 
 // Bytes read, by why they were read rather than taken from btrfs checksums.
 Json ReadByReason(const ChecksumCounts& c) {
@@ -131,6 +154,7 @@ int main(int argc, char** argv) {
   cli::ParseProgressMode(progress, &mode);
   cli::ProgressRenderer renderer("oans-scan", mode, quiet);
   ScanStats stats;
+  NoticeNoReflink(o.roots, &renderer);
   Status st = RunScan(DefaultSys(), o, out->get(), &renderer, &stats);
   renderer.Finish();
   if (!st.ok() && st.code() != Status::Code::kInterrupted) return cli::Fail("oans-scan", st);

@@ -3,11 +3,15 @@
 // --previous, stored and replayed options, retention, exit codes, refusals.
 #include "lib/run/run.h"
 
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "lib/run/run_lock.h"
 #include "lib/run/state_dir.h"
 #include "tests/lib/test_util.h"
 
@@ -117,7 +121,7 @@ TEST_F(RunGenerationTest, ExitCodesCombine) {
 }
 
 TEST_F(RunGenerationTest, PlanOnlyDoesNotApply) {
-  req_.config.plan_only = true;
+  req_.plan_only = true;
   RunOutcome o = RunGeneration(req_);
   ASSERT_EQ(o.exit_code, 0) << o.message;
   EXPECT_EQ(Log().size(), 2u);
@@ -134,6 +138,12 @@ TEST_F(RunGenerationTest, PlanOnlyDoesNotApply) {
   EXPECT_EQ(Log(), std::vector<std::string>{"oans-apply --max-rate 1000 --until=06:00 -- " + StateDir() +
                                             "/plan-000001.capnp"});
   EXPECT_EQ(test::ListDir(StateDir()).size(), 4u);  // nothing new: gen 1, its plan, lock, run.conf
+  // --plan-only was for that run only: the next run applies.
+  RunRequest replay = later;
+  replay.apply_newest = false;
+  replay.extra_apply_args.clear();
+  ASSERT_EQ(RunGeneration(replay).exit_code, 0);
+  EXPECT_EQ(Log().size(), 3u);
 }
 
 TEST_F(RunGenerationTest, ApplyNewestWithoutAPlanSaysSo) {
@@ -166,6 +176,112 @@ TEST_F(RunGenerationTest, Refusals) {
   RunRequest missing = req_;
   missing.roots = {t_.Join("no-such-root")};
   EXPECT_NE(RunGeneration(missing).message.find("no-such-root"), std::string::npos);
+}
+
+// Options given without roots apply to this run only, after the stored ones (a tool takes
+// an option's last value); per-run options given with roots are never stored.
+TEST_F(RunGenerationTest, GivenOptionsOverrideForThisRunAndPerRunOnesAreNotStored) {
+  req_.extra_apply_args = {"--until", "06:00"};
+  req_.plan_only = true;
+  ASSERT_EQ(RunGeneration(req_).exit_code, 0);
+  Log();
+  const std::string stored = test::ReadFile(StateDir() + "/run.conf");
+  EXPECT_EQ(stored, "oans-run 1\nkeep 2\nroot /proc\napply --max-rate\napply 1000\n");
+  RunRequest replay;
+  replay.tool_dir = req_.tool_dir;
+  replay.state_base = req_.state_base;
+  replay.config.apply_args = {"--max-rate", "2000"};
+  replay.config.scan_args = {"--exclude", "*.iso"};
+  replay.config.keep = 1;
+  replay.keep_given = true;
+  RunOutcome o = RunGeneration(replay);
+  ASSERT_EQ(o.exit_code, 0) << o.message;
+  const std::string d = StateDir();
+  EXPECT_EQ(Log(), (std::vector<std::string>{
+                       "oans-scan -o " + d + "/gen-000002.idx --previous " + d + "/gen-000001.idx --exclude *.iso -- /proc",
+                       "oans-plan -o " + d + "/plan-000002.capnp -- " + d + "/gen-000002.idx",
+                       "oans-apply --max-rate 1000 --max-rate 2000 -- " + d + "/plan-000002.capnp"}));
+  EXPECT_EQ(o.removed, std::vector<uint64_t>{1});  // keep 1, for this run
+  EXPECT_EQ(test::ReadFile(StateDir() + "/run.conf"), stored);
+}
+
+// A run.conf of an older version, with plan-only 1 and a stored --until, is replayed
+// without them, and the run says so.
+TEST_F(RunGenerationTest, OlderRunConfWithPerRunOptionsIsReplayedWithout) {
+  ASSERT_EQ(RunGeneration(req_).exit_code, 0);
+  Log();
+  test::WriteFile(StateDir() + "/run.conf",
+                  "oans-run 1\nkeep 2\nplan-only 1\nroot /proc\napply --until\napply 13:32\n");
+  ASSERT_EQ(::chmod((StateDir() + "/run.conf").c_str(), 0600), 0);
+  RunRequest replay;
+  replay.tool_dir = req_.tool_dir;
+  replay.state_base = req_.state_base;
+  std::vector<std::string> notes;
+  replay.note = [&](const std::string& n) { notes.push_back(n); };
+  RunOutcome o = RunGeneration(replay);
+  ASSERT_EQ(o.exit_code, 0) << o.message;
+  auto log = Log();
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[2], "oans-apply -- " + StateDir() + "/plan-000002.capnp");
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[0].find(StateDir() + "/run.conf: plan-only 1: ignored"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[1].find("apply --until 13:32: ignored"), std::string::npos) << notes[1];
+  auto shown = ShowRunConfig(replay);
+  ASSERT_OK(shown.status());
+  EXPECT_NE(shown->find("root             /proc\n"), std::string::npos) << *shown;
+  EXPECT_NE(shown->find("ignored          plan-only 1: ignored"), std::string::npos) << *shown;
+}
+
+// Another run holding the lock: exit 4, nothing run.
+TEST_F(RunGenerationTest, BusyLockIsExitFour) {
+  ASSERT_EQ(RunGeneration(req_).exit_code, 0);
+  Log();
+  auto fd = OpenStateDir(StateDir(), false);
+  ASSERT_OK(fd.status());
+  {
+    auto held = RunLock::Take(*fd, StateDir());
+    ASSERT_OK(held.status());
+    RunOutcome o = RunGeneration(req_);
+    EXPECT_EQ(o.exit_code, 4);
+    EXPECT_NE(o.message.find("another oans run (pid "), std::string::npos) << o.message;
+    RunRequest later = req_;
+    later.roots.clear();
+    later.apply_newest = true;
+    EXPECT_EQ(RunGeneration(later).exit_code, 4);
+    EXPECT_TRUE(Log().empty());
+  }
+  ::close(*fd);
+}
+
+// Roots on a filesystem that cannot share data (tmpfs) are refused before the scan, with
+// the fix, and no state directory is left; with --link=hard they are scanned.
+TEST_F(RunGenerationTest, RootsThatCannotShareDataAreRefusedFirst) {
+  struct statfs s;
+  if (::statfs("/dev/shm", &s) != 0 || s.f_type != TMPFS_MAGIC) GTEST_SKIP() << "no tmpfs at /dev/shm";
+  char tmpl[] = "/dev/shm/oans-run-test.XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  req_.roots = {root};
+  RunOutcome o = RunGeneration(req_);
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.message, root + " is on tmpfs, which cannot share data between files: give --link=hard to replace "
+                              "identical files by hardlinks instead");
+  EXPECT_TRUE(Log().empty());
+  EXPECT_FALSE(test::Exists(req_.state_base + "/" + StateDirName({root})));
+  req_.config.apply_args = {"--link", "hard"};
+  o = RunGeneration(req_);
+  EXPECT_EQ(o.exit_code, 0) << o.message;
+  EXPECT_EQ(Log().size(), 3u);
+  // Replayed: the stored --link hard counts; given --link reflink for this run, refused.
+  RunRequest replay;
+  replay.tool_dir = req_.tool_dir;
+  replay.state_base = req_.state_base;
+  replay.config.apply_args = {"--link=reflink"};
+  o = RunGeneration(replay);
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.message.find("is on tmpfs"), std::string::npos) << o.message;
+  EXPECT_TRUE(Log().empty());
+  test::RemoveTree(root);
 }
 
 }  // namespace
