@@ -7,6 +7,7 @@
 
 #include "lib/base/fsinfo.h"
 #include "lib/run/generations.h"
+#include "lib/run/record.h"
 #include "lib/run/run_lock.h"
 #include "lib/run/spawn.h"
 #include "lib/run/state_dir.h"
@@ -19,9 +20,16 @@ bool Continue(int rc) { return rc == 0 || rc == 1; }
 
 struct Step {
   RunOutcome* out;
-  // Runs a tool; false (and the outcome set) when the run cannot go on.
-  bool Tool(const std::string& what, const std::vector<std::string>& argv, int* rc) {
+  Recorder* rec = nullptr;  // keeps the record of the run, when there is one
+  // Runs oans-TOOL; false (and the outcome set) when the run cannot go on.
+  bool Tool(const std::string& tool, std::vector<std::string> argv, int* rc) {
+    const std::string what = "the " + tool;
+    if (rec) {
+      argv.insert(argv.begin() + 1, {"--summary-file", rec->SummaryPath(tool)});
+      rec->Begin(tool);
+    }
     auto r = RunChild(argv, nullptr);
+    if (rec) rec->End(r.ok() ? *r : 2);
     if (!r.ok()) {
       out->exit_code = 2;
       out->message = r.status().message();
@@ -85,18 +93,12 @@ Result<RunConfig> Prepare(const RunRequest& req, const std::vector<std::string>&
   return c;
 }
 
-// Scan, plan and apply one generation in the locked, checked state directory.
-void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out) {
-  auto gens = ListGenerations(fd);
-  if (!gens.ok()) {
-    out->message = gens.status().message();
-    return;
-  }
-  const Generation* prev = NewestIndex(*gens);
-  out->generation = gens->empty() ? 1 : gens->back().number + 1;
+// Scan, plan and apply generation out->generation in the locked, checked state
+// directory; prev is the generation with the newest index.
+void Steps(const RunRequest& req, const RunConfig& c, int fd, const Generation* prev, RunOutcome* out, Recorder* rec) {
   const std::string dir = out->state_dir, idx = dir + "/" + IndexName(out->generation);
   const std::string plan = dir + "/" + PlanName(out->generation);
-  Step step{out};
+  Step step{out, rec};
   int scan_rc = 0, plan_rc = 0, apply_rc = 0;
   std::vector<std::string> scan = {req.tool_dir + "/oans-scan", "-o", idx};
   if (prev) scan.insert(scan.end(), {"--previous", dir + "/" + IndexName(prev->number)});
@@ -104,7 +106,7 @@ void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out
   scan.insert(scan.end(), c.scan_args.begin(), c.scan_args.end());
   scan.push_back("--");
   scan.insert(scan.end(), c.roots.begin(), c.roots.end());
-  if (!step.Tool("the scan", scan, &scan_rc)) return;
+  if (!step.Tool("scan", scan, &scan_rc)) return;
   std::vector<std::string> planv = {req.tool_dir + "/oans-plan", "-o", plan};
   planv.insert(planv.end(), req.per_run_args.begin(), req.per_run_args.end());
   planv.insert(planv.end(), c.plan_args.begin(), c.plan_args.end());
@@ -112,7 +114,7 @@ void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out
   // or was refused: only what changed since needs planning.
   if (prev && prev->applied) planv.insert(planv.end(), {"--since", dir + "/" + IndexName(prev->number)});
   planv.insert(planv.end(), {"--", idx});
-  if (!step.Tool("the plan", planv, &plan_rc)) return;
+  if (!step.Tool("plan", planv, &plan_rc)) return;
   out->plan = plan;
   if (!req.plan_only) {
     std::vector<std::string> apply = {req.tool_dir + "/oans-apply"};
@@ -120,7 +122,7 @@ void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out
     apply.insert(apply.end(), c.apply_args.begin(), c.apply_args.end());
     apply.insert(apply.end(), req.extra_apply_args.begin(), req.extra_apply_args.end());
     apply.insert(apply.end(), {"--", plan});
-    bool go_on = step.Tool("the apply", apply, &apply_rc);
+    bool go_on = step.Tool("apply", apply, &apply_rc);
     out->applied = go_on;
     if (go_on && apply_rc == 0 && out->exit_code != 3) (void)MarkApplied(fd, out->generation);
     if (!go_on && out->exit_code != 3) return;
@@ -134,6 +136,24 @@ void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out
   if (out->exit_code == 3) return;
   out->exit_code = scan_rc == 1 || apply_rc == 1 ? 1 : 0;
   if (req.plan_only) out->message = "planned only; apply it in the maintenance window with: oans apply " + plan;
+}
+
+// One generation, with its record (lib/run/record.h) kept from start to end.
+void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out) {
+  auto gens = ListGenerations(fd);
+  if (!gens.ok()) {
+    out->message = gens.status().message();
+    return;
+  }
+  out->generation = gens->empty() ? 1 : gens->back().number + 1;
+  RunRecord record;
+  record.generation = out->generation;
+  record.roots = c.roots;
+  record.plan_only = req.plan_only;
+  Recorder rec(fd, out->state_dir, std::move(record));
+  Steps(req, c, fd, NewestIndex(*gens), out, &rec);
+  rec.Finish(out->exit_code, out->message);
+  if (!rec.status().ok() && req.note) req.note(rec.status().message() + " (the run went on without it)");
 }
 
 // `oans apply` without a plan: the newest complete generation's plan, under the lock.
@@ -158,7 +178,7 @@ void ApplyNewest(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* 
   apply.insert(apply.end(), {"--", out->plan});
   int rc = 0;
   Step step{out};
-  if (!step.Tool("the apply", apply, &rc)) return;
+  if (!step.Tool("apply", apply, &rc)) return;
   out->applied = true;
   out->exit_code = rc;
 }

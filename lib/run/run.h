@@ -8,7 +8,9 @@
 //   5. oans-plan -o plan-N.capnp gen-N.idx
 //   6. oans-apply plan-N.capnp (not with plan_only: `oans apply PLAN` later)
 //   7. remove generations older than the `keep` newest complete ones.
-// With apply_newest, steps 4 to 7 are only: oans-apply <the newest plan>.
+// Steps 4 to 7 are recorded in run-N.json as they go (lib/run/record.h), each tool's
+// summary taken from its --summary-file. With apply_newest, steps 4 to 7 are only:
+// oans-apply <the newest plan>, unrecorded.
 // The tools run as child processes (lib/run/spawn.h), so each keeps its own progress,
 // signal handling and summary; their exit codes combine into the run's.
 #pragma once

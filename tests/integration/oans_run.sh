@@ -108,6 +108,25 @@ cat "$WORK/overlap.err"
 [ $took -le 3 ] || fail "the second run took ${took}s to be refused"
 grep -q "another oans run (pid $run1) is using the state directory" "$WORK/overlap.err" || fail "no clear message"
 pass "a second oans run during the first refused in ${took}s: $(cat "$WORK/overlap.err")"
+# oans status during the run: its pid and step, from the lock and the run's record.
+running_ok() {
+  python3 - "$WORK/status-running.json" "$run1" <<'PY'
+import json, sys
+s = json.loads(open(sys.argv[1]).read())
+r = s["running"]
+assert r["pid"] == int(sys.argv[2]) and r.get("generation") == 1 and r["phase"] in ("scan", "plan", "apply"), r
+g = s["generations"][-1]
+assert g["generation"] == 1 and g["ended"] is None and g["exit_code"] is None, g
+PY
+}
+for _ in $(seq 50); do   # the record is written just after the lock is taken
+  "$BIN/oans" status --json > "$WORK/status-running.json" || fail "oans status during run 1: exit $?"
+  running_ok 2> /dev/null && break
+  sleep 0.1
+done
+"$BIN/oans" status
+running_ok || fail "oans status during run 1: $(cat "$WORK/status-running.json")"
+pass "oans status shows run 1 in progress: $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['running'])" "$WORK/status-running.json")"
 wait $run1 || fail "run 1: exit $?: $(cat "$WORK/run1.err")"
 cat "$WORK/run1.err"
 state=$(ls -d "$OANS_STATE_BASE"/*/)
@@ -164,6 +183,30 @@ cat "$WORK/run3.err"
 [ -z "$(unshared_files "$MNT/big1.again" 4096)" ] || fail "run 3 left big1.again unshared"
 [ "$(gen_files)" = "gen-000002.idx gen-000003.idx plan-000002.capnp plan-000003.capnp " ] || fail "after run 3: $(gen_files)"
 grep -q "removed generation 1" "$WORK/run3.err" || fail "removal not reported"
+# The records of the last nights: oans status --json, and for people.
+"$BIN/oans" status --json --last 5 > "$WORK/status.json" || fail "oans status: exit $?"
+"$BIN/oans" status > "$WORK/status.txt" || fail "oans status: exit $?"
+cat "$WORK/status.txt"
+python3 - "$WORK/status.json" "$MNT" <<'PY' || fail "oans status --json: $(cat "$WORK/status.json")"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 1, lines
+s = json.loads(lines[0])
+assert s["running"] is None and s["roots"] == [sys.argv[2]], s
+gens = s["generations"]
+assert [g["generation"] for g in gens] == [2, 3], gens   # generation 1 was removed with its record
+for g in gens:
+    assert g["exit_code"] == 0 and g["phase"] == "done" and g["ended"], g
+    assert [(st["tool"], st["exit_code"]) for st in g["steps"]] == [("scan", 0), ("plan", 0), ("apply", 0)], g
+    assert all(st["seconds"] is not None and st["summary"] for st in g["steps"]), g
+    assert g["files_scanned"] > 100 and g["bytes_skipped"] == 0 and g["skipped"] == {}, g
+assert gens[0]["bytes_planned"] == 0 and gens[0]["bytes_deduped"] == 0, gens[0]
+assert gens[1]["bytes_planned"] > 0 and gens[1]["bytes_deduped"] == gens[1]["bytes_planned"], gens[1]
+assert gens[1]["files_read"] >= 1, gens[1]
+PY
+grep -q "generation 3: .* exit 0: scan .*(exit 0), plan .*(exit 0), apply .*(exit 0)" "$WORK/status.txt" \
+  || fail "oans status: $(cat "$WORK/status.txt")"
+[ ! -e "$state/run-000001.json" ] && [ -e "$state/run-000003.json" ] || fail "records not kept with their generations"
 [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in run 3"
 "$BIN/oans" cat "$state/gen-000003.idx" | grep -q '"third/new.txt"\|third/new.txt' && fail "--exclude '*.txt' not replayed"
 pass "run 3 (new copies, no arguments) deduped them; generations 2 and 3 kept (--keep 2 replayed)"
@@ -189,6 +232,12 @@ set -e
 cat "$WORK/run4.err"
 [ $rc = 3 ] || fail "oans run stopped by SIGTERM: exit $rc, expected 3"
 grep -q "the apply stopped; run again to continue" "$WORK/run4.err" || fail "no stop reported"
+python3 - "$state/run-000004.json" <<'PY' || fail "record of the stopped run: $(cat "$state/run-000004.json")"
+import json, sys
+g = json.load(open(sys.argv[1]))
+assert g["exit_code"] == 3 and g["steps"][-1]["tool"] == "apply" and g["steps"][-1]["exit_code"] == 3, g
+assert "stopped" in g["message"] and g["steps"][-1]["summary"]["interrupted"] is True, g
+PY
 [ -n "$(unshared_files "$MNT/third" 4096)" ] || fail "the stopped run deduped everything (stop came too late)"
 [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in the stopped run"
 [ "$(gen_files)" = "gen-000003.idx gen-000004.idx plan-000003.capnp plan-000004.capnp " ] || fail "after run 4: $(gen_files)"

@@ -32,6 +32,38 @@ Result<std::string> OpenTrustedPlan(const std::string& path) {
   return PinInput(fd, path);
 }
 
+// The summary's fields, for --json and --summary-file.
+Json SummaryJson(const ApplyStats& s, bool dry_run) {
+  Json reasons = Json::object(), not_rewritten = Json::object();
+  for (auto& [k, v] : s.not_rewritten) not_rewritten[ToValidUtf8(k)] = v;
+  for (auto& [k, v] : s.skipped) {
+    Json& slot = reasons[ToValidUtf8(k)];
+    slot = (slot.is_null() ? 0 : slot.get<uint64_t>()) + v;
+  }
+  return Json{{"rounds", s.rounds},
+             {"rounds_done", s.rounds_done},
+             {"rounds_from_journal", s.rounds_from_journal},
+             {"rounds_to_retry", s.rounds_to_retry},
+             {"operations", s.ops},
+             {"bytes_planned", s.bytes_planned},
+             {"bytes_deduped", s.bytes_deduped},
+             {"bytes_rewritten", s.bytes_rewritten},
+             {"files_linked", s.files_linked},
+             {"bytes_linked", s.bytes_linked},
+             {"bytes_prefetched", s.bytes_prefetched},
+             {"bytes_skipped", s.bytes_skipped()},
+             {"skipped", std::move(reasons)},
+             {"not_rewritten", std::move(not_rewritten)},
+             {"files_checked", s.files_checked},
+             {"open_ahead", s.open_ahead},
+             {"tree_ahead_bytes", s.tree_ahead_bytes},
+             {"commits", s.commits},
+             {"files_changed", s.files_mismatch},
+             {"errors", s.errors},
+             {"interrupted", s.interrupted},
+             {"dry_run", dry_run}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,35 +163,10 @@ int main(int argc, char** argv) {
                    FormatSize(s.bytes_deduped).c_str());
     return cli::Fail("oans-apply", st);
   }
+  const Json summary = SummaryJson(s, o.dry_run);
+  cli::WriteSummaryFile("oans-apply", cl.summary_file, summary);
   if (json) {
-    Json reasons = Json::object(), not_rewritten = Json::object();
-    for (auto& [k, v] : s.not_rewritten) not_rewritten[ToValidUtf8(k)] = v;
-    for (auto& [k, v] : s.skipped) {
-      Json& slot = reasons[ToValidUtf8(k)];
-      slot = (slot.is_null() ? 0 : slot.get<uint64_t>()) + v;
-    }
-    PrintJsonLine(stdout, Json{{"rounds", s.rounds},
-                               {"rounds_done", s.rounds_done},
-                               {"rounds_from_journal", s.rounds_from_journal},
-                               {"rounds_to_retry", s.rounds_to_retry},
-                               {"operations", s.ops},
-                               {"bytes_planned", s.bytes_planned},
-                               {"bytes_deduped", s.bytes_deduped},
-                               {"bytes_rewritten", s.bytes_rewritten},
-                               {"files_linked", s.files_linked},
-                               {"bytes_linked", s.bytes_linked},
-                               {"bytes_prefetched", s.bytes_prefetched},
-                               {"bytes_skipped", s.bytes_skipped()},
-                               {"skipped", std::move(reasons)},
-                               {"not_rewritten", std::move(not_rewritten)},
-                               {"files_checked", s.files_checked},
-                               {"open_ahead", s.open_ahead},
-                               {"tree_ahead_bytes", s.tree_ahead_bytes},
-                               {"commits", s.commits},
-                               {"files_changed", s.files_mismatch},
-                               {"errors", s.errors},
-                               {"interrupted", s.interrupted},
-                               {"dry_run", o.dry_run}});
+    PrintJsonLine(stdout, summary);
   } else if (!quiet || s.bytes_skipped() || s.interrupted) {
     if (o.hardlink)
       std::fprintf(stderr, "oans-apply: hardlinked %llu files (%s)\n", (unsigned long long)s.files_linked,

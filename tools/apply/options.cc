@@ -1,6 +1,7 @@
 #include "tools/apply/options.h"
 
 #include "tools/common/cli.h"
+#include "tools/common/summary.h"
 
 namespace oans::cli {
 
@@ -55,6 +56,7 @@ void AddApplyOptions(CLI::App& app, ApplyCommandLine* c) {
   app.add_flag("--no-journal", c->no_journal, "Do not keep a journal: every run starts from the first round");
   app.add_flag("-q,--quiet", c->quiet, "Print only errors and the summary's problems");
   app.add_flag("--json", c->json, "Print the summary as JSON on stdout");
+  AddSummaryFile(app, &c->summary_file);
 }
 
 }  // namespace oans::cli

@@ -12,11 +12,14 @@
 
 #include "lib/base/units.h"
 #include "lib/base/version.h"
+#include "lib/base/json.h"
+#include "lib/run/record.h"
 #include "lib/run/run.h"
 #include "lib/run/spawn.h"
 #include "lib/run/state_dir.h"
 #include "tools/apply/options.h"
 #include "tools/common/cli.h"
+#include "tools/common/summary.h"
 
 using namespace oans;
 
@@ -31,6 +34,7 @@ const char* kUsage =
     "Commands:\n"
     "  run [ROOT...]   scan (reusing the previous generation), plan and apply, keeping\n"
     "                  generations in a state directory; without ROOT, replay the last roots\n"
+    "  status [ROOT...]  the last generations of oans run and a run in progress\n"
     "  scan ROOT...    walk trees and write an extent index            (oans-scan)\n"
     "  plan [INDEX...] find duplicate data not yet shared, write a plan (oans-plan)\n"
     "  apply PLAN      execute a dedupe plan with FIDEDUPERANGE         (oans-apply)\n"
@@ -51,6 +55,7 @@ const char* kUsage =
     "  oans apply --until 06:00 plan.capnp     apply until 06:00, resume next time\n"
     "  oans apply --until 06:00                the newest plan of oans run --plan-only\n"
     "  oans run --show-config                  the roots and options oans run stored\n"
+    "  oans status                             what the last nights did, and a run going on\n"
     "\n";
 
 // Runs oans-TOOL from this program's directory with argv[first...].
@@ -277,6 +282,102 @@ int ApplyMain(int argc, char** argv) {
   return Finish("oans apply", out, !out.applied && out.plan.empty(), true);
 }
 
+// "2026-12-02 01:30:05" from a record's time, "?" when there is none.
+std::string ShortTime(const Json& t) {
+  if (!t.is_string()) return "?";
+  std::string s = t.get<std::string>();
+  if (s.size() >= 19) s = s.substr(0, 10) + " " + s.substr(11, 8);
+  return s;
+}
+
+uint64_t Bytes(const Json& record, const char* key) {
+  return record.contains(key) && record[key].is_number_unsigned() ? record[key].get<uint64_t>() : 0;
+}
+
+// One generation's record in a few lines: when, the exit code, each step, the totals.
+void PrintRecord(const Json& g, const Json& running) {
+  std::string line = "  generation " + std::to_string(g.value("generation", 0ull)) + ": " + ShortTime(g["started"]);
+  const bool live = running.is_object() && running.value("generation", Json()) == g["generation"];
+  if (g["ended"].is_string()) line += " to " + ShortTime(g["ended"]).substr(11) + ", exit " + g["exit_code"].dump();
+  else line += live ? ", running" : ", did not finish (killed?)";
+  std::string steps;
+  for (const auto& s : g["steps"]) {
+    steps += (steps.empty() ? "" : ", ") + s.value("tool", std::string("?"));
+    if (s["seconds"].is_number()) steps += " " + FormatDuration(s["seconds"].get<double>());
+    if (s["exit_code"].is_number()) steps += " (exit " + s["exit_code"].dump() + ")";
+  }
+  std::printf("%s%s%s\n", line.c_str(), steps.empty() ? "" : ": ", steps.c_str());
+  std::vector<std::string> parts;
+  if (g.contains("files_scanned"))
+    parts.push_back(std::to_string(Bytes(g, "files_scanned")) + " files scanned, " +
+                    std::to_string(Bytes(g, "files_read")) + " read");
+  if (g.contains("bytes_planned")) parts.push_back("planned " + FormatSize(Bytes(g, "bytes_planned")));
+  if (g.contains("bytes_deduped")) parts.push_back("deduped " + FormatSize(Bytes(g, "bytes_deduped")));
+  if (Bytes(g, "bytes_linked")) parts.push_back("hardlinked " + FormatSize(Bytes(g, "bytes_linked")));
+  if (g.contains("skipped"))
+    for (const auto& [reason, bytes] : g["skipped"].items())
+      parts.push_back("skipped " + FormatSize(bytes.get<uint64_t>()) + ": " + reason);
+  std::string lines = parts.empty() ? "" : "  " + cli::WrapSummary("", parts, 78);  // indented under the line above
+  for (size_t at = lines.find('\n'); at != std::string::npos && at + 1 < lines.size(); at = lines.find('\n', at + 3))
+    lines.insert(at + 1, "  ");
+  std::fputs(lines.c_str(), stdout);
+  if (g.value("message", std::string()) != "") std::printf("    %s\n", g["message"].get<std::string>().c_str());
+}
+
+// A state directory's status for people.
+void PrintStatus(const Json& s) {
+  std::string roots;
+  for (const auto& r : s["roots"]) roots += " " + r.get<std::string>();
+  std::printf("%s:%s\n", s["state_dir"].get<std::string>().c_str(), roots.c_str());
+  const Json& running = s["running"];
+  if (running.is_object())
+    std::printf("  running: pid %s, %s%s\n", running["pid"].dump().c_str(),
+                running["phase"].is_string() ? running["phase"].get<std::string>().c_str() : "?",
+                running.contains("started") ? (" since " + ShortTime(running["started"])).c_str() : "");
+  if (s["generations"].empty()) std::printf("  no generation recorded yet\n");
+  for (const auto& g : s["generations"]) PrintRecord(g, running);
+}
+
+// `oans status`: the last generations of each state directory, and a run in progress.
+int StatusMain(int argc, char** argv) {
+  CLI::App app{"The last generations of oans run (when each ran, how long each step took and its exit code,\n"
+               "files scanned and read, bytes planned, deduped and skipped by reason) and a run in\n"
+               "progress (its pid and step), for the state directory of ROOT..., --state-dir DIR, or every\n"
+               "one under /var/lib/oans ($OANS_STATE_BASE). --json: one JSON object per state directory\n"
+               "(docs/format.md, \"Run records\").",
+               "oans status"};
+  app.set_version_flag("--version", ToolVersionString("oans-status"));
+  RunRequest req;
+  size_t last = 3;
+  bool json = false;
+  app.add_option("roots", req.roots, "The roots of a state directory")->type_name("ROOT");
+  app.add_option("--state-dir", req.state_dir, "State directory")->type_name("DIR");
+  app.add_option("--last", last, "Generations shown per state directory (default 3)")->check(CLI::Range(1, 9999));
+  app.add_flag("--json", json, "One JSON object per state directory on stdout");
+  app.footer(cli::ExitCodesHelp());
+  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+  if (Status s = LocateTools(&req); !s.ok()) return cli::Fail("oans status", s);
+  std::vector<std::string> dirs;
+  if (!req.roots.empty() || !req.state_dir.empty()) {
+    auto roots = req.roots.empty() ? Result<std::vector<std::string>>(std::vector<std::string>{})
+                                   : CanonicalRoots(req.roots);
+    if (!roots.ok()) return cli::Fail("oans status", roots.status());
+    auto dir = ChooseStateDir(req, *roots);
+    if (!dir.ok()) return cli::Fail("oans status", dir.status());
+    dirs.push_back(*dir);
+  } else {
+    dirs = StoredStateDirs(req.state_base);
+    if (dirs.empty() && !json) std::printf("no state directory of oans run under %s yet\n", req.state_base.c_str());
+  }
+  for (const auto& d : dirs) {
+    auto s = StatusOf(d, last);
+    if (!s.ok()) return cli::Fail("oans status", s.status());
+    if (json) PrintJsonLine(stdout, *s);
+    else PrintStatus(*s);
+  }
+  return cli::kOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -295,6 +396,7 @@ int main(int argc, char** argv) {
   for (const char* t : kTools)
     if (!std::strcmp(argv[1], t)) return ExecTool(t, argc, argv, 2);
   if (!std::strcmp(argv[1], "run")) return RunMain(argc - 1, argv + 1);
+  if (!std::strcmp(argv[1], "status")) return StatusMain(argc - 1, argv + 1);
   return cli::Fail("oans", std::string("unknown command \"") + argv[1] +
-                               "\"; the commands are run, scan, plan, apply, cat and diff (oans --help)");
+                               "\"; the commands are run, status, scan, plan, apply, cat and diff (oans --help)");
 }
