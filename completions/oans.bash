@@ -6,16 +6,19 @@ _oans_tool() {
   tool=${COMP_WORDS[0]##*/}
   if [[ $tool == oans ]]; then
     if ((COMP_CWORD == 1)); then
-      COMPREPLY=($(compgen -W "run scan plan apply cat diff --help --version" -- "$cur"))
+      COMPREPLY=($(compgen -W "run status scan plan apply cat diff --help --version" -- "$cur"))
       return
     fi
     tool=oans-${COMP_WORDS[1]}
   fi
   case $tool in
-    oans-run) opts="--state-dir --keep --plan-only --exclude --min-size --max-rate --until --deadline --io-class --scan-option --plan-option --apply-option --progress --quiet --help --version" ;;
-    oans-scan) opts="--output --previous --previous-damaged --refresh-extents --block-size --min-size --exclude --io-threads --storage --order --temp-dir --progress --quiet --json --help --version" ;;
-    oans-plan) opts="--output --round-size --memory --temp-dir --since --from-list --whole-files-only --format --top --stats --json --progress --quiet --help --version" ;;
-    oans-apply) opts="--dry-run --prefetch --order --deadline --until --max-rate --io-class --journal --no-journal --link --link-relax --progress --quiet --json --help --version" ;;
+    oans-run) opts="--state-dir --show-config --keep --plan-only --exclude --min-size --max-rate --until --deadline --io-class --link --scan-option --plan-option --apply-option --progress --quiet --help --version" ;;
+    oans-status) opts="--state-dir --last --json --help --version" ;;
+    oans-scan) opts="--output --previous --previous-damaged --refresh-extents --block-size --min-size --exclude --io-threads --storage --order --temp-dir --progress --quiet --json --summary-file --help --version" ;;
+    oans-plan) opts="--output --round-size --memory --temp-dir --since --from-list --whole-files-only --format --top --stats --json --summary-file --progress --quiet --help --version" ;;
+    oans-apply) opts="--dry-run --prefetch --order --storage --deadline --until --max-rate --io-class --journal --no-journal --link --link-relax --progress --quiet --json --summary-file --help --version"
+      # oans apply without PLAN: the newest plan of oans run, in the state directory given.
+      [[ ${COMP_WORDS[0]##*/} == oans ]] && opts+=" --state-dir" ;;
     oans-cat) opts="--blocks --help --version" ;;
     oans-diff) opts="--json --help --version" ;;
     *) return ;;
@@ -36,7 +39,7 @@ _oans_tool() {
     --io-class) COMPREPLY=($(compgen -W "best-effort idle" -- "$cur")); return ;;
     --link) COMPREPLY=($(compgen -W "reflink hard" -- "$cur")); return ;;
     --temp-dir|--state-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    --memory|--block-size|--min-size|--round-size|--max-rate|--deadline|--until|--io-threads|--exclude|--top|--keep) return ;;
+    --memory|--block-size|--min-size|--round-size|--max-rate|--deadline|--until|--io-threads|--exclude|--top|--keep|--last) return ;;
     --scan-option|--plan-option|--apply-option|--link-relax) return ;;
   esac
   if [[ $cur == -* ]]; then

@@ -2,6 +2,7 @@
 
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
+#include <unistd.h>
 
 #include <future>
 #include <system_error>
@@ -10,6 +11,7 @@
 #include "lib/apply/executor.h"
 #include "lib/apply/prefetch.h"
 #include "lib/apply/reflink.h"
+#include "lib/base/fsinfo.h"
 #include "lib/base/storage.h"
 #include "lib/base/tsan.h"
 
@@ -163,7 +165,7 @@ void Run::ReportProblems(const PreparedRound& p) {
   for (size_t i = 0; i < p.problem.size(); ++i)
     if (!p.problem[i].empty() && !executor_->Handled(p.round.files[i])) {
       stats_->files_mismatch++;
-      observer_->Notice(p.round.files[i].path + ": skipped, " + p.problem[i]);
+      observer_->FileNotice(p.round.files[i].path, "skipped, " + p.problem[i]);
     }
 }
 
@@ -197,7 +199,7 @@ void Run::Finish(PreparedRound* raw) {
   else Verifier::CloseAll(sys_, p.get());
   r.AddTo(stats_);
   deduped_ = stats_->bytes_deduped + stats_->bytes_linked + stats_->bytes_rewritten;
-  for (const auto& n : r.notices) observer_->Notice(n);
+  for (const auto& n : r.notices) observer_->FileNotice(n.path, n.reason);
   if (r.retry) stats_->rounds_to_retry++;
   if (o_.journal && !o_.dry_run && !r.retry) {
     journal_error_ = o_.journal->MarkDone(index);
@@ -285,6 +287,18 @@ Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& o, Observer* obs
   Observer quiet;
   Run run(sys, plan, o, observer ? observer : &quiet, stats);
   return run.Go();
+}
+
+Status CheckPlanCanShare(const PlanHeader& h, bool hardlink) {
+  std::vector<std::string> paths = h.roots;
+  if (paths.empty())
+    for (const auto& fs : h.filesystems) paths.push_back(fs.mount_point);
+  for (const auto& p : paths) {
+    if (p.empty() || ::access(p.c_str(), F_OK) != 0) continue;
+    Status s = CheckPathCanShareData(p, hardlink);
+    if (!s.ok() && s.code() != Status::Code::kIoError) return s;
+  }
+  return Status::Ok();
 }
 
 }  // namespace oans

@@ -58,4 +58,10 @@ struct ApplyOptions {
 
 Status RunApply(Sys& sys, PlanReader& plan, const ApplyOptions& options, Observer* observer, ApplyStats* stats);
 
+// Refuses, before any work, a plan whose roots (without roots: its filesystems' mount
+// points) are on a filesystem that cannot share data as `hardlink` asks: one error line
+// naming the fix (CheckCanShareData, lib/base/fsinfo.h). A path that cannot be opened
+// now is left to the checks of each file.
+Status CheckPlanCanShare(const PlanHeader& header, bool hardlink);
+
 }  // namespace oans

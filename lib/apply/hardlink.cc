@@ -107,7 +107,7 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
       const bool io = ls.code() == Status::Code::kIoError;
       out->Skip(io ? ReasonFor(ls.errnum()) : ls.message(), df.size, transient || (io && Transient(ls.errnum())));
       if (io) out->errors++;
-      out->notices.push_back(df.path + ": not linked, " + ls.message());
+      out->Notice(df.path, "not linked, " + ls.message());
     }
     out->bytes_done += op.length * usable.size();
     tick(op.length * usable.size());

@@ -87,7 +87,7 @@ bool ReflinkExecutor::StartRewrite(const PreparedRound& r, const PlanOp& op, std
   } else {
     out->not_rewritten[why] += op.length;
   }
-  out->Notice(file.path + ": " + why);
+  out->Notice(file.path, why);
   usable->erase(self);
   return !usable->empty();
 }
@@ -122,7 +122,7 @@ void ReflinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::f
     if (!st.ok()) {
       out->Skip(ReasonFor(st.errnum()), op.length * dests.size(), Transient(st.errnum()));
       out->errors += dests.size();
-      out->notices.push_back(files[op.source].path + ": dedupe failed, " + ReasonFor(st.errnum()));
+      out->Notice(files[op.source].path, "dedupe failed, " + ReasonFor(st.errnum()));
     } else {
       for (size_t k = 0; k < dests.size(); ++k) Finish(r, op, src, usable[k], dests[k], out);
     }
@@ -145,8 +145,8 @@ void ReflinkExecutor::Finish(const PreparedRound& r, const PlanOp& op, int src, 
     if (d.status != kDedupeSame) {
       out->Skip((rewrite ? "rewrite failed, " : "") + ReasonFor(-d.status), left, Transient(-d.status));
       out->errors++;
-      out->notices.push_back(r.round.files[dest.file].path + ": " + (rewrite ? "rewrite" : "dedupe") + " failed, " +
-                             ReasonFor(-d.status));
+      out->Notice(r.round.files[dest.file].path,
+                  std::string(rewrite ? "rewrite" : "dedupe") + " failed, " + ReasonFor(-d.status));
       return;
     }
     const uint64_t n = std::min(d.bytes_deduped, left);

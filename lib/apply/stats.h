@@ -42,6 +42,13 @@ struct ApplyStats {
   }
 };
 
+// A problem with one file: its path and what happened, in words shared by every file
+// it happens to.
+struct FileProblem {
+  std::string path, reason;
+  friend bool operator==(const FileProblem&, const FileProblem&) = default;
+};
+
 // The outcome of one round.
 struct RoundResult {
   uint64_t ops = 0;
@@ -52,7 +59,7 @@ struct RoundResult {
   uint64_t bytes_done = 0;  // planned bytes handled, for progress
   std::map<std::string, uint64_t> skipped;
   std::map<std::string, uint64_t> not_rewritten;
-  std::vector<std::string> notices;  // per-file problems for the user
+  std::vector<FileProblem> notices;  // per-file problems for the user
   // Something in the round failed in a way that may not happen again (busy, no space,
   // I/O error, a file open for writing): the round is not journaled as done.
   bool retry = false;
@@ -72,8 +79,9 @@ struct RoundResult {
     for (const auto& [k, v] : not_rewritten) s->not_rewritten[k] += v;
   }
   // A notice, unless the round has given the same one already.
-  void Notice(std::string text) {
-    if (std::find(notices.begin(), notices.end(), text) == notices.end()) notices.push_back(std::move(text));
+  void Notice(std::string path, std::string reason) {
+    FileProblem p{std::move(path), std::move(reason)};
+    if (std::find(notices.begin(), notices.end(), p) == notices.end()) notices.push_back(std::move(p));
   }
 };
 

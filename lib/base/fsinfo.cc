@@ -57,7 +57,58 @@ std::string WholeDisk(const std::string& name) {
   return name;
 }
 
+// XFS_IOC_FSGEOMETRY_V1 (xfs_fs.h; every kernel with XFS has it): the geometry's flags
+// are at byte 92 of its 112, XFS_FSOP_GEOM_FLAGS_REFLINK among them.
+constexpr unsigned long kXfsGeometryV1 = (2ul << 30) | (112ul << 16) | ('X' << 8) | 100;
+constexpr size_t kXfsGeometryFlagsAt = 92;
+constexpr uint32_t kXfsGeometryReflink = 1u << 20;
+
+// 1: XFS made with reflink, 0: without, -1: cannot tell.
+int XfsReflink(int fd) {
+  alignas(8) unsigned char geometry[112] = {};
+  if (::ioctl(fd, kXfsGeometryV1, geometry) != 0) return -1;
+  uint32_t flags;
+  std::memcpy(&flags, geometry + kXfsGeometryFlagsAt, sizeof flags);
+  return (flags & kXfsGeometryReflink) ? 1 : 0;
+}
+
 }  // namespace
+
+std::string NoReflinkOn(int fd) {
+  struct statfs sfs;
+  if (::fstatfs(fd, &sfs) != 0) return "";
+  switch (static_cast<unsigned long>(sfs.f_type)) {
+    case EXT4_SUPER_MAGIC: return "ext4";  // ext2 and ext3 too: one magic
+    case TMPFS_MAGIC: return "tmpfs";
+    case RAMFS_MAGIC: return "ramfs";
+    case MSDOS_SUPER_MAGIC: return "FAT";
+    case XFS_SUPER_MAGIC: return XfsReflink(fd) == 0 ? "XFS made without reflink" : "";
+    default: return "";
+  }
+}
+
+Status CheckCanShareData(int fd, const std::string& path, bool hardlink) {
+  if (hardlink) return Status::Ok();
+  const std::string what = NoReflinkOn(fd);
+  if (what.empty()) return Status::Ok();
+  const bool xfs = what.rfind("XFS", 0) == 0;
+  return Status::Invalid(path + " is on " + what + ", which cannot share data between files: give --link=hard " +
+                         "to replace identical files by hardlinks instead" +
+                         (xfs ? " (only an XFS made with mkfs.xfs -m reflink=1 can share data)" : ""));
+}
+
+Status CheckPathCanShareData(const std::string& path, bool hardlink) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOTDIR) {
+    const size_t cut = path.find_last_of('/');
+    const std::string dir = cut == std::string::npos ? "." : cut == 0 ? "/" : path.substr(0, cut);
+    fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  }
+  if (fd < 0) return Status::Io("opening " + path, errno);
+  Status s = CheckCanShareData(fd, path, hardlink);
+  ::close(fd);
+  return s;
+}
 
 const char* StorageKindName(StorageKind k) { return k == StorageKind::kHdd ? "hdd" : "ssd"; }
 

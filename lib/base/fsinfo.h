@@ -36,6 +36,20 @@ Result<int> OpenBlockDeviceFile(const std::string& path);
 
 const char* StorageKindName(StorageKind k);
 
+// The one rule for whether the filesystem holding fd can share data between files as
+// oans-apply would. With FIDEDUPERANGE: on btrfs, and on XFS made with reflink (its
+// geometry flags say so; an XFS made without accepts an empty dedupe but refuses every
+// real one), never on ext2/3/4, tmpfs, ramfs or FAT (their type from statfs); other
+// filesystems pass, their per-file errors tell. With hardlinks, anywhere.
+// NoReflinkOn says what keeps fd's filesystem from FIDEDUPERANGE: "" when nothing does,
+// else its name ("ext4", "tmpfs", "XFS made without reflink"...).
+std::string NoReflinkOn(int fd);
+// An error naming `path`, the filesystem and the fix (--link=hard; for XFS, mkfs.xfs -m
+// reflink=1) when it cannot share data as `hardlink` asks.
+Status CheckCanShareData(int fd, const std::string& path, bool hardlink);
+// The same for a path: a directory, or the directory holding anything else.
+Status CheckPathCanShareData(const std::string& path, bool hardlink);
+
 // The mount points a mountinfo file (proc(5): /proc/self/mountinfo) lists, its fifth
 // field with the kernel's octal escapes (\040 for a space) undone.
 Result<std::vector<std::string>> ReadMountPoints(const std::string& path);

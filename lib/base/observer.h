@@ -23,6 +23,10 @@ class Observer {
   virtual void Progress(const ProgressSnapshot&) {}
   // A one-line notice for the user: detected storage, warnings, per-file problems.
   virtual void Notice(const std::string&) {}
+  // A problem with one file. `reason` says what happened in the same words for every
+  // file it happens to, so that a renderer can count files by reason instead of
+  // printing the same line for each.
+  virtual void FileNotice(const std::string& path, const std::string& reason) { Notice(path + ": " + reason); }
 };
 
 }  // namespace oans

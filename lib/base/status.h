@@ -20,6 +20,7 @@ class [[nodiscard]] Status {
     kVersion,          // a file from a newer oans
     kMismatch,         // a file is not what the plan or index says it is
     kInterrupted,      // stopped by a signal or a deadline
+    kBusy,             // another process holds what this one needs (a run's lock)
   };
 
   Status() = default;
@@ -29,6 +30,7 @@ class [[nodiscard]] Status {
   static Status Version(std::string msg) { return Status(Code::kVersion, std::move(msg)); }
   static Status Mismatch(std::string msg) { return Status(Code::kMismatch, std::move(msg)); }
   static Status Interrupted(std::string msg) { return Status(Code::kInterrupted, std::move(msg)); }
+  static Status Busy(std::string msg) { return Status(Code::kBusy, std::move(msg)); }
   // An I/O error: "what: strerror(errnum)".
   static Status Io(std::string what, int errnum);
 

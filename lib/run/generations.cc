@@ -36,6 +36,7 @@ std::string IndexName(uint64_t n) { return Numbered("gen-", n, ".idx"); }
 std::string PlanName(uint64_t n) { return Numbered("plan-", n, ".capnp"); }
 std::string JournalName(uint64_t n) { return Numbered("plan-", n, ".capnp.journal"); }
 std::string AppliedName(uint64_t n) { return Numbered("applied-", n, ""); }
+std::string RecordName(uint64_t n) { return Numbered("run-", n, ".json"); }
 
 Status MarkApplied(int state_fd, uint64_t n) {
   int fd = ::openat(state_fd, AppliedName(n).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -61,6 +62,7 @@ Result<std::vector<Generation>> ListGenerations(int state_fd) {
     else if (ParseNumbered(name, "plan-", ".capnp", &n)) gens[n].plan = true;
     else if (ParseNumbered(name, "plan-", ".capnp.journal", &n)) gens[n].journal = true;
     else if (ParseNumbered(name, "applied-", "", &n)) gens[n].applied = true;
+    else if (ParseNumbered(name, "run-", ".json", &n)) gens[n].record = true;
     else continue;
     gens[n].number = n;
   }
@@ -85,7 +87,8 @@ Status RemoveOldGenerations(int state_fd, uint32_t keep, std::vector<uint64_t>* 
   uint64_t oldest_kept = complete[complete.size() - keep];
   for (const auto& g : gens) {
     if (g.number >= oldest_kept) break;
-    for (const auto& name : {AppliedName(g.number), JournalName(g.number), PlanName(g.number), IndexName(g.number)})
+    for (const auto& name : {AppliedName(g.number), JournalName(g.number), PlanName(g.number), IndexName(g.number),
+                             RecordName(g.number)})
       if (::unlinkat(state_fd, name.c_str(), 0) != 0 && errno != ENOENT)
         return Status::Io("removing " + name + " of an old generation", errno);
     removed->push_back(g.number);

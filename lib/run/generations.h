@@ -3,6 +3,8 @@
 //   plan-N.capnp          the dedupe plan made from it (the generation is complete once
 //                         it exists)
 //   plan-N.capnp.journal  oans-apply's journal of that plan
+//   applied-N             its plan was applied to the end
+//   run-N.json            the record of the run that made it (lib/run/record.h)
 // with N written in six or more digits. Older generations are removed only after a new
 // one is complete, keeping the newest `keep` complete ones.
 #pragma once
@@ -21,12 +23,14 @@ struct Generation {
   bool plan = false;   // plan-N.capnp exists
   bool journal = false;
   bool applied = false;  // applied-N: its plan was applied to the end, nothing left out
+  bool record = false;   // run-N.json
 };
 
 std::string IndexName(uint64_t n);
 std::string PlanName(uint64_t n);
 std::string JournalName(uint64_t n);
 std::string AppliedName(uint64_t n);
+std::string RecordName(uint64_t n);
 
 // Marks generation n's plan as applied to the end (applied-N, created beside it).
 Status MarkApplied(int state_fd, uint64_t n);

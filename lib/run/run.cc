@@ -5,7 +5,9 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "lib/base/fsinfo.h"
 #include "lib/run/generations.h"
+#include "lib/run/record.h"
 #include "lib/run/run_lock.h"
 #include "lib/run/spawn.h"
 #include "lib/run/state_dir.h"
@@ -18,9 +20,16 @@ bool Continue(int rc) { return rc == 0 || rc == 1; }
 
 struct Step {
   RunOutcome* out;
-  // Runs a tool; false (and the outcome set) when the run cannot go on.
-  bool Tool(const std::string& what, const std::vector<std::string>& argv, int* rc) {
+  Recorder* rec = nullptr;  // keeps the record of the run, when there is one
+  // Runs oans-TOOL; false (and the outcome set) when the run cannot go on.
+  bool Tool(const std::string& tool, std::vector<std::string> argv, int* rc) {
+    const std::string what = "the " + tool;
+    if (rec) {
+      argv.insert(argv.begin() + 1, {"--summary-file", rec->SummaryPath(tool)});
+      rec->Begin(tool);
+    }
     auto r = RunChild(argv, nullptr);
+    if (rec) rec->End(r.ok() ? *r : 2);
     if (!r.ok()) {
       out->exit_code = 2;
       out->message = r.status().message();
@@ -35,31 +44,61 @@ struct Step {
   }
 };
 
-// Stores the request's roots and options, or loads the stored ones.
+// This run's roots and options: with roots, those given (stored later); without, the
+// stored ones followed by those given.
 Result<RunConfig> Settle(const RunRequest& req, const std::vector<std::string>& roots, int fd, const std::string& dir) {
-  if (roots.empty()) return LoadRunConfig(fd, dir);
+  auto old = LoadRunConfig(fd, dir);
+  if (roots.empty()) {
+    if (!old.ok()) return old.status();
+    RunConfig c = *old;
+    const RunConfig& given = req.config;
+    c.scan_args.insert(c.scan_args.end(), given.scan_args.begin(), given.scan_args.end());
+    c.plan_args.insert(c.plan_args.end(), given.plan_args.begin(), given.plan_args.end());
+    c.apply_args.insert(c.apply_args.end(), given.apply_args.begin(), given.apply_args.end());
+    if (req.keep_given) c.keep = given.keep;
+    if (req.note)
+      for (const auto& i : c.ignored) req.note(dir + "/run.conf: " + i);
+    return c;
+  }
   RunConfig c = req.config;
   c.roots = roots;
-  auto old = LoadRunConfig(fd, dir);
+  c.ignored.clear();
   if (old.ok() && old->roots != roots)
     return Status::Invalid("state directory " + dir + " holds the generations of other roots (" + old->roots[0] +
                            (old->roots.size() > 1 ? ", ..." : "") + "); give another --state-dir");
-  OANS_RETURN_IF_ERROR(SaveRunConfig(fd, dir, c));
   return c;
 }
 
-// Scan, plan and apply one generation in the locked, checked state directory.
-void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out) {
-  auto gens = ListGenerations(fd);
-  if (!gens.ok()) {
-    out->message = gens.status().message();
-    return;
+// Refuses roots on a filesystem that cannot share data as the apply options ask.
+Status CheckRootsCanShare(const RunRequest& req, const RunConfig& c) {
+  std::vector<std::string> args = c.apply_args;
+  args.insert(args.end(), req.extra_apply_args.begin(), req.extra_apply_args.end());
+  const bool hardlink = AppliesHardlinks(args);
+  for (const auto& r : c.roots) OANS_RETURN_IF_ERROR(CheckPathCanShareData(r, hardlink));
+  return Status::Ok();
+}
+
+// Settles the run's configuration in the locked state directory: stores it when roots
+// are given, else checks the stored roots.
+Result<RunConfig> Prepare(const RunRequest& req, const std::vector<std::string>& roots, int fd, const std::string& dir) {
+  OANS_ASSIGN_OR_RETURN(RunConfig c, Settle(req, roots, fd, dir));
+  // Given roots were checked before the state directory was opened (RunGeneration).
+  if (!roots.empty()) {
+    OANS_RETURN_IF_ERROR(SaveRunConfig(fd, dir, c));
+    return c;
   }
-  const Generation* prev = NewestIndex(*gens);
-  out->generation = gens->empty() ? 1 : gens->back().number + 1;
+  OANS_RETURN_IF_ERROR(CheckNotOnRoots(fd, dir, c.roots));
+  // `oans apply` leaves the check to oans-apply, which makes it with its own options.
+  if (!req.apply_newest) OANS_RETURN_IF_ERROR(CheckRootsCanShare(req, c));
+  return c;
+}
+
+// Scan, plan and apply generation out->generation in the locked, checked state
+// directory; prev is the generation with the newest index.
+void Steps(const RunRequest& req, const RunConfig& c, int fd, const Generation* prev, RunOutcome* out, Recorder* rec) {
   const std::string dir = out->state_dir, idx = dir + "/" + IndexName(out->generation);
   const std::string plan = dir + "/" + PlanName(out->generation);
-  Step step{out};
+  Step step{out, rec};
   int scan_rc = 0, plan_rc = 0, apply_rc = 0;
   std::vector<std::string> scan = {req.tool_dir + "/oans-scan", "-o", idx};
   if (prev) scan.insert(scan.end(), {"--previous", dir + "/" + IndexName(prev->number)});
@@ -67,7 +106,7 @@ void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out
   scan.insert(scan.end(), c.scan_args.begin(), c.scan_args.end());
   scan.push_back("--");
   scan.insert(scan.end(), c.roots.begin(), c.roots.end());
-  if (!step.Tool("the scan", scan, &scan_rc)) return;
+  if (!step.Tool("scan", scan, &scan_rc)) return;
   std::vector<std::string> planv = {req.tool_dir + "/oans-plan", "-o", plan};
   planv.insert(planv.end(), req.per_run_args.begin(), req.per_run_args.end());
   planv.insert(planv.end(), c.plan_args.begin(), c.plan_args.end());
@@ -75,14 +114,15 @@ void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out
   // or was refused: only what changed since needs planning.
   if (prev && prev->applied) planv.insert(planv.end(), {"--since", dir + "/" + IndexName(prev->number)});
   planv.insert(planv.end(), {"--", idx});
-  if (!step.Tool("the plan", planv, &plan_rc)) return;
+  if (!step.Tool("plan", planv, &plan_rc)) return;
   out->plan = plan;
-  if (!c.plan_only) {
+  if (!req.plan_only) {
     std::vector<std::string> apply = {req.tool_dir + "/oans-apply"};
     apply.insert(apply.end(), req.per_run_args.begin(), req.per_run_args.end());
     apply.insert(apply.end(), c.apply_args.begin(), c.apply_args.end());
+    apply.insert(apply.end(), req.extra_apply_args.begin(), req.extra_apply_args.end());
     apply.insert(apply.end(), {"--", plan});
-    bool go_on = step.Tool("the apply", apply, &apply_rc);
+    bool go_on = step.Tool("apply", apply, &apply_rc);
     out->applied = go_on;
     if (go_on && apply_rc == 0 && out->exit_code != 3) (void)MarkApplied(fd, out->generation);
     if (!go_on && out->exit_code != 3) return;
@@ -95,7 +135,25 @@ void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out
   }
   if (out->exit_code == 3) return;
   out->exit_code = scan_rc == 1 || apply_rc == 1 ? 1 : 0;
-  if (c.plan_only) out->message = "planned only; apply it in the maintenance window with: oans apply " + plan;
+  if (req.plan_only) out->message = "planned only; apply it in the maintenance window with: oans apply " + plan;
+}
+
+// One generation, with its record (lib/run/record.h) kept from start to end.
+void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out) {
+  auto gens = ListGenerations(fd);
+  if (!gens.ok()) {
+    out->message = gens.status().message();
+    return;
+  }
+  out->generation = gens->empty() ? 1 : gens->back().number + 1;
+  RunRecord record;
+  record.generation = out->generation;
+  record.roots = c.roots;
+  record.plan_only = req.plan_only;
+  Recorder rec(fd, out->state_dir, std::move(record));
+  Steps(req, c, fd, NewestIndex(*gens), out, &rec);
+  rec.Finish(out->exit_code, out->message);
+  if (!rec.status().ok() && req.note) req.note(rec.status().message() + " (the run went on without it)");
 }
 
 // `oans apply` without a plan: the newest complete generation's plan, under the lock.
@@ -120,7 +178,7 @@ void ApplyNewest(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* 
   apply.insert(apply.end(), {"--", out->plan});
   int rc = 0;
   Step step{out};
-  if (!step.Tool("the apply", apply, &rc)) return;
+  if (!step.Tool("apply", apply, &rc)) return;
   out->applied = true;
   out->exit_code = rc;
 }
@@ -147,6 +205,19 @@ Result<std::string> ChooseStateDir(const RunRequest& req, const std::vector<std:
                          "; say which with --state-dir DIR, or give ROOT...:" + list);
 }
 
+Result<std::string> ShowRunConfig(const RunRequest& req) {
+  std::vector<std::string> roots;
+  if (!req.roots.empty()) {
+    OANS_ASSIGN_OR_RETURN(roots, CanonicalRoots(req.roots));
+  }
+  OANS_ASSIGN_OR_RETURN(std::string dir, ChooseStateDir(req, roots));
+  OANS_ASSIGN_OR_RETURN(int fd, OpenStateDir(dir, /*create=*/false));
+  auto c = LoadRunConfig(fd, dir);
+  ::close(fd);
+  if (!c.ok()) return c.status();
+  return FormatRunConfig(*c, dir);
+}
+
 RunOutcome RunGeneration(const RunRequest& req) {
   RunOutcome out;
   std::vector<std::string> roots;
@@ -157,6 +228,13 @@ RunOutcome RunGeneration(const RunRequest& req) {
       return out;
     }
     roots = *r;
+    RunConfig given = req.config;
+    given.roots = roots;
+    // Before the state directory is made: a refused run leaves nothing.
+    if (Status s = CheckRootsCanShare(req, given); !s.ok()) {
+      out.message = s.message();
+      return out;
+    }
   }
   auto dir = ChooseStateDir(req, roots);
   if (!dir.ok()) {
@@ -176,15 +254,14 @@ RunOutcome RunGeneration(const RunRequest& req) {
   if (st.ok()) {
     auto lock = RunLock::Take(*fd, *dir);
     if (!lock.ok()) st = lock.status();
-    Result<RunConfig> c = st.ok() ? Settle(req, roots, *fd, *dir) : Result<RunConfig>(st);
+    Result<RunConfig> c = st.ok() ? Prepare(req, roots, *fd, *dir) : Result<RunConfig>(st);
     if (st.ok() && !c.ok()) st = c.status();
-    if (st.ok() && roots.empty()) st = CheckNotOnRoots(*fd, *dir, c->roots);
     if (st.ok() && req.apply_newest) ApplyNewest(req, *c, *fd, &out);
     else if (st.ok()) RunSteps(req, *c, *fd, &out);
   }
   ::close(*fd);
   if (!st.ok()) {
-    out.exit_code = 2;
+    out.exit_code = st.code() == Status::Code::kBusy ? 4 : 2;
     out.message = st.message();
   }
   return out;

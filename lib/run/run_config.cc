@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 namespace oans {
 namespace {
@@ -39,7 +40,102 @@ Status WriteAll(int fd, const std::string& data) {
   return Status::Ok();
 }
 
+// A word as a shell would need it: as it is when plain, else in single quotes, or in
+// $'...' with \n and \\ when it holds a newline.
+std::string ShellWord(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=+,@%-") ==
+                        std::string::npos)
+    return s;
+  if (s.find('\n') != std::string::npos) {
+    std::string out = "$'";
+    for (char c : s) out += c == '\n' ? "\\n" : c == '\\' ? "\\\\" : c == '\'' ? "\\'" : std::string(1, c);
+    return out + "'";
+  }
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? "'\\''" : std::string(1, c);
+  return out + "'";
+}
+
+// Leaves out the per-run options an older version stored among the apply arguments,
+// saying so in c->ignored.
+void DropPerRunApplyArgs(RunConfig* c) {
+  std::vector<std::string> kept;
+  const auto& args = c->apply_args;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!IsPerRunApplyOption(args[i])) {
+      kept.push_back(args[i]);
+      continue;
+    }
+    std::string shown = args[i];
+    if (shown.find('=') == std::string::npos && i + 1 < args.size()) shown += " " + args[++i];
+    c->ignored.push_back("apply " + shown + ": ignored, " + shown.substr(0, shown.find_first_of(" =")) +
+                         " applies only to the run it is given to now");
+  }
+  c->apply_args = std::move(kept);
+}
+
+// One KEY VALUE line of the file into c; an error says why it is wrong.
+Status ParseLine(const std::string& key, const std::string& value, RunConfig* c) {
+  if (key == "keep") {
+    if (value.empty() || value.size() > 4 || value.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(value) == 0)
+      return Status::Corrupt("keep must be a number from 1 to 9999");
+    c->keep = uint32_t(std::stoul(value));
+  } else if (key == "plan-only") {  // written by older versions
+    if (value != "0" && value != "1") return Status::Corrupt("plan-only must be 0 or 1");
+    if (value == "1")
+      c->ignored.push_back("plan-only 1: ignored, --plan-only applies only to the run it is given to now "
+                           "(oans run --plan-only)");
+  } else if (key == "root") {
+    if (value.empty() || value[0] != '/') return Status::Corrupt("a root must be an absolute path");
+    c->roots.push_back(value);
+  } else if (key == "scan") {
+    c->scan_args.push_back(value);
+  } else if (key == "plan") {
+    c->plan_args.push_back(value);
+  } else if (key == "apply") {
+    c->apply_args.push_back(value);
+  } else {
+    return Status::Corrupt("unknown key \"" + EscapeLine(key) + "\"");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+bool IsPerRunApplyOption(const std::string& arg) {
+  for (const char* o : {"--until", "--deadline"}) {
+    const size_t n = std::strlen(o);
+    if (arg.compare(0, n, o) == 0 && (arg.size() == n || arg[n] == '=')) return true;
+  }
+  return false;
+}
+
+bool AppliesHardlinks(const std::vector<std::string>& args) {
+  bool hard = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") break;
+    if (args[i] == "--link" && i + 1 < args.size()) hard = args[++i] == "hard";
+    else if (args[i].rfind("--link=", 0) == 0) hard = args[i] == "--link=hard";
+  }
+  return hard;
+}
+
+std::string FormatRunConfig(const RunConfig& c, const std::string& state_dir) {
+  const auto words = [](const std::vector<std::string>& args) {
+    std::string out;
+    for (const auto& a : args) out += (out.empty() ? "" : " ") + ShellWord(a);
+    return out.empty() ? std::string("(nothing)") : out;
+  };
+  std::string out = "state directory  " + ShellWord(state_dir) + "\n";
+  for (const auto& r : c.roots) out += "root             " + ShellWord(r) + "\n";
+  out += "keep             " + std::to_string(c.keep) + "\n";
+  out += "oans-scan        " + words(c.scan_args) + "\n";
+  out += "oans-plan        " + words(c.plan_args) + "\n";
+  out += "oans-apply       " + words(c.apply_args) + "\n";
+  for (const auto& i : c.ignored) out += "ignored          " + EscapeLine(i) + "\n";
+  return out;
+}
 
 std::string EscapeLine(const std::string& s) {
   std::string out;
@@ -54,7 +150,6 @@ std::string EscapeLine(const std::string& s) {
 std::string EncodeRunConfig(const RunConfig& c) {
   std::string out = std::string(kMagic) + "\n";
   out += "keep " + std::to_string(c.keep) + "\n";
-  out += std::string("plan-only ") + (c.plan_only ? "1" : "0") + "\n";
   for (const auto& r : c.roots) out += "root " + EscapeLine(r) + "\n";
   for (const auto& a : c.scan_args) out += "scan " + EscapeLine(a) + "\n";
   for (const auto& a : c.plan_args) out += "plan " + EscapeLine(a) + "\n";
@@ -84,24 +179,11 @@ Result<RunConfig> ParseRunConfig(const std::string& text, const std::string& nam
     std::string key = line.substr(0, sp);
     auto value = Unescape(line.substr(sp + 1));
     if (!value.ok()) return bad(value.status().message());
-    if (key == "keep") {
-      if (value->empty() || value->size() > 4 || value->find_first_not_of("0123456789") != std::string::npos ||
-          std::stoul(*value) == 0)
-        return bad("keep must be a number from 1 to 9999");
-      c.keep = uint32_t(std::stoul(*value));
-    } else if (key == "plan-only") {
-      if (*value != "0" && *value != "1") return bad("plan-only must be 0 or 1");
-      c.plan_only = *value == "1";
-    } else if (key == "root") {
-      if (value->empty() || (*value)[0] != '/') return bad("a root must be an absolute path");
-      c.roots.push_back(*value);
-    } else if (key == "scan") c.scan_args.push_back(*value);
-    else if (key == "plan") c.plan_args.push_back(*value);
-    else if (key == "apply") c.apply_args.push_back(*value);
-    else return bad("unknown key \"" + EscapeLine(key) + "\"");
+    if (Status st = ParseLine(key, *value, &c); !st.ok()) return bad(st.message());
   }
   if (line_no == 0) return Status::Corrupt(name + " is empty; run oans run with ROOT... to write it again");
   if (c.roots.empty()) return Status::Corrupt(name + " names no root; run oans run with ROOT... to write it again");
+  DropPerRunApplyArgs(&c);
   return c;
 }
 

@@ -26,7 +26,7 @@ Result<RunLock> RunLock::Take(int state_fd, const std::string& state_path) {
     if (e != EWOULDBLOCK) return Status::Io("locking " + path, e);
     std::string holder = n > 0 ? std::string(buf, size_t(n)) : "?";
     while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-    return Status::Invalid("another oans run (pid " + holder + ") is using the state directory " + state_path +
+    return Status::Busy("another oans run (pid " + holder + ") is using the state directory " + state_path +
                            "; this one did nothing. Wait for it to finish (two runs never overlap)");
   }
   std::string pid = std::to_string(::getpid()) + "\n";

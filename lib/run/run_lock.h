@@ -12,8 +12,8 @@ namespace oans {
 
 class RunLock {
  public:
-  // Takes the lock without waiting; when another process holds it, an error saying which
-  // pid and what to do.
+  // Takes the lock without waiting; when another process holds it, a kBusy error saying
+  // which pid and what to do.
   static Result<RunLock> Take(int state_fd, const std::string& state_path);
   RunLock(RunLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   RunLock& operator=(RunLock&&) = delete;

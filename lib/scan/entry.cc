@@ -26,7 +26,7 @@ void CountRecord(const FileEntry& e, ScanStats* stats, Observer* observer) {
   else if (e.hashed) stats->hashed++;
   if (!e.error.empty()) {
     stats->errors++;
-    observer->Notice(e.path + ": " + e.error);
+    observer->FileNotice(e.path, e.error);
   }
   stats->files++;
   stats->bytes += e.size;

@@ -113,7 +113,7 @@ Status ReadKept(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Files
     else if (it->e.hashed) stats->hashed++;
     if (!it->e.error.empty()) {
       stats->errors++;
-      observer->Notice(it->e.path + ": " + it->e.error);
+      observer->FileNotice(it->e.path, it->e.error);
     }
     stats->files++;
     stats->bytes += it->e.size;

@@ -299,7 +299,7 @@ Status RecordProblems(const WalkResult& w, const ScanOptions& o, IndexWriter* wr
     e.errnum = p.status.errnum();
     stats->errors++;
     stats->files++;
-    observer->Notice(p.path + ": " + p.status.message());
+    observer->FileNotice(p.path, p.status.message());
     OANS_RETURN_IF_ERROR(writer->Add(std::move(e)));
   }
   return Status::Ok();

@@ -33,7 +33,8 @@ it_cleanup() {
 }
 
 # mkfs_mount KIND SIZE [NAME]: sets MNT to the mount point. KIND: btrfs, btrfs-zstd, xfs,
-# ext4. NAME (default KIND) names the image and mount point, for a second one of a kind.
+# xfs-noreflink, ext4. NAME (default KIND) names the image and mount point, for a second
+# one of a kind.
 # (Not called through $(...): the cleanup lists must live in this shell.)
 mkfs_mount() {
   local kind=$1 size=$2 name=${3:-$1} img mnt loop
@@ -44,6 +45,7 @@ mkfs_mount() {
   case $kind in
     btrfs|btrfs-zstd) mkfs.btrfs -q -f "$img" >/dev/null ;;
     xfs) mkfs.xfs -q -f -m reflink=1 "$img" >/dev/null ;;
+    xfs-noreflink) mkfs.xfs -q -f -m reflink=0 "$img" >/dev/null ;;
     ext4) mkfs.ext4 -q -F "$img" >/dev/null ;;
   esac
   loop=$(losetup -f --show "$img")

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # oans run: three generations in a state directory on another filesystem (cold, unchanged,
 # after new copies), the later two with no arguments at all; the generations kept; a
-# second run during the first refused; state directories on the deduped filesystem or
-# on tmpfs refused. Every file's content is checked before and after.
+# second run during the first refused with exit 4; state directories on the deduped
+# filesystem or on tmpfs refused. Options: per-run ones (--plan-only, --until) never
+# stored; stored ones given again without ROOT used for that run only; oans apply with
+# --state-dir DIR and --until HH:MM; --show-config; an older run.conf with per-run lines
+# read. Every file's content is checked before and after.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
 mkfs_mount btrfs 512M
@@ -57,19 +60,30 @@ PY
 pass "oans plan --format dirs: $(head -1 "$WORK/dirs.txt")"
 
 # --plan-only (another state directory): scan and plan, nothing applied, the plan's path
-# printed for a later oans apply.
-"$BIN/oans" run --quiet --plan-only --state-dir "$WORK/plan-only" "$MNT" 2> "$WORK/plan-only.err" \
+# printed for a later oans apply. --plan-only is not stored; --max-rate is.
+"$BIN/oans" run --quiet --plan-only --max-rate 200M --state-dir "$WORK/plan-only" "$MNT" 2> "$WORK/plan-only.err" \
   || fail "plan-only run: $(cat "$WORK/plan-only.err")"
 cat "$WORK/plan-only.err"
 grep -q "apply it in the maintenance window with: oans apply $WORK/plan-only/plan-000001.capnp" \
   "$WORK/plan-only.err" || fail "the plan's path is not printed"
 [ -n "$(unshared_files "$MNT/copy" 4096)" ] || fail "--plan-only applied the plan"
 "$BIN/oans" apply --dry-run "$WORK/plan-only/plan-000001.capnp" | grep -q . || fail "the printed plan is empty"
-grep -qx "plan-only 1" "$WORK/plan-only/run.conf" || fail "--plan-only not stored"
+grep -q "plan-only" "$WORK/plan-only/run.conf" && fail "--plan-only stored: $(cat "$WORK/plan-only/run.conf")"
+grep -qx "apply 209715200" "$WORK/plan-only/run.conf" || fail "--max-rate not stored: $(cat "$WORK/plan-only/run.conf")"
 OANS_STATE_DIR=$WORK/plan-only "$BIN/oans" apply --dry-run > "$WORK/newest.json" || fail "oans apply (newest plan)"
 [ "$(wc -l < "$WORK/newest.json")" -gt 10 ] || fail "oans apply without a plan: $(cat "$WORK/newest.json")"
+# --state-dir DIR, --until HH:MM with a space, and --max-rate again over the stored one.
+soon=$(date -d '+2 hour' +%H:%M)
+"$BIN/oans" apply --state-dir "$WORK/plan-only" --until "$soon" --max-rate 100M --dry-run > "$WORK/newest2.json" \
+  2> "$WORK/newest2.err" || fail "oans apply --state-dir DIR --until $soon --max-rate 100M: $(cat "$WORK/newest2.err")"
+cmp -s "$WORK/newest.json" "$WORK/newest2.json" || fail "oans apply --state-dir DIR: another plan"
+set +e
+"$BIN/oans" apply --state-dir "$WORK/plan-only" --dry-run "$WORK/plan-only/plan-000001.capnp" 2> "$WORK/both.err"
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q "give PLAN or --state-dir, not both" "$WORK/both.err" || fail "PLAN with --state-dir: exit $rc"
 [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in the plan-only run"
-pass "--plan-only: planned, nothing applied, plan path printed; oans apply --dry-run takes the newest plan"
+pass "--plan-only: planned, nothing applied, not stored; oans apply takes the newest plan (--state-dir DIR, --until HH:MM)"
 
 # Run 1 (cold), slowed down by a read rate, with a second run (no arguments) during it.
 "$BIN/oans" run --keep 2 --max-rate 3M --exclude '*.txt' --scan-option=--json --plan-option=--json "$MNT" \
@@ -90,10 +104,29 @@ still=$?
 set -e
 cat "$WORK/overlap.err"
 [ $still = 0 ] || fail "the first run ended before the second was refused (no overlap shown)"
-[ $rc = 2 ] || fail "second run during the first: exit $rc, expected 2"
+[ $rc = 4 ] || fail "second run during the first: exit $rc, expected 4 (another run holds the lock)"
 [ $took -le 3 ] || fail "the second run took ${took}s to be refused"
 grep -q "another oans run (pid $run1) is using the state directory" "$WORK/overlap.err" || fail "no clear message"
 pass "a second oans run during the first refused in ${took}s: $(cat "$WORK/overlap.err")"
+# oans status during the run: its pid and step, from the lock and the run's record.
+running_ok() {
+  python3 - "$WORK/status-running.json" "$run1" <<'PY'
+import json, sys
+s = json.loads(open(sys.argv[1]).read())
+r = s["running"]
+assert r["pid"] == int(sys.argv[2]) and r.get("generation") == 1 and r["phase"] in ("scan", "plan", "apply"), r
+g = s["generations"][-1]
+assert g["generation"] == 1 and g["ended"] is None and g["exit_code"] is None, g
+PY
+}
+for _ in $(seq 50); do   # the record is written just after the lock is taken
+  "$BIN/oans" status --json > "$WORK/status-running.json" || fail "oans status during run 1: exit $?"
+  running_ok 2> /dev/null && break
+  sleep 0.1
+done
+"$BIN/oans" status
+running_ok || fail "oans status during run 1: $(cat "$WORK/status-running.json")"
+pass "oans status shows run 1 in progress: $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['running'])" "$WORK/status-running.json")"
 wait $run1 || fail "run 1: exit $?: $(cat "$WORK/run1.err")"
 cat "$WORK/run1.err"
 state=$(ls -d "$OANS_STATE_BASE"/*/)
@@ -104,8 +137,22 @@ grep -qx "root $MNT" "$state/run.conf" || fail "roots not stored: $(cat "$state/
 [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in run 1"
 pass "run 1 (cold) deduped the tree; generation 1 in $state"
 
-# Run 2: nothing changed; no arguments. The previous index is reused: nothing is read.
-"$BIN/oans" run 2> "$WORK/run2.err" || fail "run 2: exit $?: $(cat "$WORK/run2.err")"
+"$BIN/oans" run --show-config > "$WORK/show.txt" || fail "--show-config: exit $?"
+cat "$WORK/show.txt"
+python3 - "$WORK/show.txt" "$state" "$MNT" <<'PY' || fail "--show-config: $(cat "$WORK/show.txt")"
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+assert lines == ["state directory  " + sys.argv[2].rstrip("/"), "root             " + sys.argv[3], "keep             2",
+                 "oans-scan        --exclude '*.txt' --json", "oans-plan        --json",
+                 "oans-apply       --max-rate 3145728"], lines
+PY
+pass "--show-config prints the stored roots and options"
+
+# Run 2: nothing changed; no arguments but --max-rate, for this run only (run.conf is
+# unchanged). The previous index is reused: nothing is read.
+cp "$state/run.conf" "$WORK/run.conf.before"
+"$BIN/oans" run --max-rate 100M 2> "$WORK/run2.err" || fail "run 2: exit $?: $(cat "$WORK/run2.err")"
+cmp -s "$state/run.conf" "$WORK/run.conf.before" || fail "run 2 changed run.conf: $(cat "$state/run.conf")"
 cat "$WORK/run2.err"
 # The summaries as JSON (--scan-option=--json --plan-option=--json, stored in run 1).
 summary() { python3 -c "import json,sys
@@ -136,6 +183,30 @@ cat "$WORK/run3.err"
 [ -z "$(unshared_files "$MNT/big1.again" 4096)" ] || fail "run 3 left big1.again unshared"
 [ "$(gen_files)" = "gen-000002.idx gen-000003.idx plan-000002.capnp plan-000003.capnp " ] || fail "after run 3: $(gen_files)"
 grep -q "removed generation 1" "$WORK/run3.err" || fail "removal not reported"
+# The records of the last nights: oans status --json, and for people.
+"$BIN/oans" status --json --last 5 > "$WORK/status.json" || fail "oans status: exit $?"
+"$BIN/oans" status > "$WORK/status.txt" || fail "oans status: exit $?"
+cat "$WORK/status.txt"
+python3 - "$WORK/status.json" "$MNT" <<'PY' || fail "oans status --json: $(cat "$WORK/status.json")"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 1, lines
+s = json.loads(lines[0])
+assert s["running"] is None and s["roots"] == [sys.argv[2]], s
+gens = s["generations"]
+assert [g["generation"] for g in gens] == [2, 3], gens   # generation 1 was removed with its record
+for g in gens:
+    assert g["exit_code"] == 0 and g["phase"] == "done" and g["ended"], g
+    assert [(st["tool"], st["exit_code"]) for st in g["steps"]] == [("scan", 0), ("plan", 0), ("apply", 0)], g
+    assert all(st["seconds"] is not None and st["summary"] for st in g["steps"]), g
+    assert g["files_scanned"] > 100 and g["bytes_skipped"] == 0 and g["skipped"] == {}, g
+assert gens[0]["bytes_planned"] == 0 and gens[0]["bytes_deduped"] == 0, gens[0]
+assert gens[1]["bytes_planned"] > 0 and gens[1]["bytes_deduped"] == gens[1]["bytes_planned"], gens[1]
+assert gens[1]["files_read"] >= 1, gens[1]
+PY
+grep -q "generation 3: .* exit 0: scan .*(exit 0), plan .*(exit 0), apply .*(exit 0)" "$WORK/status.txt" \
+  || fail "oans status: $(cat "$WORK/status.txt")"
+[ ! -e "$state/run-000001.json" ] && [ -e "$state/run-000003.json" ] || fail "records not kept with their generations"
 [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in run 3"
 "$BIN/oans" cat "$state/gen-000003.idx" | grep -q '"third/new.txt"\|third/new.txt' && fail "--exclude '*.txt' not replayed"
 pass "run 3 (new copies, no arguments) deduped them; generations 2 and 3 kept (--keep 2 replayed)"
@@ -161,6 +232,12 @@ set -e
 cat "$WORK/run4.err"
 [ $rc = 3 ] || fail "oans run stopped by SIGTERM: exit $rc, expected 3"
 grep -q "the apply stopped; run again to continue" "$WORK/run4.err" || fail "no stop reported"
+python3 - "$state/run-000004.json" <<'PY' || fail "record of the stopped run: $(cat "$state/run-000004.json")"
+import json, sys
+g = json.load(open(sys.argv[1]))
+assert g["exit_code"] == 3 and g["steps"][-1]["tool"] == "apply" and g["steps"][-1]["exit_code"] == 3, g
+assert "stopped" in g["message"] and g["steps"][-1]["summary"]["interrupted"] is True, g
+PY
 [ -n "$(unshared_files "$MNT/third" 4096)" ] || fail "the stopped run deduped everything (stop came too late)"
 [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in the stopped run"
 [ "$(gen_files)" = "gen-000003.idx gen-000004.idx plan-000003.capnp plan-000004.capnp " ] || fail "after run 4: $(gen_files)"
@@ -169,10 +246,21 @@ grep -q "the apply stopped; run again to continue" "$WORK/run4.err" || fail "no 
 [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in run 5"
 pass "SIGTERM during the apply: exit 3, contents intact; the next run finished the job"
 
-# Options without roots are refused: they are stored with the roots.
-set +e
-"$BIN/oans" run --keep 5 2> "$WORK/noroots.err"
-rc=$?
-set -e
-[ $rc = 2 ] && grep -q "is stored with the roots" "$WORK/noroots.err" || fail "options without roots: exit $rc"
-pass "options without roots refused"
+# --until given with ROOT is not stored: the next run without options does not fail on it
+# a day later. (Another state directory: the generations above stay as they are.)
+before=$(checksums "$MNT")
+"$BIN/oans" run --quiet --until "$soon" --state-dir "$WORK/until" "$MNT" || fail "run with --until: exit $?"
+grep -q -- "--until" "$WORK/until/run.conf" && fail "--until stored: $(cat "$WORK/until/run.conf")"
+"$BIN/oans" run --quiet --keep 1 --state-dir "$WORK/until" || fail "the run after it: exit $?"
+[ "$(cd "$WORK/until" && ls plan-*.capnp)" = plan-000002.capnp ] || fail "--keep 1 for that run: $(ls "$WORK/until")"
+grep -qx "keep 3" "$WORK/until/run.conf" || fail "--keep without ROOT was stored: $(cat "$WORK/until/run.conf")"
+# A run.conf written by an older version, with plan-only and --until stored: read, those
+# lines ignored with a note, and the run applies.
+printf 'oans-run 1\nkeep 3\nplan-only 1\nroot %s\napply --until\napply 13:32\n' "$MNT" > "$WORK/until/run.conf"
+"$BIN/oans" run --state-dir "$WORK/until" 2> "$WORK/old-conf.err" || fail "older run.conf: exit $?: $(cat "$WORK/old-conf.err")"
+cat "$WORK/old-conf.err"
+grep -q "oans run: note: $WORK/until/run.conf: plan-only 1: ignored" "$WORK/old-conf.err" || fail "no note on plan-only"
+grep -q "apply --until 13:32: ignored" "$WORK/old-conf.err" || fail "no note on --until"
+grep -q "generation 3 in $WORK/until, applied" "$WORK/old-conf.err" || fail "the older run.conf's run did not apply"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed in the --until runs"
+pass "per-run options not stored; options without ROOT for one run; an older run.conf read with notes"

@@ -11,6 +11,7 @@
 #include "lib/base/trust.h"
 #include "lib/base/units.h"
 #include "lib/base/version.h"
+#include "tools/apply/options.h"
 #include "tools/common/cli.h"
 #include "tools/common/progress.h"
 #include "tools/common/summary.h"
@@ -31,6 +32,38 @@ Result<std::string> OpenTrustedPlan(const std::string& path) {
   return PinInput(fd, path);
 }
 
+// The summary's fields, for --json and --summary-file.
+Json SummaryJson(const ApplyStats& s, bool dry_run) {
+  Json reasons = Json::object(), not_rewritten = Json::object();
+  for (auto& [k, v] : s.not_rewritten) not_rewritten[ToValidUtf8(k)] = v;
+  for (auto& [k, v] : s.skipped) {
+    Json& slot = reasons[ToValidUtf8(k)];
+    slot = (slot.is_null() ? 0 : slot.get<uint64_t>()) + v;
+  }
+  return Json{{"rounds", s.rounds},
+             {"rounds_done", s.rounds_done},
+             {"rounds_from_journal", s.rounds_from_journal},
+             {"rounds_to_retry", s.rounds_to_retry},
+             {"operations", s.ops},
+             {"bytes_planned", s.bytes_planned},
+             {"bytes_deduped", s.bytes_deduped},
+             {"bytes_rewritten", s.bytes_rewritten},
+             {"files_linked", s.files_linked},
+             {"bytes_linked", s.bytes_linked},
+             {"bytes_prefetched", s.bytes_prefetched},
+             {"bytes_skipped", s.bytes_skipped()},
+             {"skipped", std::move(reasons)},
+             {"not_rewritten", std::move(not_rewritten)},
+             {"files_checked", s.files_checked},
+             {"open_ahead", s.open_ahead},
+             {"tree_ahead_bytes", s.tree_ahead_bytes},
+             {"commits", s.commits},
+             {"files_changed", s.files_mismatch},
+             {"errors", s.errors},
+             {"interrupted", s.interrupted},
+             {"dry_run", dry_run}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,66 +82,15 @@ int main(int argc, char** argv) {
       "  oans-apply --link=hard plan.capnp                 hardlinks on ext4 (identical files only)",
       "oans-apply"};
   app.set_version_flag("--version", ToolVersionString("oans-apply"));
-  ApplyOptions o;
-  std::string plan_path, prefetch = "on", order = "physical", progress = "auto", journal_path, until,
-      io_class = "best-effort";
-  bool quiet = false, json = false, no_journal = false;
-  std::string storage = "auto";
-  uint64_t deadline_s = 0;
-  app.add_option("plan", plan_path, "Plan file from oans-plan ('-' for standard input)")->required()->type_name("PLAN");
-  app.add_flag("-n,--dry-run", o.dry_run,
-               "Check every file and print the operations as JSON lines on stdout; change nothing");
-  app.add_option("--prefetch", prefetch, "Read each round into the page cache before deduping it: on or off")
-      ->check(CLI::IsMember({"on", "off"}));
-  app.add_option("--order", order,
-                 "physical (default): the plan's order, rounds sweeping the disk upward and each round read "
-                 "ahead by physical offset. none: rounds and each round's reads in a fixed pseudo-random order "
-                 "(seed " + std::to_string(kDefaultOrderSeed) +
-                     ", the same on every run; resumes like physical), to measure what disk order is worth; "
-                     "reads the whole plan into memory first")
-      ->check(CLI::IsMember({"physical", "none"}));
-  app.add_option("--storage", storage,
-                 "Storage kind: auto, ssd or hdd (default auto: sysfs plus a seek test). On ssd the next round's "
-                 "files are opened while a round is read ahead; on hdd after it, and (with prefetch) the filesystem is "
-                 "committed between rounds once 512 MiB were deduped, so that the disk sweeps")
-      ->check(CLI::IsMember({"auto", "ssd", "hdd"}));
-  app.add_option("--progress", progress, "Progress on stderr: auto, tty, json or none")
-      ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
-  cli::AddDuration(app, "--deadline", &deadline_s,
-                   "Stop cleanly after the round during which DURATION (e.g. 45m, 2h) has passed");
-  app.add_option("--until", until,
-                 "Stop cleanly after the round during which local time HH:MM (the next one) or 'YYYY-MM-DD HH:MM' "
-                 "is reached. A bare HH:MM more than " + std::to_string(cli::kMaxUntilAheadHours) +
-                     "h ahead is refused (a late start would run for a day); give the date to mean it")
-      ->type_name("TIME");
-  cli::AddSize(app, "--max-rate", &o.max_rate, "Limit reads (prefetch, hardlink compare) to RATE bytes per second (e.g. 50M)")
-      ->type_name("RATE");
-  app.add_option("--io-class", io_class, "I/O scheduling class: best-effort (default) or idle")
-      ->check(CLI::IsMember({"best-effort", "idle"}));
-  app.add_option("--journal", journal_path,
-                 "Record finished rounds in FILE (default PLAN.journal); a later run of the same plan resumes")
-      ->type_name("FILE");
-  std::string link = "reflink";
-  app.add_option("--link", link,
-                 "reflink (default): share data with FIDEDUPERANGE on btrfs/XFS. hard: for filesystems without "
-                 "reflink (ext4...), replace each whole-file duplicate by a hardlink to its source after a "
-                 "byte-for-byte compare (hidden name, link, exchange; never across filesystems). Only files with the "
-                 "same owner, group, permissions and extended attributes/ACLs are linked (see --link-relax), never "
-                 "setuid/setgid files, and never a file another process has open for writing (file leases). "
-                 "RISK: hardlinked files are one file from then on; writing to one changes all")
-      ->check(CLI::IsMember({"reflink", "hard"}));
-  std::vector<std::string> relax;
-  app.add_option("--link-relax", relax,
-                 "With --link=hard, also link files that differ in: owner (uid and gid), mode (permission bits), "
-                 "xattrs (extended attributes and ACLs), mtime, or reach (who can search the directories above "
-                 "each name; relaxed, a user may read or write through the other name a file she could not reach); "
-                 "a comma-separated list. By default files are linked only when all of these are the same; setuid "
-                 "and setgid files, files with other hardlinks and immutable or append-only sources never are")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"owner", "mode", "xattrs", "mtime", "reach"}));
-  app.add_flag("--no-journal", no_journal, "Do not keep a journal: every run starts from the first round");
-  app.add_flag("-q,--quiet", quiet, "Print only errors and the summary's problems");
-  app.add_flag("--json", json, "Print the summary as JSON on stdout");
+  cli::ApplyCommandLine cl;
+  cli::AddApplyOptions(app, &cl);
+  ApplyOptions& o = cl.o;
+  std::string &plan_path = cl.plan_path, &prefetch = cl.prefetch, &order = cl.order, &progress = cl.progress;
+  std::string &journal_path = cl.journal_path, &until = cl.until, &io_class = cl.io_class, &storage = cl.storage;
+  std::string& link = cl.link;
+  std::vector<std::string>& relax = cl.relax;
+  bool &quiet = cl.quiet, &json = cl.json, &no_journal = cl.no_journal;
+  uint64_t& deadline_s = cl.deadline_s;
   app.footer(cli::ExitCodesHelp());
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   o.prefetch = prefetch == "on";
@@ -149,6 +131,8 @@ int main(int argc, char** argv) {
   if (Status v = ValidatePlan(*pinned); !v.ok()) return cli::Fail("oans-apply", v);
   auto plan = PlanReader::Open(*pinned);
   if (!plan.ok()) return cli::Fail("oans-apply", plan.status());
+  // A filesystem that cannot share data as asked is told once, before any work.
+  if (Status can = CheckPlanCanShare((*plan)->header(), link == "hard"); !can.ok()) return cli::Fail("oans-apply", can);
   std::unique_ptr<Journal> journal;
   if (!no_journal && !o.dry_run && (!from_stdin || !journal_path.empty())) {
     if (journal_path.empty()) journal_path = plan_name + ".journal";
@@ -181,35 +165,10 @@ int main(int argc, char** argv) {
                    FormatSize(s.bytes_deduped).c_str());
     return cli::Fail("oans-apply", st);
   }
+  const Json summary = SummaryJson(s, o.dry_run);
+  cli::WriteSummaryFile("oans-apply", cl.summary_file, summary);
   if (json) {
-    Json reasons = Json::object(), not_rewritten = Json::object();
-    for (auto& [k, v] : s.not_rewritten) not_rewritten[ToValidUtf8(k)] = v;
-    for (auto& [k, v] : s.skipped) {
-      Json& slot = reasons[ToValidUtf8(k)];
-      slot = (slot.is_null() ? 0 : slot.get<uint64_t>()) + v;
-    }
-    PrintJsonLine(stdout, Json{{"rounds", s.rounds},
-                               {"rounds_done", s.rounds_done},
-                               {"rounds_from_journal", s.rounds_from_journal},
-                               {"rounds_to_retry", s.rounds_to_retry},
-                               {"operations", s.ops},
-                               {"bytes_planned", s.bytes_planned},
-                               {"bytes_deduped", s.bytes_deduped},
-                               {"bytes_rewritten", s.bytes_rewritten},
-                               {"files_linked", s.files_linked},
-                               {"bytes_linked", s.bytes_linked},
-                               {"bytes_prefetched", s.bytes_prefetched},
-                               {"bytes_skipped", s.bytes_skipped()},
-                               {"skipped", std::move(reasons)},
-                               {"not_rewritten", std::move(not_rewritten)},
-                               {"files_checked", s.files_checked},
-                               {"open_ahead", s.open_ahead},
-                               {"tree_ahead_bytes", s.tree_ahead_bytes},
-                               {"commits", s.commits},
-                               {"files_changed", s.files_mismatch},
-                               {"errors", s.errors},
-                               {"interrupted", s.interrupted},
-                               {"dry_run", o.dry_run}});
+    PrintJsonLine(stdout, summary);
   } else if (!quiet || s.bytes_skipped() || s.interrupted) {
     // Hardlink mode shares by linking: its figures are files linked and the bytes their
     // replaced copies held.

@@ -32,7 +32,8 @@ void OnSignal(int) {
 std::string ExitCodesHelp() {
   return "Exit codes: 0 done; 1 done with some files skipped or failed (see the summary);\n"
          "            2 error (bad options or input, I/O error); 3 stopped early (signal or\n"
-         "            deadline), run again to continue; 130 killed by a second signal.";
+         "            deadline), run again to continue; 4 another oans run holds the state\n"
+         "            directory (oans run and apply; nothing done); 130 killed by a second signal.";
 }
 
 CLI::Option* AddSize(CLI::App& app, const std::string& name, uint64_t* out, const std::string& desc) {
@@ -166,6 +167,10 @@ int Fail(const std::string& tool, const std::string& message) {
 std::vector<std::string> Argv(int argc, char** argv) { return std::vector<std::string>(argv, argv + argc); }
 
 int Parse(CLI::App& app, int argc, char** argv) {
+  // An option given again takes its last value (lists add up), as GNU tools do: what
+  // oans run passes after the stored options overrides them.
+  for (CLI::Option* o : app.get_options([](CLI::Option* o) { return o->nonpositional(); }))
+    if (o->get_multi_option_policy() == CLI::MultiOptionPolicy::Throw) o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -20,6 +20,7 @@ enum ExitCode : int {
   kPartial = 1,   // done, but some files were skipped or failed (see the summary)
   kFailure = 2,   // nothing or not all could be done: bad input, bad options, I/O error
   kStopped = 3,   // stopped early by a signal or deadline; re-run to continue
+  kBusy = 4,      // oans run/apply: another run holds the state directory's lock; nothing done
 };
 
 // Documentation of the exit codes for --help footers.
@@ -40,6 +41,7 @@ int Fail(const std::string& tool, const std::string& message);
 std::vector<std::string> Argv(int argc, char** argv);
 
 // Runs app.parse and maps errors/--help/--version to an exit code; returns -1 to go on.
+// An option with one value given more than once takes the last.
 int Parse(CLI::App& app, int argc, char** argv);
 
 // Adds an option whose value is a duration ("90s", "30m", "2h").

@@ -47,6 +47,17 @@ void ProgressRenderer::Finish() {
     std::fputc('\n', stderr);
     line_open_ = false;
   }
+  if (counted_) return;
+  counted_ = true;
+  for (const auto& [reason, n] : files_by_reason_)
+    if (n > kShownPerReason)
+      Notice2(std::to_string(n - kShownPerReason) + " more file" + (n - kShownPerReason > 1 ? "s" : "") + ": " +
+              reason);
+}
+
+void ProgressRenderer::FileNotice(const std::string& path, const std::string& reason) {
+  if (quiet_ || !file_reasons_seen_.insert(std::hash<std::string>{}(reason + '\0' + path)).second) return;
+  if (++files_by_reason_[reason] <= kShownPerReason) Notice(path + ": " + reason);
 }
 
 void ProgressRenderer::Progress(const ProgressSnapshot& s) {

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <string>
+#include <unordered_set>
 
 #include "lib/base/observer.h"
 
@@ -23,7 +25,12 @@ class ProgressRenderer : public Observer {
   ~ProgressRenderer() override;
   void Progress(const ProgressSnapshot& s) override;
   void Notice(const std::string& message) override;
-  // Ends the progress line before a summary is printed.
+  // The first kShownPerReason files of each reason are printed; the others are counted,
+  // and Finish prints one line per reason saying how many more there were.
+  void FileNotice(const std::string& path, const std::string& reason) override;
+  static constexpr uint64_t kShownPerReason = 3;
+  // Ends the progress line before a summary is printed (and, once, the counts of files
+  // not shown).
   void Finish();
   bool json() const { return mode_ == ProgressMode::kJson; }
   // Time since the tool started, for its summary ("12.3s", "4m05s").
@@ -37,6 +44,9 @@ class ProgressRenderer : public Observer {
   bool quiet_;
   bool line_open_ = false;
   int notices_ = 0;
+  std::map<std::string, uint64_t> files_by_reason_;
+  std::unordered_set<uint64_t> file_reasons_seen_;  // hashes of (reason, path): a file counts once
+  bool counted_ = false;  // Finish printed the counts
   std::chrono::steady_clock::time_point start_;  // of the current phase
   std::chrono::steady_clock::time_point run_start_;
   std::string phase_;

@@ -1,5 +1,12 @@
 #include "tools/common/summary.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
 namespace oans::cli {
 
 std::string WrapSummary(const std::string& head, const std::vector<std::string>& parts, size_t width) {
@@ -31,6 +38,22 @@ std::vector<std::string> Skipped(const std::vector<std::string>& parts) {
 
 std::string Counted(unsigned long long n, const std::string& what) {
   return n ? std::to_string(n) + " " + what : "";
+}
+
+CLI::Option* AddSummaryFile(CLI::App& app, std::string* path) {
+  return app.add_option("--summary-file", *path,
+                        "Also write the summary as one JSON line (the fields of --json) to FILE")
+      ->type_name("FILE");
+}
+
+void WriteSummaryFile(const std::string& tool, const std::string& path, const Json& summary) {
+  if (path.empty()) return;
+  const std::string line = JsonLine(summary) + "\n";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  bool ok = fd >= 0 && ::write(fd, line.data(), line.size()) == ssize_t(line.size());
+  const int err = errno;
+  if (fd >= 0 && ::close(fd) != 0) ok = false;
+  if (!ok) std::fprintf(stderr, "%s: writing the summary to %s: %s\n", tool.c_str(), path.c_str(), std::strerror(err));
 }
 
 }  // namespace oans::cli

@@ -2,8 +2,12 @@
 // wrapped into indented lines of at most 80 columns (a part longer than that stands alone).
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include <string>
 #include <vector>
+
+#include "lib/base/json.h"
 
 namespace oans::cli {
 
@@ -19,5 +23,12 @@ std::vector<std::string> Skipped(const std::vector<std::string>& parts);
 
 // "12 errors" for a count, "" for 0 (left out by WrapSummary).
 std::string Counted(unsigned long long n, const std::string& what);
+
+// Adds --summary-file FILE: the summary is also written to FILE as one JSON line (what
+// --json prints), whatever else is printed; oans run keeps it in its record of the night.
+CLI::Option* AddSummaryFile(CLI::App& app, std::string* path);
+// Writes summary to path, created or replaced, never through a symlink. A failure is
+// told on stderr and does not change the exit code.
+void WriteSummaryFile(const std::string& tool, const std::string& path, const Json& summary);
 
 }  // namespace oans::cli

@@ -12,10 +12,14 @@
 
 #include "lib/base/units.h"
 #include "lib/base/version.h"
+#include "lib/base/json.h"
+#include "lib/run/record.h"
 #include "lib/run/run.h"
 #include "lib/run/spawn.h"
 #include "lib/run/state_dir.h"
+#include "tools/apply/options.h"
 #include "tools/common/cli.h"
+#include "tools/common/summary.h"
 
 using namespace oans;
 
@@ -30,12 +34,13 @@ const char* kUsage =
     "Commands:\n"
     "  run [ROOT...]   scan (reusing the previous generation), plan and apply, keeping\n"
     "                  generations in a state directory; without ROOT, replay the last roots\n"
+    "  status [ROOT...]  the last generations of oans run and a run in progress\n"
     "  scan ROOT...    walk trees and write an extent index            (oans-scan)\n"
     "  plan [INDEX...] find duplicate data not yet shared, write a plan (oans-plan)\n"
     "  apply PLAN      execute a dedupe plan with FIDEDUPERANGE         (oans-apply)\n"
-    "  apply [OPTION=VALUE...]  without PLAN: the newest plan of oans run, under its lock,\n"
-    "                  with its stored apply options (state directory as for oans run;\n"
-    "                  $OANS_STATE_DIR chooses one)\n"
+    "  apply [OPTION...]  without PLAN: the newest plan of oans run, under its lock, with\n"
+    "                  its stored apply options, then those given (state directory as for\n"
+    "                  oans run; --state-dir DIR or $OANS_STATE_DIR chooses one)\n"
     "  cat FILE        print an index or a plan as JSON lines           (oans-cat)\n"
     "  diff OLD NEW    list what changed between two indexes            (oans-diff)\n"
     "\n"
@@ -48,16 +53,18 @@ const char* kUsage =
     "  oans scan /srv/data | oans plan --stats > plan.capnp\n"
     "  oans plan --format dirs --top 20 data.idx   where the duplicates are\n"
     "  oans apply --until 06:00 plan.capnp     apply until 06:00, resume next time\n"
-    "  oans apply --until=06:00                the newest plan of oans run --plan-only\n"
+    "  oans apply --until 06:00                the newest plan of oans run --plan-only\n"
+    "  oans run --show-config                  the roots and options oans run stored\n"
+    "  oans status                             what the last nights did, and a run going on\n"
     "\n";
 
-// Runs oans-TOOL from this program's directory with the remaining arguments.
-int ExecTool(const std::string& tool, int argc, char** argv) {
+// Runs oans-TOOL from this program's directory with argv[first...].
+int ExecTool(const std::string& tool, int argc, char** argv, int first) {
   auto dir = ExecutableDir();
   if (!dir.ok()) return cli::Fail("oans", dir.status());
   std::string path = *dir + "/oans-" + tool, name = "oans-" + tool;
   std::vector<char*> args = {name.data()};
-  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  for (int i = first; i < argc; ++i) args.push_back(argv[i]);
   args.push_back(nullptr);
   ::execv(path.c_str(), args.data());
   return cli::Fail("oans", Status::Io("running " + path + " (it is installed beside oans)", errno));
@@ -74,106 +81,301 @@ void PrintOutcome(const RunOutcome& out, bool quiet) {
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
-int RunMain(int argc, char** argv) {
-  CLI::App app{
-      "One generation of the nightly job: scan ROOT... (reusing the previous generation's index),\n"
-      "plan, and apply, keeping generations in a state directory (default /var/lib/oans/NAME, one\n"
-      "per set of roots; $OANS_STATE_BASE replaces /var/lib/oans). Without ROOT, the roots and\n"
-      "options stored by the last run with ROOT are replayed. The newest --keep generations are\n"
-      "kept; older ones are removed once a new one is complete. Two runs on one state directory\n"
-      "never overlap: the second is refused. The state directory must be owned by this user,\n"
-      "writable by no one else, and on neither tmpfs nor a filesystem being deduped.\n"
-      "Examples:\n"
-      "  oans run /srv/data /home                  scan, plan and apply both trees\n"
-      "  oans run                                  the same again, replaying roots and options\n"
-      "  oans run --plan-only /srv/data            plan only; apply the printed plan later with\n"
-      "                                            oans apply --until 06:00 PLAN\n"
-      "  oans run --exclude '*.tmp' --max-rate 200M --until 06:00 /srv/data\n"
-      "  oans run --apply-option=--link=hard /srv/ext4data   hardlinks on ext4\n"
-      "  oans run --state-dir /var/lib/oans/media /srv/media",
-      "oans run"};
-  app.set_version_flag("--version", ToolVersionString("oans-run"));
-  RunRequest req;
-  RunConfig& c = req.config;
-  std::string progress;
+// Prints a run's outcome and gives its exit code; a run refused before its first step
+// (an error, or the lock held by another run) is one error line.
+int Finish(const std::string& tool, const RunOutcome& out, bool refused, bool quiet) {
+  if (refused && (out.exit_code == cli::kFailure || out.exit_code == cli::kBusy)) {
+    cli::Fail(tool, out.message);
+    return out.exit_code;
+  }
+  PrintOutcome(out, quiet);
+  return out.exit_code;
+}
+
+// Fills the request's state base from $OANS_STATE_BASE and its tool directory.
+Status LocateTools(RunRequest* req) {
+  if (const char* base = std::getenv("OANS_STATE_BASE"); base && *base) req->state_base = base;
+  auto dir = ExecutableDir();
+  if (!dir.ok()) return dir.status();
+  req->tool_dir = *dir;
+  return Status::Ok();
+}
+
+// The options of oans run that are not a RunRequest field.
+struct RunArgs {
   std::vector<std::string> excludes, scan_options;
-  uint64_t max_rate = 0, size_value = 0, deadline = 0;
-  std::string until, io_class;
-  bool quiet = false;
-  app.add_option("roots", req.roots, "Directories to dedupe (none: the stored ones)")->type_name("ROOT");
-  app.add_option("--state-dir", req.state_dir, "State directory (default /var/lib/oans/NAME for these roots)")
-      ->type_name("DIR");
-  std::vector<CLI::Option*> stored = {
+  uint64_t max_rate = 0, min_size = 0, deadline = 0;
+  std::string until, io_class, link, progress;
+  bool quiet = false, show_config = false;
+  std::vector<CLI::Option*> given;  // every option but --state-dir, to refuse with --show-config
+};
+
+const char* kStoredGroup = "Stored with ROOT (without ROOT: for this run only, after the stored ones)";
+const char* kPerRunGroup = "For this run only (never stored)";
+
+// The options stored with the roots.
+void AddStoredOptions(CLI::App& app, RunRequest* req, RunArgs* a) {
+  RunConfig& c = req->config;
+  a->given = {
       app.add_option("--keep", c.keep, "Generations to keep (default 3)")->check(CLI::Range(1, 9999)),
-      app.add_flag("--plan-only", c.plan_only, "Scan and plan, do not apply (oans apply PLAN later)"),
-      app.add_option("--exclude", excludes, "oans-scan --exclude GLOB; repeatable")->type_name("GLOB")
+      app.add_option("--exclude", a->excludes, "oans-scan --exclude GLOB; repeatable")->type_name("GLOB")
           ->allow_extra_args(false),
-      cli::AddSize(app, "--min-size", &size_value, "oans-scan --min-size: skip files smaller than SIZE"),
-      cli::AddSize(app, "--max-rate", &max_rate, "oans-apply --max-rate: limit reads to RATE bytes per second"),
-      app.add_option("--until", until, "oans-apply --until HH:MM: stop cleanly after the round at HH:MM")
-          ->type_name("HH:MM"),
-      cli::AddDuration(app, "--deadline", &deadline, "oans-apply --deadline: stop cleanly after DURATION"),
-      app.add_option("--io-class", io_class, "oans-apply --io-class: best-effort or idle")
+      cli::AddSize(app, "--min-size", &a->min_size, "oans-scan --min-size: skip files smaller than SIZE"),
+      cli::AddSize(app, "--max-rate", &a->max_rate, "oans-apply --max-rate: limit reads to RATE bytes per second"),
+      app.add_option("--io-class", a->io_class, "oans-apply --io-class: best-effort or idle")
           ->check(CLI::IsMember({"best-effort", "idle"})),
-      app.add_option("--scan-option", scan_options, "Any other argument for oans-scan; repeatable")->type_name("ARG")
+      app.add_option("--link", a->link, "oans-apply --link: reflink (default) or hard (hardlinks, for ext4)")
+          ->check(CLI::IsMember({"reflink", "hard"})),
+      app.add_option("--scan-option", a->scan_options, "Any other argument for oans-scan; repeatable")->type_name("ARG")
           ->allow_extra_args(false),
       app.add_option("--plan-option", c.plan_args, "An argument for oans-plan; repeatable")->type_name("ARG")
           ->allow_extra_args(false),
       app.add_option("--apply-option", c.apply_args, "An argument for oans-apply; repeatable")->type_name("ARG")
           ->allow_extra_args(false),
   };
-  app.add_option("--progress", progress, "Progress of each tool on stderr: auto, tty, json or none (not stored)")
-      ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
-  app.add_flag("-q,--quiet", quiet, "Print only errors (not stored)");
+  for (auto* o : a->given) o->group(kStoredGroup);
+}
+
+// The options of one run, never stored.
+void AddPerRunOptions(CLI::App& app, RunRequest* req, RunArgs* a) {
+  const std::vector<CLI::Option*> per_run = {
+      app.add_flag("--plan-only", req->plan_only, "Scan and plan, do not apply (oans apply PLAN later)"),
+      app.add_option("--until", a->until, "oans-apply --until HH:MM: stop cleanly after the round at HH:MM")
+          ->type_name("HH:MM"),
+      cli::AddDuration(app, "--deadline", &a->deadline, "oans-apply --deadline: stop cleanly after DURATION"),
+      app.add_option("--progress", a->progress, "Progress of each tool on stderr: auto, tty, json or none")
+          ->check(CLI::IsMember({"auto", "tty", "json", "none"})),
+      app.add_flag("-q,--quiet", a->quiet, "Print only errors"),
+  };
+  for (auto* o : per_run) o->group(kPerRunGroup);
+  a->given.insert(a->given.end(), per_run.begin(), per_run.end());
+  app.add_flag("--show-config", a->show_config,
+               "Print the roots and options stored in the state directory (of ROOT..., --state-dir, or the one "
+               "there is) and do nothing else");
+}
+
+// The parsed options into the request; an error for what cannot be run.
+Status Settle(const RunArgs& a, RunRequest* req) {
+  RunConfig& c = req->config;
+  for (const auto& arg : c.apply_args)
+    if (IsPerRunApplyOption(arg))
+      return Status::Invalid("--apply-option=" + arg + ": give " + arg.substr(0, arg.find('=')) +
+                             " to oans run itself; it applies to this run only and is never stored");
+  if (!a.until.empty()) {
+    auto secs = cli::SecondsUntil(a.until);  // refused now rather than after the scan
+    if (!secs.ok()) return secs.status().Prepend("--until");
+    req->extra_apply_args.insert(req->extra_apply_args.end(), {"--until", a.until});
+  }
+  if (a.deadline) req->extra_apply_args.insert(req->extra_apply_args.end(), {"--deadline", std::to_string(a.deadline) + "s"});
+  for (const auto& e : a.excludes) c.scan_args.insert(c.scan_args.end(), {"--exclude", e});
+  c.scan_args.insert(c.scan_args.end(), a.scan_options.begin(), a.scan_options.end());
+  if (a.min_size) c.scan_args.insert(c.scan_args.end(), {"--min-size", std::to_string(a.min_size)});
+  if (a.max_rate) c.apply_args.insert(c.apply_args.end(), {"--max-rate", std::to_string(a.max_rate)});
+  if (!a.io_class.empty()) c.apply_args.insert(c.apply_args.end(), {"--io-class", a.io_class});
+  if (!a.link.empty()) c.apply_args.insert(c.apply_args.end(), {"--link", a.link});
+  if (a.quiet) req->per_run_args.push_back("--quiet");
+  if (!a.progress.empty()) req->per_run_args.push_back("--progress=" + a.progress);
+  return LocateTools(req);
+}
+
+const char* kRunHelp =
+    "One generation of the nightly job: scan ROOT... (reusing the previous generation's index),\n"
+    "plan, and apply, keeping generations in a state directory (default /var/lib/oans/NAME, one\n"
+    "per set of roots; $OANS_STATE_BASE replaces /var/lib/oans). Given with ROOT, the options\n"
+    "of the first group below are stored with the roots (replacing what was stored); without\n"
+    "ROOT, the stored roots and options are replayed, and options given apply to this run only,\n"
+    "after the stored ones: an option's last value counts, lists such as --exclude add up.\n"
+    "The options of the second group are never stored. The newest --keep generations are\n"
+    "kept; older ones are removed once a new one is complete. Two runs on one state directory\n"
+    "never overlap: the second is refused (exit 4). The state directory must be owned by this\n"
+    "user, writable by no one else, and on neither tmpfs nor a filesystem being deduped. Roots\n"
+    "on a filesystem that cannot share data (ext4, tmpfs, XFS without reflink) are refused\n"
+    "before the scan unless --link=hard is stored or given.\n"
+    "Examples:\n"
+    "  oans run /srv/data /home                  scan, plan and apply both trees\n"
+    "  oans run                                  the same again, replaying roots and options\n"
+    "  oans run --max-rate 100M                  the same, reading at most 100 MB/s this time\n"
+    "  oans run --show-config                    what is stored\n"
+    "  oans run --plan-only /srv/data            plan only; apply the printed plan later with\n"
+    "                                            oans apply --until 06:00 PLAN\n"
+    "  oans run --exclude '*.tmp' --max-rate 200M --until 06:00 /srv/data\n"
+    "  oans run --link=hard /srv/ext4data        hardlinks on ext4\n"
+    "  oans run --state-dir /var/lib/oans/media /srv/media";
+
+int RunMain(int argc, char** argv) {
+  CLI::App app{kRunHelp, "oans run"};
+  app.set_version_flag("--version", ToolVersionString("oans-run"));
+  RunRequest req;
+  RunArgs a;
+  app.add_option("roots", req.roots, "Directories to dedupe (none: the stored ones)")->type_name("ROOT");
+  app.add_option("--state-dir", req.state_dir, "State directory (default /var/lib/oans/NAME for these roots)")
+      ->type_name("DIR");
+  AddStoredOptions(app, &req, &a);
+  AddPerRunOptions(app, &req, &a);
   app.footer(cli::ExitCodesHelp());
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
-  if (req.roots.empty())
-    for (auto* o : stored)
-      if (o->count() > 0)
-        return cli::Fail("oans run", o->get_name() + " is stored with the roots: give ROOT... with it to change them");
-  for (const auto& e : excludes) c.scan_args.insert(c.scan_args.end(), {"--exclude", e});
-  c.scan_args.insert(c.scan_args.end(), scan_options.begin(), scan_options.end());
-  if (size_value) c.scan_args.insert(c.scan_args.end(), {"--min-size", std::to_string(size_value)});
-  if (max_rate) c.apply_args.insert(c.apply_args.end(), {"--max-rate", std::to_string(max_rate)});
-  if (!until.empty()) c.apply_args.insert(c.apply_args.end(), {"--until", until});
-  if (deadline) c.apply_args.insert(c.apply_args.end(), {"--deadline", std::to_string(deadline) + "s"});
-  if (!io_class.empty()) c.apply_args.insert(c.apply_args.end(), {"--io-class", io_class});
-  if (quiet) req.per_run_args.push_back("--quiet");
-  if (!progress.empty()) req.per_run_args.push_back("--progress=" + progress);
-  if (const char* base = std::getenv("OANS_STATE_BASE"); base && *base) req.state_base = base;
-  auto dir = ExecutableDir();
-  if (!dir.ok()) return cli::Fail("oans run", dir.status());
-  req.tool_dir = *dir;
-
-  RunOutcome out = RunGeneration(req);
-  if (out.exit_code == cli::kFailure && out.generation == 0) return cli::Fail("oans run", out.message);
-  PrintOutcome(out, quiet);
-  return out.exit_code;
-}
-
-// `oans apply` with options only (no PLAN, no --help/--version): the newest plan of oans run.
-bool ApplyNewestRequested(int argc, char** argv) {
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.empty() || a[0] != '-' || a == "-" || a == "--" || a == "--help" || a == "-h" || a == "--version")
-      return false;
+  req.keep_given = app.get_option("--keep")->count() > 0;
+  if (a.show_config) {
+    for (auto* o : a.given)
+      if (o->count() > 0) return cli::Fail("oans run", "--show-config takes no " + o->get_name() + "; only ROOT... or --state-dir");
+    if (Status s = LocateTools(&req); !s.ok()) return cli::Fail("oans run", s);
+    auto text = ShowRunConfig(req);
+    if (!text.ok()) return cli::Fail("oans run", text.status());
+    std::fputs(text->c_str(), stdout);
+    return cli::kOk;
   }
-  return true;
+  if (Status s = Settle(a, &req); !s.ok()) return cli::Fail("oans run", s);
+  req.note = [quiet = a.quiet](const std::string& n) {
+    if (!quiet) std::fprintf(stderr, "oans run: note: %s\n", n.c_str());
+  };
+  RunOutcome out = RunGeneration(req);
+  return Finish("oans run", out, out.generation == 0, a.quiet);
 }
 
-int ApplyNewestMain(int argc, char** argv) {
+// Runs oans-TOOL from this program's directory with these arguments.
+int ExecToolArgs(const std::string& tool, const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  return ExecTool(tool, int(args.size()) - 1, args.data(), 1);
+}
+
+// `oans apply ARGS`: oans-apply's options (and --state-dir); with a PLAN, oans-apply
+// itself; without, the newest plan of oans run, under its lock, with the stored apply
+// options followed by those given.
+int ApplyMain(int argc, char** argv) {
+  std::vector<std::string> args(argv + 2, argv + argc), passed = {"oans apply"};
+  std::string state_dir;
+  for (const auto& a : args)
+    if (a == "--") break;
+    else if (a == "--help" || a == "-h" || a == "--version") return ExecTool("apply", argc, argv, 2);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      passed.insert(passed.end(), args.begin() + long(i), args.end());
+      break;
+    }
+    if (args[i] == "--state-dir" && i + 1 < args.size()) state_dir = args[++i];
+    else if (args[i].rfind("--state-dir=", 0) == 0) state_dir = args[i].substr(12);
+    else passed.push_back(args[i]);
+  }
+  CLI::App app{"", "oans apply"};
+  cli::ApplyCommandLine cl;
+  cli::AddApplyOptions(app, &cl);
+  app.get_option("plan")->required(false);
+  std::vector<char*> cargs;
+  for (auto& p : passed) cargs.push_back(p.data());
+  if (int rc = cli::Parse(app, int(cargs.size()), cargs.data()); rc >= 0) return rc;
+  if (!cl.plan_path.empty()) {
+    if (!state_dir.empty())
+      return cli::Fail("oans apply", "--state-dir chooses the newest plan of oans run when no PLAN is given; "
+                                     "give PLAN or --state-dir, not both");
+    passed[0] = "oans-apply";
+    return ExecToolArgs("apply", passed);
+  }
   RunRequest req;
   req.apply_newest = true;
-  for (int i = 2; i < argc; ++i) req.extra_apply_args.push_back(argv[i]);
-  if (const char* base = std::getenv("OANS_STATE_BASE"); base && *base) req.state_base = base;
+  req.extra_apply_args.assign(passed.begin() + 1, passed.end());
   if (const char* dir = std::getenv("OANS_STATE_DIR"); dir && *dir) req.state_dir = dir;
-  auto dir = ExecutableDir();
-  if (!dir.ok()) return cli::Fail("oans apply", dir.status());
-  req.tool_dir = *dir;
+  if (!state_dir.empty()) req.state_dir = state_dir;
+  if (Status s = LocateTools(&req); !s.ok()) return cli::Fail("oans apply", s);
   RunOutcome out = RunGeneration(req);
-  if (out.exit_code == cli::kFailure && !out.applied && out.plan.empty()) return cli::Fail("oans apply", out.message);
-  PrintOutcome(out, true);
-  return out.exit_code;
+  return Finish("oans apply", out, !out.applied && out.plan.empty(), true);
+}
+
+// "2026-12-02 01:30:05" from a record's time, "?" when there is none.
+std::string ShortTime(const Json& t) {
+  if (!t.is_string()) return "?";
+  std::string s = t.get<std::string>();
+  if (s.size() >= 19) s = s.substr(0, 10) + " " + s.substr(11, 8);
+  return s;
+}
+
+uint64_t Bytes(const Json& record, const char* key) {
+  return record.contains(key) && record[key].is_number_unsigned() ? record[key].get<uint64_t>() : 0;
+}
+
+// One generation's record in a few lines: when, the exit code, each step, the totals.
+void PrintRecord(const Json& g, const Json& running) {
+  std::string line = "  generation " + std::to_string(g.value("generation", 0ull)) + ": " + ShortTime(g["started"]);
+  const bool live = running.is_object() && running.value("generation", Json()) == g["generation"];
+  if (g["ended"].is_string()) line += " to " + ShortTime(g["ended"]).substr(11) + ", exit " + g["exit_code"].dump();
+  else line += live ? ", running" : ", did not finish (killed?)";
+  std::string steps;
+  for (const auto& s : g["steps"]) {
+    steps += (steps.empty() ? "" : ", ") + s.value("tool", std::string("?"));
+    if (s["seconds"].is_number()) steps += " " + FormatDuration(s["seconds"].get<double>());
+    if (s["exit_code"].is_number()) steps += " (exit " + s["exit_code"].dump() + ")";
+  }
+  std::printf("%s%s%s\n", line.c_str(), steps.empty() ? "" : ": ", steps.c_str());
+  std::vector<std::string> parts;
+  if (g.contains("files_scanned"))
+    parts.push_back(std::to_string(Bytes(g, "files_scanned")) + " files scanned, " +
+                    std::to_string(Bytes(g, "files_read")) + " read");
+  if (g.contains("bytes_planned")) parts.push_back("planned " + FormatSize(Bytes(g, "bytes_planned")));
+  if (g.contains("bytes_deduped")) parts.push_back("deduped " + FormatSize(Bytes(g, "bytes_deduped")));
+  if (Bytes(g, "bytes_linked")) parts.push_back("hardlinked " + FormatSize(Bytes(g, "bytes_linked")));
+  if (g.contains("skipped"))
+    for (const auto& [reason, bytes] : g["skipped"].items())
+      parts.push_back("skipped " + FormatSize(bytes.get<uint64_t>()) + ": " + reason);
+  std::string lines = parts.empty() ? "" : "  " + cli::WrapSummary("", parts, 78);  // indented under the line above
+  for (size_t at = lines.find('\n'); at != std::string::npos && at + 1 < lines.size(); at = lines.find('\n', at + 3))
+    lines.insert(at + 1, "  ");
+  std::fputs(lines.c_str(), stdout);
+  if (g.value("message", std::string()) != "") std::printf("    %s\n", g["message"].get<std::string>().c_str());
+}
+
+// A state directory's status for people.
+void PrintStatus(const Json& s) {
+  std::string roots;
+  for (const auto& r : s["roots"]) roots += " " + r.get<std::string>();
+  std::printf("%s:%s\n", s["state_dir"].get<std::string>().c_str(), roots.c_str());
+  const Json& running = s["running"];
+  if (running.is_object())
+    std::printf("  running: pid %s, %s%s\n", running["pid"].dump().c_str(),
+                running["phase"].is_string() ? running["phase"].get<std::string>().c_str() : "?",
+                running.contains("started") ? (" since " + ShortTime(running["started"])).c_str() : "");
+  if (s["generations"].empty()) std::printf("  no generation recorded yet\n");
+  for (const auto& g : s["generations"]) PrintRecord(g, running);
+}
+
+// `oans status`: the last generations of each state directory, and a run in progress.
+int StatusMain(int argc, char** argv) {
+  CLI::App app{"The last generations of oans run (when each ran, how long each step took and its exit code,\n"
+               "files scanned and read, bytes planned, deduped and skipped by reason) and a run in\n"
+               "progress (its pid and step), for the state directory of ROOT..., --state-dir DIR, or every\n"
+               "one under /var/lib/oans ($OANS_STATE_BASE). --json: one JSON object per state directory\n"
+               "(docs/format.md, \"Run records\").",
+               "oans status"};
+  app.set_version_flag("--version", ToolVersionString("oans-status"));
+  RunRequest req;
+  size_t last = 3;
+  bool json = false;
+  app.add_option("roots", req.roots, "The roots of a state directory")->type_name("ROOT");
+  app.add_option("--state-dir", req.state_dir, "State directory")->type_name("DIR");
+  app.add_option("--last", last, "Generations shown per state directory (default 3)")->check(CLI::Range(1, 9999));
+  app.add_flag("--json", json, "One JSON object per state directory on stdout");
+  app.footer(cli::ExitCodesHelp());
+  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+  if (Status s = LocateTools(&req); !s.ok()) return cli::Fail("oans status", s);
+  std::vector<std::string> dirs;
+  if (!req.roots.empty() || !req.state_dir.empty()) {
+    auto roots = req.roots.empty() ? Result<std::vector<std::string>>(std::vector<std::string>{})
+                                   : CanonicalRoots(req.roots);
+    if (!roots.ok()) return cli::Fail("oans status", roots.status());
+    auto dir = ChooseStateDir(req, *roots);
+    if (!dir.ok()) return cli::Fail("oans status", dir.status());
+    dirs.push_back(*dir);
+  } else {
+    dirs = StoredStateDirs(req.state_base);
+    if (dirs.empty() && !json) std::printf("no state directory of oans run under %s yet\n", req.state_base.c_str());
+  }
+  for (const auto& d : dirs) {
+    auto s = StatusOf(d, last);
+    if (!s.ok()) return cli::Fail("oans status", s.status());
+    if (json) PrintJsonLine(stdout, *s);
+    else PrintStatus(*s);
+  }
+  return cli::kOk;
 }
 
 }  // namespace
@@ -190,10 +392,11 @@ int main(int argc, char** argv) {
     std::printf("%s\n", ToolVersionString("oans").c_str());
     return cli::kOk;
   }
-  if (!std::strcmp(argv[1], "apply") && ApplyNewestRequested(argc, argv)) return ApplyNewestMain(argc, argv);
+  if (!std::strcmp(argv[1], "apply")) return ApplyMain(argc, argv);
   for (const char* t : kTools)
-    if (!std::strcmp(argv[1], t)) return ExecTool(t, argc, argv);
+    if (!std::strcmp(argv[1], t)) return ExecTool(t, argc, argv, 2);
   if (!std::strcmp(argv[1], "run")) return RunMain(argc - 1, argv + 1);
+  if (!std::strcmp(argv[1], "status")) return StatusMain(argc - 1, argv + 1);
   return cli::Fail("oans", std::string("unknown command \"") + argv[1] +
-                               "\"; the commands are run, scan, plan, apply, cat and diff (oans --help)");
+                               "\"; the commands are run, status, scan, plan, apply, cat and diff (oans --help)");
 }

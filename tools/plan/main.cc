@@ -178,6 +178,8 @@ int main(int argc, char** argv) {
       ->type_name("N");
   app.add_flag("--stats", stats_flag, "Print groups, duplicate, shared and reclaimable bytes on stderr");
   app.add_flag("--json", json, "Print the statistics as JSON on stderr (implies --stats)");
+  std::string summary_file;
+  cli::AddSummaryFile(app, &summary_file);
   app.add_option("--progress", progress, "Progress on stderr: auto, tty, json or none")
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
   app.add_flag("-q,--quiet", quiet, "Print only errors");
@@ -263,26 +265,28 @@ int main(int argc, char** argv) {
     if (!st.ok()) return cli::Fail("oans-plan", st);
     if (Status c = (*out)->Commit(); !c.ok()) return cli::Fail("oans-plan", c);
   }
+  const Json summary = Json{{"files", s.files},
+                            {"filesystems", s.filesystems},
+                            {"groups", s.whole_groups + s.block_groups},
+                            {"whole_file_groups", s.whole_groups},
+                            {"block_groups", s.block_groups},
+                            {"duplicate_bytes", s.duplicate_bytes},
+                            {"shared_bytes", s.shared_bytes},
+                            {"partial_bytes", s.partial_bytes},
+                            {"partial_left_bytes", s.partial_left_bytes},
+                            {"rewrite_bytes", s.rewrite_bytes},
+                            {"planned_bytes", s.planned_bytes},
+                            {"unchanged_since", s.unchanged_since},
+                            {"since_listed", s.since_listed},
+                            {"since_left_out", s.since_left_out},
+                            {"operations", s.ops},
+                            {"rounds", s.rounds},
+                            {"operations_alongside", s.ops_alongside},
+                            {"skipped_errors", s.skipped_errors},
+                            {"skipped_inline", s.skipped_inline}};
+  cli::WriteSummaryFile("oans-plan", summary_file, summary);
   if (json) {
-    PrintJsonLine(stderr, Json{{"files", s.files},
-                               {"filesystems", s.filesystems},
-                               {"groups", s.whole_groups + s.block_groups},
-                               {"whole_file_groups", s.whole_groups},
-                               {"block_groups", s.block_groups},
-                               {"duplicate_bytes", s.duplicate_bytes},
-                               {"shared_bytes", s.shared_bytes},
-                               {"partial_bytes", s.partial_bytes},
-                               {"partial_left_bytes", s.partial_left_bytes},
-                               {"rewrite_bytes", s.rewrite_bytes},
-                               {"planned_bytes", s.planned_bytes},
-                               {"unchanged_since", s.unchanged_since},
-                               {"since_listed", s.since_listed},
-                               {"since_left_out", s.since_left_out},
-                               {"operations", s.ops},
-                               {"rounds", s.rounds},
-                               {"operations_alongside", s.ops_alongside},
-                               {"skipped_errors", s.skipped_errors},
-                               {"skipped_inline", s.skipped_inline}});
+    PrintJsonLine(stderr, summary);
   } else if (stats_flag) {
     std::fprintf(stderr,
                  "oans-plan: %llu files on %llu filesystem(s) in %s\n"

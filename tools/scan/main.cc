@@ -1,7 +1,13 @@
 // oans-scan ROOT...: walk the roots and write an extent index (see docs/format.md).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdio>
+#include <set>
 
+#include "lib/base/fsinfo.h"
 #include "lib/base/json.h"
 #include "lib/scan/scan.h"
 #include "lib/base/sys.h"
@@ -12,6 +18,23 @@
 #include "tools/common/summary.h"
 
 using namespace oans;
+
+// Says once per filesystem when a root is on one that cannot share data with
+// FIDEDUPERANGE (lib/base/fsinfo.h); the scan goes on: its index serves reports, and
+// hardlinks.
+void NoticeNoReflink(const std::vector<std::string>& roots, Observer* observer) {
+  std::set<dev_t> seen;
+  for (const auto& r : roots) {
+    int fd = ::open(r.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st;
+    const std::string what = ::fstat(fd, &st) == 0 && seen.insert(st.st_dev).second ? NoReflinkOn(fd) : "";
+    ::close(fd);
+    if (!what.empty())
+      observer->Notice(r + " is on " + what + ", which cannot share data between files: only hardlinks can dedupe "
+                       "it (oans-apply --link=hard)");
+  }
+}
 
 // Bytes read, by why they were read rather than taken from btrfs checksums.
 Json ReadByReason(const ChecksumCounts& c) {
@@ -107,6 +130,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
   app.add_flag("-q,--quiet", quiet, "Print only errors");
   app.add_flag("--json", json, "Print the summary as JSON on stderr");
+  std::string summary_file;
+  cli::AddSummaryFile(app, &summary_file);
   app.footer(cli::ExitCodesHelp());
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
 
@@ -131,6 +156,7 @@ int main(int argc, char** argv) {
   cli::ParseProgressMode(progress, &mode);
   cli::ProgressRenderer renderer("oans-scan", mode, quiet);
   ScanStats stats;
+  NoticeNoReflink(o.roots, &renderer);
   Status st = RunScan(DefaultSys(), o, out->get(), &renderer, &stats);
   renderer.Finish();
   if (!st.ok() && st.code() != Status::Code::kInterrupted) return cli::Fail("oans-scan", st);
@@ -145,37 +171,39 @@ int main(int argc, char** argv) {
     return cli::kStopped;
   }
   if (Status c = (*out)->Commit(); !c.ok()) return cli::Fail("oans-scan", c);
+  const Json summary = Json{{"files", stats.files},
+                            {"bytes", stats.bytes},
+                            {"bytes_read", stats.bytes_read},
+                            {"hashed", stats.hashed},
+                            {"reused", stats.reused},
+                            {"unopened", stats.unopened},
+                            {"tree_mapped", stats.tree_mapped},
+                            {"tree_ahead_bytes", stats.tree_ahead_bytes},
+                            {"tree_ahead_leaves", stats.tree_ahead_leaves},
+                            {"tree_ahead_cut", stats.tree_ahead_cut},
+                            {"errors", stats.errors},
+                            {"hardlinks", stats.hardlinks},
+                            {"dirs", stats.dirs},
+                            {"skipped_small", stats.skipped_small},
+                            {"skipped_special", stats.skipped_special},
+                            {"skipped_symlinks", stats.skipped_symlinks},
+                            {"skipped_mounts", stats.skipped_mounts},
+                            {"excluded", stats.excluded},
+                            {"storage", StorageKindName(stats.storage.kind)},
+                            {"threads", stats.threads},
+                            {"order", ReadOrderName(stats.order)},
+                            {"followed", stats.followed},
+                            {"changed_inodes", stats.changed_inodes},
+                            {"same_extents", stats.same_extents},
+                            {"checksum_files", stats.checksums.files},
+                            {"checksum_bytes", stats.checksums.bytes},
+                            {"checksum_searches", stats.checksums.searches},
+                            {"hole_bytes", stats.checksums.hole_bytes},
+                            {"inline_tree_bytes", stats.checksums.inline_bytes},
+                            {"read_by_reason", ReadByReason(stats.checksums)}};
+  cli::WriteSummaryFile("oans-scan", summary_file, summary);
   if (json) {
-    PrintJsonLine(stderr, Json{{"files", stats.files},
-                               {"bytes", stats.bytes},
-                               {"bytes_read", stats.bytes_read},
-                               {"hashed", stats.hashed},
-                               {"reused", stats.reused},
-                               {"unopened", stats.unopened},
-                               {"tree_mapped", stats.tree_mapped},
-                               {"tree_ahead_bytes", stats.tree_ahead_bytes},
-                               {"tree_ahead_leaves", stats.tree_ahead_leaves},
-                               {"tree_ahead_cut", stats.tree_ahead_cut},
-                               {"errors", stats.errors},
-                               {"hardlinks", stats.hardlinks},
-                               {"dirs", stats.dirs},
-                               {"skipped_small", stats.skipped_small},
-                               {"skipped_special", stats.skipped_special},
-                               {"skipped_symlinks", stats.skipped_symlinks},
-                               {"skipped_mounts", stats.skipped_mounts},
-                               {"excluded", stats.excluded},
-                               {"storage", StorageKindName(stats.storage.kind)},
-                               {"threads", stats.threads},
-                               {"order", ReadOrderName(stats.order)},
-                               {"followed", stats.followed},
-                               {"changed_inodes", stats.changed_inodes},
-                               {"same_extents", stats.same_extents},
-                               {"checksum_files", stats.checksums.files},
-                               {"checksum_bytes", stats.checksums.bytes},
-                               {"checksum_searches", stats.checksums.searches},
-                               {"hole_bytes", stats.checksums.hole_bytes},
-                               {"inline_tree_bytes", stats.checksums.inline_bytes},
-                               {"read_by_reason", ReadByReason(stats.checksums)}});
+    PrintJsonLine(stderr, summary);
   } else if (!quiet) {
     using ull = unsigned long long;
     const std::string found = "oans-scan: found " + std::to_string(stats.files) + " files (" +

@@ -1,6 +1,8 @@
 #include "lib/base/fsinfo.h"
 
 #include <gtest/gtest.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -43,6 +45,22 @@ TEST(FsinfoTest, ThisProcessHasARoot) {
   auto m = ReadMountPoints("/proc/self/mountinfo");
   ASSERT_TRUE(m.ok());
   EXPECT_NE(std::find(m->begin(), m->end(), "/"), m->end());
+}
+
+// The rule for sharing data: tmpfs cannot (the fix is named), hardlinks can anywhere, and
+// a filesystem the rule does not know (proc) passes. XFS and ext4 are in
+// tests/integration/fs_cannot_share.sh, on real images.
+TEST(FsinfoTest, CanShareDataRule) {
+  struct statfs s;
+  if (::statfs("/dev/shm", &s) != 0 || s.f_type != TMPFS_MAGIC) GTEST_SKIP() << "no tmpfs at /dev/shm";
+  Status refused = CheckPathCanShareData("/dev/shm", false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message(), "/dev/shm is on tmpfs, which cannot share data between files: give --link=hard to "
+                               "replace identical files by hardlinks instead");
+  EXPECT_TRUE(CheckPathCanShareData("/dev/shm", true).ok());
+  EXPECT_TRUE(CheckPathCanShareData("/proc", false).ok());
+  EXPECT_TRUE(CheckPathCanShareData("/proc/self/status", false).ok());  // a file: its directory's filesystem
+  EXPECT_FALSE(CheckPathCanShareData("/no/such/path", false).ok());
 }
 
 }  // namespace

@@ -129,6 +129,7 @@ TEST(RunLock, SecondHolderIsRefusedAndNamesTheFirst) {
     ASSERT_OK(first.status());
     auto second = RunLock::Take(*fd, t.Join("state"));
     ASSERT_FALSE(second.ok());
+    EXPECT_EQ(second.status().code(), Status::Code::kBusy);  // exit 4, not an error
     EXPECT_NE(second.status().message().find("another oans run (pid " + std::to_string(::getpid()) + ")"),
               std::string::npos)
         << second.status().message();
@@ -155,12 +156,59 @@ TEST(RunConfig, RoundTripsAnyPath) {
   c.plan_args = {"--whole-files-only"};
   c.apply_args = {"--max-rate", "200M", ""};
   c.keep = 5;
-  c.plan_only = true;
   std::string text = EncodeRunConfig(c);
   EXPECT_NE(text.find("root /srv/da\\nta\n"), std::string::npos) << text;
   auto back = ParseRunConfig(text, "run.conf");
   ASSERT_OK(back.status());
   EXPECT_EQ(*back, c);
+}
+
+// Per-run options are never written; those an older version stored (plan-only, --until
+// and --deadline among the apply arguments) are read, left out and said.
+TEST(RunConfig, PerRunOptionsOfOlderVersionsAreReadAndLeftOut) {
+  const std::string old =
+      "oans-run 1\nkeep 3\nplan-only 1\nroot /a\napply --until\napply 13:32\napply --max-rate\napply 5\n"
+      "apply --deadline=3600s\nplan-only 0\n";
+  auto c = ParseRunConfig(old, "/s/run.conf");
+  ASSERT_OK(c.status());
+  EXPECT_EQ(c->apply_args, (std::vector<std::string>{"--max-rate", "5"}));
+  ASSERT_EQ(c->ignored.size(), 3u);
+  EXPECT_NE(c->ignored[0].find("plan-only 1: ignored"), std::string::npos) << c->ignored[0];
+  EXPECT_NE(c->ignored[1].find("apply --until 13:32: ignored"), std::string::npos) << c->ignored[1];
+  EXPECT_NE(c->ignored[2].find("apply --deadline=3600s: ignored"), std::string::npos) << c->ignored[2];
+  const std::string text = EncodeRunConfig(*c);
+  EXPECT_EQ(text, "oans-run 1\nkeep 3\nroot /a\napply --max-rate\napply 5\n");
+  EXPECT_TRUE(ParseRunConfig(text, "/s/run.conf")->ignored.empty());
+}
+
+TEST(RunConfig, ShownReadably) {
+  RunConfig c;
+  c.roots = {"/srv/data", "/srv/it's"};
+  c.scan_args = {"--exclude", "*.tmp"};
+  c.apply_args = {"--max-rate", "1000", "--link", "hard"};
+  c.keep = 4;
+  c.ignored = {"plan-only 1: ignored"};
+  EXPECT_EQ(FormatRunConfig(c, "/var/lib/oans/x"),
+            "state directory  /var/lib/oans/x\n"
+            "root             /srv/data\n"
+            "root             '/srv/it'\\''s'\n"
+            "keep             4\n"
+            "oans-scan        --exclude '*.tmp'\n"
+            "oans-plan        (nothing)\n"
+            "oans-apply       --max-rate 1000 --link hard\n"
+            "ignored          plan-only 1: ignored\n");
+}
+
+TEST(RunConfig, HardlinksAskedByTheLastLinkOption) {
+  EXPECT_FALSE(AppliesHardlinks({}));
+  EXPECT_TRUE(AppliesHardlinks({"--link", "hard"}));
+  EXPECT_TRUE(AppliesHardlinks({"--max-rate", "1", "--link=hard"}));
+  EXPECT_FALSE(AppliesHardlinks({"--link=hard", "--link", "reflink"}));
+  EXPECT_FALSE(AppliesHardlinks({"--", "--link=hard"}));
+  EXPECT_TRUE(IsPerRunApplyOption("--until"));
+  EXPECT_TRUE(IsPerRunApplyOption("--deadline=2h"));
+  EXPECT_FALSE(IsPerRunApplyOption("--untilx"));
+  EXPECT_FALSE(IsPerRunApplyOption("--max-rate"));
 }
 
 TEST(RunConfig, BadFilesNameFileAndLine) {

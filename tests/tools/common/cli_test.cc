@@ -93,5 +93,25 @@ TEST(EscapeLine, NewlinesAndBackslashesAreEscaped) {
   EXPECT_EQ(EscapeLine("a\nb").find('\n'), std::string::npos);
 }
 
+// What oans run passes after the stored options overrides them: an option given twice
+// takes its last value, a list adds up, and neither is refused.
+TEST(Parse, AnOptionGivenAgainTakesItsLastValue) {
+  CLI::App app{"test", "test"};
+  uint64_t rate = 0;
+  std::string until;
+  std::vector<std::string> excludes;
+  AddSize(app, "--max-rate", &rate, "rate");
+  app.add_option("--until", until, "until");
+  app.add_option("--exclude", excludes, "exclude")->allow_extra_args(false);
+  std::vector<std::string> args = {"test",    "--max-rate", "200M",      "--exclude", "a", "--until=06:00",
+                                   "--max-rate", "100M",   "--exclude", "b",         "--until", "07:00"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ASSERT_EQ(Parse(app, int(argv.size()), argv.data()), -1);
+  EXPECT_EQ(rate, 100u << 20);
+  EXPECT_EQ(until, "07:00");
+  EXPECT_EQ(excludes, (std::vector<std::string>{"a", "b"}));
+}
+
 }  // namespace
 }  // namespace oans::cli
