@@ -12,10 +12,10 @@ _oans_tool() {
     tool=oans-${COMP_WORDS[1]}
   fi
   case $tool in
-    oans-run) opts="--state-dir --show-config --keep --plan-only --exclude --min-size --max-rate --until --deadline --io-class --link --scan-option --plan-option --apply-option --progress --quiet --help --version" ;;
+    oans-run) opts="--state-dir --show-config --keep --plan-only --exclude --min-size --max-rate --until --deadline --io-class --link --same-owner --scan-option --plan-option --apply-option --progress --quiet --help --version" ;;
     oans-status) opts="--state-dir --last --json --help --version" ;;
     oans-scan) opts="--output --previous --previous-damaged --refresh-extents --block-size --min-size --exclude --io-threads --storage --order --temp-dir --progress --quiet --json --summary-file --help --version" ;;
-    oans-plan) opts="--output --round-size --memory --temp-dir --since --from-list --whole-files-only --format --top --stats --json --summary-file --progress --quiet --help --version" ;;
+    oans-plan) opts="--output --round-size --memory --temp-dir --since --from-list --since-join --whole-files-only --same-owner --min-run --max-rewrite --format --top --stats --json --summary-file --progress --quiet --help --version" ;;
     oans-apply) opts="--dry-run --prefetch --order --storage --deadline --until --max-rate --io-class --journal --no-journal --link --link-relax --progress --quiet --json --summary-file --help --version"
       # oans apply without PLAN: the newest plan of oans run, in the state directory given.
       [[ ${COMP_WORDS[0]##*/} == oans ]] && opts+=" --state-dir" ;;

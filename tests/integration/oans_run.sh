@@ -60,8 +60,8 @@ PY
 pass "oans plan --format dirs: $(head -1 "$WORK/dirs.txt")"
 
 # --plan-only (another state directory): scan and plan, nothing applied, the plan's path
-# printed for a later oans apply. --plan-only is not stored; --max-rate is.
-"$BIN/oans" run --quiet --plan-only --max-rate 200M --state-dir "$WORK/plan-only" "$MNT" 2> "$WORK/plan-only.err" \
+# printed for a later oans apply. --plan-only is not stored; --max-rate and --same-owner are.
+"$BIN/oans" run --quiet --plan-only --max-rate 200M --same-owner --state-dir "$WORK/plan-only" "$MNT" 2> "$WORK/plan-only.err" \
   || fail "plan-only run: $(cat "$WORK/plan-only.err")"
 cat "$WORK/plan-only.err"
 grep -q "apply it in the maintenance window with: oans apply $WORK/plan-only/plan-000001.capnp" \
@@ -70,6 +70,9 @@ grep -q "apply it in the maintenance window with: oans apply $WORK/plan-only/pla
 "$BIN/oans" apply --dry-run "$WORK/plan-only/plan-000001.capnp" | grep -q . || fail "the printed plan is empty"
 grep -q "plan-only" "$WORK/plan-only/run.conf" && fail "--plan-only stored: $(cat "$WORK/plan-only/run.conf")"
 grep -qx "apply 209715200" "$WORK/plan-only/run.conf" || fail "--max-rate not stored: $(cat "$WORK/plan-only/run.conf")"
+grep -qx "plan --same-owner" "$WORK/plan-only/run.conf" || fail "--same-owner not stored: $(cat "$WORK/plan-only/run.conf")"
+"$BIN/oans-cat" "$WORK/plan-only/plan-000001.capnp" | head -1 | grep -q -- '"--same-owner"' ||
+  fail "the plan was not made with --same-owner"
 OANS_STATE_DIR=$WORK/plan-only "$BIN/oans" apply --dry-run > "$WORK/newest.json" || fail "oans apply (newest plan)"
 [ "$(wc -l < "$WORK/newest.json")" -gt 10 ] || fail "oans apply without a plan: $(cat "$WORK/newest.json")"
 # --state-dir DIR, --until HH:MM with a space, and --max-rate again over the stored one.

@@ -198,6 +198,7 @@ const char* CodeName(Status::Code c) {
     case Status::Code::kVersion: return "kVersion";
     case Status::Code::kMismatch: return "kMismatch";
     case Status::Code::kInterrupted: return "kInterrupted";
+    case Status::Code::kBusy: return "kBusy";
   }
   return "?";
 }

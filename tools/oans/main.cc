@@ -106,7 +106,7 @@ struct RunArgs {
   std::vector<std::string> excludes, scan_options;
   uint64_t max_rate = 0, min_size = 0, deadline = 0;
   std::string until, io_class, link, progress;
-  bool quiet = false, show_config = false;
+  bool quiet = false, show_config = false, same_owner = false;
   std::vector<CLI::Option*> given;  // every option but --state-dir, to refuse with --show-config
 };
 
@@ -126,6 +126,9 @@ void AddStoredOptions(CLI::App& app, RunRequest* req, RunArgs* a) {
           ->check(CLI::IsMember({"best-effort", "idle"})),
       app.add_option("--link", a->link, "oans-apply --link: reflink (default) or hard (hardlinks, for ext4)")
           ->check(CLI::IsMember({"reflink", "hard"})),
+      app.add_flag("--same-owner", a->same_owner,
+                   "oans-plan --same-owner: pair only files of one owner (trees that users who do not trust each "
+                   "other write)"),
       app.add_option("--scan-option", a->scan_options, "Any other argument for oans-scan; repeatable")->type_name("ARG")
           ->allow_extra_args(false),
       app.add_option("--plan-option", c.plan_args, "An argument for oans-plan; repeatable")->type_name("ARG")
@@ -173,6 +176,7 @@ Status Settle(const RunArgs& a, RunRequest* req) {
   if (a.max_rate) c.apply_args.insert(c.apply_args.end(), {"--max-rate", std::to_string(a.max_rate)});
   if (!a.io_class.empty()) c.apply_args.insert(c.apply_args.end(), {"--io-class", a.io_class});
   if (!a.link.empty()) c.apply_args.insert(c.apply_args.end(), {"--link", a.link});
+  if (a.same_owner) c.plan_args.push_back("--same-owner");
   if (a.quiet) req->per_run_args.push_back("--quiet");
   if (!a.progress.empty()) req->per_run_args.push_back("--progress=" + a.progress);
   return LocateTools(req);
