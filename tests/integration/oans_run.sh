@@ -71,8 +71,8 @@ grep -q "apply it in the maintenance window with: oans apply $WORK/plan-only/pla
 grep -q "plan-only" "$WORK/plan-only/run.conf" && fail "--plan-only stored: $(cat "$WORK/plan-only/run.conf")"
 grep -qx "apply 209715200" "$WORK/plan-only/run.conf" || fail "--max-rate not stored: $(cat "$WORK/plan-only/run.conf")"
 grep -qx "plan --same-owner" "$WORK/plan-only/run.conf" || fail "--same-owner not stored: $(cat "$WORK/plan-only/run.conf")"
-"$BIN/oans-cat" "$WORK/plan-only/plan-000001.capnp" | head -1 | grep -q -- '"--same-owner"' ||
-  fail "the plan was not made with --same-owner"
+"$BIN/oans-cat" "$WORK/plan-only/plan-000001.capnp" > "$WORK/plan-only.cat"
+head -1 "$WORK/plan-only.cat" | grep -q -- '"--same-owner"' || fail "the plan was not made with --same-owner"
 OANS_STATE_DIR=$WORK/plan-only "$BIN/oans" apply --dry-run > "$WORK/newest.json" || fail "oans apply (newest plan)"
 [ "$(wc -l < "$WORK/newest.json")" -gt 10 ] || fail "oans apply without a plan: $(cat "$WORK/newest.json")"
 # --state-dir DIR, --until HH:MM with a space, and --max-rate again over the stored one.

@@ -74,7 +74,13 @@ chmod 0644 "$WORK/modes/idx" "$WORK/modes/plan"
 for f in idx plan; do
   [ "$(stat -c %a "$WORK/modes/$f")" = 600 ] || fail "$f replacing a 0644 file has mode $(stat -c %a "$WORK/modes/$f")"
 done
-pass "indexes, plans and reports are created 0600, also under umask 000 and over a 0644 file"
+printf 'precious\n' > "$WORK/victim3"
+ln "$WORK/victim3" "$shared/summary.json"  # a hardlink planted where a summary is asked
+"$BIN/oans-plan" --quiet --summary-file "$shared/summary.json" "$WORK/modes/idx" -o /dev/null
+[ "$(cat "$WORK/victim3")" = precious ] || fail "the summary was written through a planted hardlink"
+[ "$(stat -c %a "$shared/summary.json")" = 600 ] || fail "summary file mode $(stat -c %a "$shared/summary.json")"
+grep -q '"files"' "$shared/summary.json" || fail "summary file: $(cat "$shared/summary.json")"
+pass "indexes, plans, reports and summaries are created 0600, also under umask 000 and over a 0644 file"
 
 # --- A killed run leaves no temporary output. ---
 killed_run() {  # killed_run DIR CMD...: CMD blocks reading a FIFO while its output in DIR is open

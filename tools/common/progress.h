@@ -28,7 +28,7 @@ class ProgressRenderer : public Observer {
   // The first kShownPerReason files of each reason are printed; the others are counted,
   // and Finish prints one line per reason saying how many more there were.
   void FileNotice(const std::string& path, const std::string& reason) override;
-  static constexpr uint64_t kShownPerReason = 3;
+  static constexpr uint64_t kShownPerReason = 10;
   // Ends the progress line before a summary is printed (and, once, the counts of files
   // not shown).
   void Finish();

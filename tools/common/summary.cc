@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "lib/format/frame_stream.h"
+
 namespace oans::cli {
 
 std::string WrapSummary(const std::string& head, const std::vector<std::string>& parts, size_t width) {
@@ -49,11 +51,15 @@ CLI::Option* AddSummaryFile(CLI::App& app, std::string* path) {
 void WriteSummaryFile(const std::string& tool, const std::string& path, const Json& summary) {
   if (path.empty()) return;
   const std::string line = JsonLine(summary) + "\n";
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  bool ok = fd >= 0 && ::write(fd, line.data(), line.size()) == ssize_t(line.size());
-  const int err = errno;
-  if (fd >= 0 && ::close(fd) != 0) ok = false;
-  if (!ok) std::fprintf(stderr, "%s: writing the summary to %s: %s\n", tool.c_str(), path.c_str(), std::strerror(err));
+  // As every output: a new file (mode 0600) put in place whole, never written through a
+  // symlink or a hardlink planted at the name.
+  Status s = [&]() -> Status {
+    OANS_ASSIGN_OR_RETURN(auto out, OutputFile::Open(path));
+    if (::write(out->fd(), line.data(), line.size()) != ssize_t(line.size()))
+      return Status::Io("writing " + path, errno);
+    return out->Commit();
+  }();
+  if (!s.ok()) std::fprintf(stderr, "%s: writing the summary: %s\n", tool.c_str(), s.message().c_str());
 }
 
 }  // namespace oans::cli
