@@ -160,9 +160,17 @@ Status HardlinkExecutor::LinkOne(const PreparedRound& r, uint32_t src, uint32_t 
 
 Status HardlinkExecutor::SameReach(const PlanFileRef& src, const FileStat& s0, const PlanFileRef& dst) {
   const char* relax = " (--link-relax=reach links anyway)";
+  // Paths tell who reaches a file only when its filesystem is mounted once, at its root:
+  // a bind mount of a directory reaches what is below it by another way.
+  auto mounts = sys_.MountsOf(s0.dev);
+  if (!mounts.ok() || mounts->count != 1 || mounts->subtree)
+    return Status::Mismatch(std::string("who can reach it cannot be decided (its filesystem is mounted more than "
+                                        "once, or a directory of it elsewhere)") + relax);
   // Every name of the source must be known: the plan's, each checked to be the file still.
-  std::vector<std::string> names{src.path};
-  for (const auto& name : src.other_paths) {
+  std::vector<std::string> names;
+  std::vector<std::string> given{src.path};
+  given.insert(given.end(), src.other_paths.begin(), src.other_paths.end());
+  for (const auto& name : given) {
     const size_t slash = name.rfind('/');
     auto dir = sys_.OpenDirNoFollow(slash == 0 ? "/" : name.substr(0, slash));
     if (!dir.ok()) continue;
@@ -248,8 +256,11 @@ Status HardlinkExecutor::Replace(int src_fd, int dst_fd, const PlanFileRef& dst,
   // process that looked the name up before the exchange and is opening it for writing
   // holds the old inode: the leases say so, and the exchange is undone for it.
   auto old = sys_.StatAt(dir, in.tmp);
-  bool intact = old.ok() && old->ino == d0.ino && sys_.LeaseHeld(src_fd) && sys_.LeaseHeld(dst_fd) &&
-                sys_.SetLease(dst_fd, true).ok();
+  // Someone who linked the old file meanwhile would keep it under another name: the names
+  // are exchanged back rather than split it.
+  auto now = sys_.Fstat(dst_fd);
+  bool intact = old.ok() && old->ino == d0.ino && now.ok() && now->nlink == 1 && sys_.LeaseHeld(src_fd) &&
+                sys_.LeaseHeld(dst_fd) && sys_.SetLease(dst_fd, true).ok();
   if (!intact) {
     Status back = sys_.ExchangeAt(dir, in.tmp, name);
     if (!back.ok()) return end(back);  // the intent stays open: the next run sorts it out

@@ -138,6 +138,24 @@ Result<std::vector<std::string>> ReadMountPoints(const std::string& path) {
   return out;
 }
 
+Result<DeviceMounts> ReadDeviceMounts(const std::string& path, uint64_t dev) {
+  std::ifstream f(path);
+  if (!f) return Status::Io("reading " + path, errno ? errno : ENOENT);
+  DeviceMounts out;
+  for (std::string line; std::getline(f, line);) {
+    // mount id, parent id, major:minor, root, ...
+    unsigned id = 0, parent = 0, major = 0, minor = 0;
+    char root[2] = {0, 0};
+    if (std::sscanf(line.c_str(), "%u %u %u:%u %1s", &id, &parent, &major, &minor, root) != 5)
+      return Status::Corrupt(path + ": a line without a device and a root: " + line);
+    if (makedev(major, minor) != dev) continue;
+    out.count++;
+    const size_t at = line.find(' ', line.find(':'));
+    if (line.compare(at, 3, " / ") != 0) out.subtree = true;
+  }
+  return out;
+}
+
 Result<FsIdentity> IdentifyFilesystem(int fd) {
   FsIdentity id;
   struct statfs sfs;

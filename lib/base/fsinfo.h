@@ -53,5 +53,9 @@ Status CheckPathCanShareData(const std::string& path, bool hardlink);
 // The mount points a mountinfo file (proc(5): /proc/self/mountinfo) lists, its fifth
 // field with the kernel's octal escapes (\040 for a space) undone.
 Result<std::vector<std::string>> ReadMountPoints(const std::string& path);
+// How a mountinfo file mounts device `dev` (major:minor, its third field): how many
+// times, and whether one of them mounts a directory of it rather than its root (a bind
+// mount of a subtree, a btrfs subvolume).
+Result<DeviceMounts> ReadDeviceMounts(const std::string& path, uint64_t dev);
 
 }  // namespace oans

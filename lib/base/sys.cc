@@ -205,6 +205,7 @@ class PosixSys final : public Sys {
     return Status::Ok();
   }
   Result<std::vector<std::string>> MountPoints() override { return ReadMountPoints("/proc/self/mountinfo"); }
+  Result<DeviceMounts> MountsOf(uint64_t dev) override { return ReadDeviceMounts("/proc/self/mountinfo", dev); }
   Result<std::string> DirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino) override {
     return BtrfsDirectoryPath(fd, tree_id, dir_ino);
   }

@@ -79,6 +79,12 @@ struct DirEntry {
 
 // What statfs says a filesystem holds. used_inodes is 0 where the filesystem does not
 // count inodes (btrfs).
+// How often a device is mounted (Sys::MountsOf).
+struct DeviceMounts {
+  uint32_t count = 0;
+  bool subtree = false;  // one mount shows a directory of it, not its root
+};
+
 struct FsUsage {
   uint64_t used_bytes = 0;
   uint64_t used_inodes = 0;
@@ -185,6 +191,12 @@ class Sys {
   // The mount points of this process's mount namespace (/proc/self/mountinfo), as
   // absolute paths. The default knows none.
   virtual Result<std::vector<std::string>> MountPoints() { return std::vector<std::string>{}; }
+  // How this process's mount namespace mounts device `dev` (st_dev). The default: once,
+  // at its root.
+  virtual Result<DeviceMounts> MountsOf(uint64_t dev) {
+    (void)dev;
+    return DeviceMounts{1, false};
+  }
   // syncfs(2) on fd's filesystem: written data reaches disk (and btrfs inserts its
   // checksums). The default does nothing.
   virtual Status Syncfs(int fd) {

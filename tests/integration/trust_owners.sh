@@ -96,6 +96,31 @@ cp -a "$T/backup/alice/notes.txt" "$T/home/alice/notes.txt"
 same "$T/home/alice/notes.txt" "$T/backup/alice/notes.txt" || fail "--link-relax=reach did not link"
 pass "--link-relax=reach links what reach kept apart"
 
+# A bind mount reaches a directory without the directories above it: carol's public page
+# and the private draft beside it share her 0700 home, but the web server's bind mount
+# lets everyone read the page. Their paths cannot tell who reaches them: not linked.
+install -d -o 2003 -g 2003 -m 0700 "$T/home/carol"
+install -d -o 2003 -g 2003 -m 0755 "$T/home/carol/public" "$T/home/carol/notes"
+rand_file "$T/home/carol/public/index.txt" 100000 7
+chown 2003:2003 "$T/home/carol/public/index.txt"
+cp -a "$T/home/carol/public/index.txt" "$T/home/carol/notes/draft.txt"
+mkdir -p "$WORK/www"
+mount --bind "$T/home/carol/public" "$WORK/www"
+MOUNTS+=("$WORK/www")
+"$BIN/oans-scan" --quiet "$T/home/carol" -o "$WORK/idx3"
+"$BIN/oans-plan" --quiet --whole-files-only "$WORK/idx3" -o "$WORK/plan3"
+set +e
+"$BIN/oans-apply" --link=hard --journal "$WORK/journal3" "$WORK/plan3" 2> "$WORK/apply3.err"; rc=$?
+set -e
+cat "$WORK/apply3.err"
+[ $rc = 1 ] || fail "expected exit 1 with a bind mount, got $rc"
+same "$T/home/carol/public/index.txt" "$T/home/carol/notes/draft.txt" && fail "a bind-mounted page was linked to a private draft"
+grep -q "who can reach it cannot be decided (its filesystem is mounted more than once" "$WORK/apply3.err" ||
+  fail "the bind mount refusal is not reported"
+umount "$WORK/www"
+unset 'MOUNTS[${#MOUNTS[@]}-1]'
+pass "a file system with a directory bind-mounted elsewhere: reach cannot be decided, nothing linked"
+
 # --- btrfs, reflink: --same-owner keeps another user's guesses from sharing extents. ---
 mkfs_mount btrfs 256M
 chmod 0755 "$MNT"

@@ -81,6 +81,7 @@ class HardlinkTest : public ::testing::Test {
       EXPECT_TRUE(fd.ok());
       r.fds.push_back(*fd);
     }
+    if (after_open_) after_open_();
     r.problem.assign(2, "");
     r.transient.assign(2, false);
     RateLimiter rate(0);
@@ -105,6 +106,7 @@ class HardlinkTest : public ::testing::Test {
   std::string src_, dst_;
   bool other_mtime_ = false;
   std::vector<std::string> src_names_;  // the source's other names, as the plan gives them
+  std::function<void()> after_open_;    // runs once the round's files are open
   LeaseSys sys_;
   RecordingLog log_;
 };
@@ -220,6 +222,27 @@ TEST_F(HardlinkTest, ReachThroughAnOtherNameOfTheSource) {
   r = Link();
   EXPECT_FALSE(Linked());
   EXPECT_NE(Reasons(r).find("other users can reach its source"), std::string::npos) << Reasons(r);
+}
+
+TEST_F(HardlinkTest, ThePlansSourcePathIsCheckedLikeItsOtherNames) {
+  // The source has three names: two in a private directory the plan knows, one public the
+  // scan never saw. Its plan path goes away after apply opened it: the two names counted
+  // must still be names of the file, or the public one would go unchecked.
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(dir_.Join("p").c_str(), 0700), 0);
+  const std::string a = dir_.Join("p/a"), b = dir_.Join("p/b"), q = dir_.Join("q");
+  ASSERT_EQ(::rename(src_.c_str(), a.c_str()), 0);
+  ASSERT_EQ(::link(a.c_str(), b.c_str()), 0);
+  ASSERT_EQ(::link(a.c_str(), q.c_str()), 0);
+  const std::string moved = dir_.Join("p/dst");
+  ASSERT_EQ(::rename(dst_.c_str(), moved.c_str()), 0);
+  src_ = a;
+  dst_ = moved;
+  src_names_ = {b};
+  after_open_ = [&] { ::unlink(a.c_str()); };
+  RoundResult r = Link();
+  EXPECT_NE(test::StatPath(dst_).ino, test::StatPath(q).ino) << "the private copy was linked to a public name";
+  EXPECT_NE(Reasons(r).find("cannot be decided"), std::string::npos) << Reasons(r);
 }
 
 TEST_F(HardlinkTest, FileOpenForWritingIsNotLinked) {

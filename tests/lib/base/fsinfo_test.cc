@@ -1,6 +1,7 @@
 #include "lib/base/fsinfo.h"
 
 #include <gtest/gtest.h>
+#include <sys/sysmacros.h>
 #include <linux/magic.h>
 #include <sys/vfs.h>
 
@@ -39,6 +40,36 @@ TEST(FsinfoTest, MountPointsDamagedOrMissing) {
   EXPECT_FALSE(ReadMountPoints(path).ok());
   std::remove(path.c_str());
   EXPECT_FALSE(ReadMountPoints(path).ok());
+}
+
+// Hardlink mode decides who reaches a file from its paths only on a device mounted once,
+// at its root (lib/apply/hardlink.cc).
+TEST(FsinfoTest, DeviceMountsCountsMountsAndSubtrees) {
+  const std::string path = ::testing::TempDir() + "/mountinfo-dev";
+  {
+    std::ofstream f(path);
+    f << "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+         "30 22 8:2 / /srv rw - ext4 /dev/sda2 rw\n"
+         "31 22 8:2 /home/carol/public /var/www/carol rw - ext4 /dev/sda2 rw\n"
+         "32 22 8:3 / /mnt/a rw - ext4 /dev/sda3 rw\n"
+         "33 22 8:3 / /mnt/b rw - ext4 /dev/sda3 rw\n";
+  }
+  auto once = ReadDeviceMounts(path, makedev(8, 1));
+  ASSERT_TRUE(once.ok()) << once.status().message();
+  EXPECT_EQ(once->count, 1u);
+  EXPECT_FALSE(once->subtree);
+  auto bound = ReadDeviceMounts(path, makedev(8, 2));
+  ASSERT_TRUE(bound.ok());
+  EXPECT_EQ(bound->count, 2u);
+  EXPECT_TRUE(bound->subtree);
+  auto twice = ReadDeviceMounts(path, makedev(8, 3));
+  ASSERT_TRUE(twice.ok());
+  EXPECT_EQ(twice->count, 2u);
+  EXPECT_FALSE(twice->subtree);
+  EXPECT_EQ(ReadDeviceMounts(path, makedev(9, 9))->count, 0u);
+  { std::ofstream(path) << "garbage\n"; }
+  EXPECT_FALSE(ReadDeviceMounts(path, makedev(8, 1)).ok());
+  std::remove(path.c_str());
 }
 
 TEST(FsinfoTest, ThisProcessHasARoot) {
