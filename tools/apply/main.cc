@@ -31,30 +31,27 @@ Result<std::string> OpenTrustedPlan(const std::string& path) {
   return PinInput(fd, path);
 }
 
-}  // namespace
 
-int main(int argc, char** argv) {
-  CLI::App app{
-      "Execute a dedupe plan from oans-plan. Every file is re-opened without following symlinks\n"
-      "and checked against the plan (filesystem UUID and subvolume, inode, size, mtime); files that changed\n"
-      "are skipped and reported. Each round is read into the page cache first, then handed to\n"
-      "FIDEDUPERANGE, which makes the kernel compare the bytes under lock: data that differs is\n"
-      "never shared.\n"
-      "The plan and the journal must be writable by no other user, in directories only root or you\n"
-      "can change (or sticky, as /tmp); keep plans in a root-only directory such as /var/lib/oans.\n"
-      "Examples:\n"
-      "  oans-apply plan.capnp                             dedupe (a journal beside it allows resuming)\n"
-      "  oans-apply --dry-run plan.capnp | head            what it would do\n"
-      "  oans-apply --until 06:00 --max-rate 200M --io-class idle plan.capnp   a maintenance window\n"
-      "  oans-apply --link=hard plan.capnp                 hardlinks on ext4 (identical files only)",
-      "oans-apply"};
-  app.set_version_flag("--version", ToolVersionString("oans-apply"));
+// The command line: the library's options and what only the tool needs.
+struct Args {
   ApplyOptions o;
   std::string plan_path, prefetch = "on", order = "physical", progress = "auto", journal_path, until,
       io_class = "best-effort";
   bool quiet = false, json = false, no_journal = false;
   std::string storage = "auto";
   uint64_t deadline_s = 0;
+  std::string link = "reflink";
+  std::vector<std::string> relax;
+};
+
+void AddOptions(CLI::App& app, Args& a) {
+  ApplyOptions& o = a.o;
+  std::string &plan_path = a.plan_path, &prefetch = a.prefetch, &order = a.order, &progress = a.progress,
+              &journal_path = a.journal_path, &until = a.until, &io_class = a.io_class, &storage = a.storage,
+              &link = a.link;
+  bool &quiet = a.quiet, &json = a.json, &no_journal = a.no_journal;
+  uint64_t& deadline_s = a.deadline_s;
+  std::vector<std::string>& relax = a.relax;
   app.add_option("plan", plan_path, "Plan file from oans-plan ('-' for standard input)")->required()->type_name("PLAN");
   app.add_flag("-n,--dry-run", o.dry_run,
                "Check every file and print the operations as JSON lines on stdout; change nothing");
@@ -88,7 +85,6 @@ int main(int argc, char** argv) {
   app.add_option("--journal", journal_path,
                  "Record finished rounds in FILE (default PLAN.journal); a later run of the same plan resumes")
       ->type_name("FILE");
-  std::string link = "reflink";
   app.add_option("--link", link,
                  "reflink (default): share data with FIDEDUPERANGE on btrfs/XFS. hard: for filesystems without "
                  "reflink (ext4...), replace each whole-file duplicate by a hardlink to its source after a "
@@ -97,7 +93,6 @@ int main(int argc, char** argv) {
                  "setuid/setgid files, and never a file another process has open for writing (file leases). "
                  "RISK: hardlinked files are one file from then on; writing to one changes all")
       ->check(CLI::IsMember({"reflink", "hard"}));
-  std::vector<std::string> relax;
   app.add_option("--link-relax", relax,
                  "With --link=hard, also link files that differ in: owner (uid and gid), mode (permission bits) "
                  "or xattrs (extended attributes and ACLs); a comma-separated list. By default files are linked only "
@@ -108,21 +103,28 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "Print only errors and the summary's problems");
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
   app.footer(cli::ExitCodesHelp());
-  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+}
+
+// Checks what the parse could not and completes the library's options (the stop flag
+// set by signals among them); returns -1 to go on, or the exit code.
+int Complete(Args& a, std::atomic<bool>* stop_flag) {
+  ApplyOptions& o = a.o;
+  const std::string &prefetch = a.prefetch, &order = a.order, &storage = a.storage, &link = a.link,
+                    &until = a.until, &io_class = a.io_class;
+  uint64_t& deadline_s = a.deadline_s;
   o.prefetch = prefetch == "on";
   o.order = order == "none" ? ApplyOrder::kShuffled : ApplyOrder::kPhysical;
   o.storage = storage == "ssd" ? StorageChoice::kSsd : storage == "hdd" ? StorageChoice::kHdd : StorageChoice::kAuto;
-  std::atomic<bool> stop{false};
-  o.stop = &stop;
-  cli::InstallSignalHandlers(&stop);
+  o.stop = stop_flag;
+  cli::InstallSignalHandlers(stop_flag);
   cli::RaiseFileLimit();
   o.hardlink = link == "hard";
-  for (const auto& r : relax) {
+  for (const auto& r : a.relax) {
     if (r == "owner") o.link_policy.same_owner = false;
     if (r == "mode") o.link_policy.same_mode = false;
     if (r == "xattrs") o.link_policy.same_xattrs = false;
   }
-  if (!relax.empty() && !o.hardlink) return cli::Fail("oans-apply", "--link-relax is for --link=hard only");
+  if (!a.relax.empty() && !o.hardlink) return cli::Fail("oans-apply", "--link-relax is for --link=hard only");
   if (deadline_s && !until.empty()) return cli::Fail("oans-apply", "give --deadline or --until, not both");
   if (!until.empty()) {
     auto secs = cli::SecondsUntil(until);
@@ -134,39 +136,136 @@ int main(int argc, char** argv) {
     if (Status s = cli::SetIdleIoClass(); !s.ok()) return cli::Fail("oans-apply", s);
   }
   if (o.dry_run) o.on_dry_run = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
+  return -1;
+}
+
+// Opens the journal of `plan` (PLAN.journal unless --journal names another) and tells
+// what an earlier run finished; none with --no-journal or --dry-run, nor for a plan read
+// from standard input without --journal. Returns -1 to go on, or the exit code.
+int OpenJournal(Args& a, const PlanReader& plan, bool from_stdin, std::unique_ptr<Journal>* journal) {
+  ApplyOptions& o = a.o;
+  std::string& journal_path = a.journal_path;
+  const bool quiet = a.quiet;
+  if (a.no_journal || o.dry_run || (from_stdin && journal_path.empty())) return -1;
+  if (journal_path.empty()) journal_path = a.plan_path + ".journal";
+  std::string notice;
+  auto j = Journal::Open(journal_path, plan.header(), &notice);
+  if (!j.ok()) return cli::Fail("oans-apply", j.status());
+  *journal = std::move(*j);
+  if (!notice.empty() && !quiet) std::fprintf(stderr, "oans-apply: %s\n", notice.c_str());
+  if ((*journal)->done_count() && !quiet)
+    std::fprintf(stderr, "oans-apply: resuming: %zu of %llu rounds were finished by an earlier run (%s)\n",
+                 (*journal)->done_count(), (unsigned long long)plan.header().rounds, journal_path.c_str());
+  o.journal = journal->get();
+  o.link_log = journal->get();
+  return -1;
+}
+
+void PrintJsonSummary(const ApplyStats& s, bool dry_run) {
+  Json reasons = Json::object(), not_rewritten = Json::object();
+  for (auto& [k, v] : s.not_rewritten) not_rewritten[ToValidUtf8(k)] = v;
+  for (auto& [k, v] : s.skipped) {
+    Json& slot = reasons[ToValidUtf8(k)];
+    slot = (slot.is_null() ? 0 : slot.get<uint64_t>()) + v;
+  }
+  PrintJsonLine(stdout, Json{{"rounds", s.rounds},
+                             {"rounds_done", s.rounds_done},
+                             {"rounds_from_journal", s.rounds_from_journal},
+                             {"rounds_to_retry", s.rounds_to_retry},
+                             {"operations", s.ops},
+                             {"bytes_planned", s.bytes_planned},
+                             {"bytes_deduped", s.bytes_deduped},
+                             {"bytes_rewritten", s.bytes_rewritten},
+                             {"files_linked", s.files_linked},
+                             {"bytes_linked", s.bytes_linked},
+                             {"bytes_prefetched", s.bytes_prefetched},
+                             {"bytes_skipped", s.bytes_skipped()},
+                             {"skipped", std::move(reasons)},
+                             {"not_rewritten", std::move(not_rewritten)},
+                             {"files_checked", s.files_checked},
+                             {"open_ahead", s.open_ahead},
+                             {"tree_ahead_bytes", s.tree_ahead_bytes},
+                             {"commits", s.commits},
+                             {"files_changed", s.files_mismatch},
+                             {"errors", s.errors},
+                             {"interrupted", s.interrupted},
+                             {"dry_run", dry_run}});
+}
+
+void PrintTextSummary(const ApplyStats& s, const ApplyOptions& o, const std::string& elapsed) {
+  if (o.hardlink)
+    std::fprintf(stderr, "oans-apply: hardlinked %llu files (%s)\n", (unsigned long long)s.files_linked,
+                 FormatSize(s.bytes_linked).c_str());
+  std::fputs(cli::WrapSummary(std::string("oans-apply: ") + (o.dry_run ? "dry run: " : "") + "done " +
+                                  std::to_string(s.rounds_done + s.rounds_from_journal) + " of " +
+                                  std::to_string(s.rounds) + " rounds in " + elapsed,
+                              {std::to_string(s.ops) + " operations",
+                               s.bytes_rewritten ? "rewrote " + FormatSize(s.bytes_rewritten) + " into new extents" : "",
+                               "deduped " + FormatSize(s.bytes_deduped) + " of " + FormatSize(s.bytes_planned) +
+                                   " planned"})
+                 .c_str(),
+             stderr);
+  for (auto& [reason, bytes] : s.skipped)
+    std::fprintf(stderr, "  skipped %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
+  for (auto& [reason, bytes] : s.not_rewritten)
+    std::fprintf(stderr, "  left %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
+  if (s.rounds_to_retry)
+    std::fputs(cli::WrapSummary("", {std::to_string(s.rounds_to_retry) +
+                                         " rounds met a passing problem (busy, no space, a writer, an I/O error)",
+                                     "not journaled as done: run again with the same plan to retry them"})
+                   .c_str(),
+               stderr);
+  if (s.rounds_from_journal)
+    std::fprintf(stderr, "  %llu rounds were already done by an earlier run\n", (unsigned long long)s.rounds_from_journal);
+  if (s.interrupted)
+    std::fprintf(stderr, "  %s; run again with the same plan to continue\n",
+                 s.deadline_reached ? "deadline reached" : "stopped early");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Execute a dedupe plan from oans-plan. Every file is re-opened without following symlinks\n"
+      "and checked against the plan (filesystem UUID and subvolume, inode, size, mtime); files that changed\n"
+      "are skipped and reported. Each round is read into the page cache first, then handed to\n"
+      "FIDEDUPERANGE, which makes the kernel compare the bytes under lock: data that differs is\n"
+      "never shared.\n"
+      "The plan and the journal must be writable by no other user, in directories only root or you\n"
+      "can change (or sticky, as /tmp); keep plans in a root-only directory such as /var/lib/oans.\n"
+      "Examples:\n"
+      "  oans-apply plan.capnp                             dedupe (a journal beside it allows resuming)\n"
+      "  oans-apply --dry-run plan.capnp | head            what it would do\n"
+      "  oans-apply --until 06:00 --max-rate 200M --io-class idle plan.capnp   a maintenance window\n"
+      "  oans-apply --link=hard plan.capnp                 hardlinks on ext4 (identical files only)",
+      "oans-apply"};
+  app.set_version_flag("--version", ToolVersionString("oans-apply"));
+  Args a;
+  AddOptions(app, a);
+  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+  std::atomic<bool> stop{false};
+  if (int rc = Complete(a, &stop); rc >= 0) return rc;
+  ApplyOptions& o = a.o;
 
   // The whole plan is checked before any file is touched; a pipe is buffered for that.
   // A plan file must be one that no other user can have written (lib/base/trust.h); it
   // is opened once and read through that descriptor from then on.
-  const bool from_stdin = plan_path == "-";
-  const std::string plan_name = plan_path;
-  auto pinned = from_stdin ? SpoolStdin() : OpenTrustedPlan(plan_path);
+  const bool from_stdin = a.plan_path == "-";
+  auto pinned = from_stdin ? SpoolStdin() : OpenTrustedPlan(a.plan_path);
   if (!pinned.ok()) return cli::Fail("oans-apply", pinned.status());
   if (Status v = ValidatePlan(*pinned); !v.ok()) return cli::Fail("oans-apply", v);
   auto plan = PlanReader::Open(*pinned);
   if (!plan.ok()) return cli::Fail("oans-apply", plan.status());
   std::unique_ptr<Journal> journal;
-  if (!no_journal && !o.dry_run && (!from_stdin || !journal_path.empty())) {
-    if (journal_path.empty()) journal_path = plan_name + ".journal";
-    std::string notice;
-    auto j = Journal::Open(journal_path, (*plan)->header(), &notice);
-    if (!j.ok()) return cli::Fail("oans-apply", j.status());
-    journal = std::move(*j);
-    if (!notice.empty() && !quiet) std::fprintf(stderr, "oans-apply: %s\n", notice.c_str());
-    if (journal->done_count() && !quiet)
-      std::fprintf(stderr, "oans-apply: resuming: %zu of %llu rounds were finished by an earlier run (%s)\n",
-                   journal->done_count(), (unsigned long long)(*plan)->header().rounds, journal_path.c_str());
-    o.journal = journal.get();
-    o.link_log = journal.get();
-  }
+  if (int rc = OpenJournal(a, **plan, from_stdin, &journal); rc >= 0) return rc;
   if (o.hardlink && !o.dry_run && !o.journal)
     return cli::Fail("oans-apply",
                      "--link=hard needs a journal, where it records the hidden link names it makes so that a run "
                      "killed midway is cleaned up by the next one; drop --no-journal (or give --journal FILE for a "
                      "plan read from standard input)");
   cli::ProgressMode mode;
-  cli::ParseProgressMode(progress, &mode);
-  cli::ProgressRenderer renderer("oans-apply", mode, quiet);
+  cli::ParseProgressMode(a.progress, &mode);
+  cli::ProgressRenderer renderer("oans-apply", mode, a.quiet);
   ApplyStats s;
   Status st = RunApply(DefaultSys(), **plan, o, &renderer, &s);
   renderer.Finish();
@@ -177,64 +276,10 @@ int main(int argc, char** argv) {
                    FormatSize(s.bytes_deduped).c_str());
     return cli::Fail("oans-apply", st);
   }
-  if (json) {
-    Json reasons = Json::object(), not_rewritten = Json::object();
-    for (auto& [k, v] : s.not_rewritten) not_rewritten[ToValidUtf8(k)] = v;
-    for (auto& [k, v] : s.skipped) {
-      Json& slot = reasons[ToValidUtf8(k)];
-      slot = (slot.is_null() ? 0 : slot.get<uint64_t>()) + v;
-    }
-    PrintJsonLine(stdout, Json{{"rounds", s.rounds},
-                               {"rounds_done", s.rounds_done},
-                               {"rounds_from_journal", s.rounds_from_journal},
-                               {"rounds_to_retry", s.rounds_to_retry},
-                               {"operations", s.ops},
-                               {"bytes_planned", s.bytes_planned},
-                               {"bytes_deduped", s.bytes_deduped},
-                               {"bytes_rewritten", s.bytes_rewritten},
-                               {"files_linked", s.files_linked},
-                               {"bytes_linked", s.bytes_linked},
-                               {"bytes_prefetched", s.bytes_prefetched},
-                               {"bytes_skipped", s.bytes_skipped()},
-                               {"skipped", std::move(reasons)},
-                               {"not_rewritten", std::move(not_rewritten)},
-                               {"files_checked", s.files_checked},
-                               {"open_ahead", s.open_ahead},
-                               {"tree_ahead_bytes", s.tree_ahead_bytes},
-                               {"commits", s.commits},
-                               {"files_changed", s.files_mismatch},
-                               {"errors", s.errors},
-                               {"interrupted", s.interrupted},
-                               {"dry_run", o.dry_run}});
-  } else if (!quiet || s.bytes_skipped() || s.interrupted) {
-    if (o.hardlink)
-      std::fprintf(stderr, "oans-apply: hardlinked %llu files (%s)\n", (unsigned long long)s.files_linked,
-                   FormatSize(s.bytes_linked).c_str());
-    std::fputs(cli::WrapSummary(std::string("oans-apply: ") + (o.dry_run ? "dry run: " : "") + "done " +
-                                    std::to_string(s.rounds_done + s.rounds_from_journal) + " of " +
-                                    std::to_string(s.rounds) + " rounds in " + renderer.Elapsed(),
-                                {std::to_string(s.ops) + " operations",
-                                 s.bytes_rewritten ? "rewrote " + FormatSize(s.bytes_rewritten) + " into new extents" : "",
-                                 "deduped " + FormatSize(s.bytes_deduped) + " of " + FormatSize(s.bytes_planned) +
-                                     " planned"})
-                   .c_str(),
-               stderr);
-    for (auto& [reason, bytes] : s.skipped)
-      std::fprintf(stderr, "  skipped %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
-    for (auto& [reason, bytes] : s.not_rewritten)
-      std::fprintf(stderr, "  left %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
-    if (s.rounds_to_retry)
-      std::fputs(cli::WrapSummary("", {std::to_string(s.rounds_to_retry) +
-                                           " rounds met a passing problem (busy, no space, a writer, an I/O error)",
-                                       "not journaled as done: run again with the same plan to retry them"})
-                     .c_str(),
-                 stderr);
-    if (s.rounds_from_journal)
-      std::fprintf(stderr, "  %llu rounds were already done by an earlier run\n", (unsigned long long)s.rounds_from_journal);
-    if (s.interrupted)
-      std::fprintf(stderr, "  %s; run again with the same plan to continue\n",
-                   s.deadline_reached ? "deadline reached" : "stopped early");
-  }
+  if (a.json)
+    PrintJsonSummary(s, o.dry_run);
+  else if (!a.quiet || s.bytes_skipped() || s.interrupted)
+    PrintTextSummary(s, o, renderer.Elapsed());
   if (s.interrupted) return cli::kStopped;
   if (o.hardlink && s.files_linked == 0 && s.bytes_skipped()) return cli::kPartial;
   return (s.bytes_skipped() || s.files_mismatch || s.errors) ? cli::kPartial : cli::kOk;
