@@ -34,10 +34,20 @@ cat "$WORK/reflink.err"
 pass "reflink mode on ext4 is refused up front in one line naming --link=hard, nothing changed"
 
 # Hardlink mode, with a writer changing a file while it is being compared (the rate
-# limit makes the 48 MiB compare take about 6 s; the writer strikes after 3 s).
+# limit makes the 48 MiB compare take about 6 s; the writer strikes 3 s after apply has
+# opened the files, not 3 s after apply's start, which a loaded machine can make all
+# start-up).
 "$BIN/oans-scan" --quiet "$MNT/slow" -o "$WORK/slow.idx"
 "$BIN/oans-plan" --quiet --whole-files-only "$WORK/slow.idx" -o "$WORK/slow.plan"
-( sleep 3; printf 'written during the compare' | dd of="$MNT/slow/b/slow.bin" bs=1 seek=$((1 << 20)) conv=notrunc status=none ) &
+(
+  for _ in $(seq 600); do
+    pid=$(pgrep -f -- "--journal $WORK/slow.journal" | head -n 1)
+    [ -n "$pid" ] && [ -n "$(find /proc/"$pid"/fd -lname "$MNT/slow/*" 2>/dev/null)" ] && break
+    sleep 0.1
+  done
+  sleep 3
+  printf 'written during the compare' | dd of="$MNT/slow/b/slow.bin" bs=1 seek=$((1 << 20)) conv=notrunc status=none
+) &
 writer=$!
 set +e
 "$BIN/oans-apply" --link=hard --prefetch off --max-rate 8M --journal "$WORK/slow.journal" "$WORK/slow.plan" 2> "$WORK/slow.err"; rc=$?
