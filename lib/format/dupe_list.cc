@@ -13,21 +13,85 @@
 
 namespace oans {
 
-Status IndexFromDuplicateList(Sys& sys, const std::string& list_path, uint32_t block_size, OutputFile* out,
-                              Observer* observer, DupeListStats* stats) {
+namespace {
+
+// The groups of a list: paths, a blank line between groups.
+Status ReadGroups(const std::string& list_path, std::vector<std::vector<std::string>>* groups) {
   std::ifstream in(list_path);
   if (!in) return Status::Io("opening " + list_path, errno);
-  // Read every group first: the header must name every filesystem.
-  std::vector<std::vector<std::string>> groups(1);
+  groups->resize(1);
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty()) {
-      if (!groups.back().empty()) groups.emplace_back();
+      if (!groups->back().empty()) groups->emplace_back();
       continue;
     }
-    groups.back().push_back(line);
+    groups->back().push_back(line);
   }
   if (in.bad()) return Status::Io("reading " + list_path, errno);
+  return Status::Ok();
+}
+
+// The header's number of the filesystem of `path` (open as `fd`), added to the header on
+// its first file; its root is made the directory all its listed files share.
+uint32_t FilesystemOf(Sys& sys, int fd, const FileStat& st, const std::string& path, IndexHeader* header,
+                      std::map<uint64_t, uint32_t>* fs_of_dev) {
+  auto it = fs_of_dev->find(st.dev);
+  if (it == fs_of_dev->end()) {
+    auto id = sys.Identify(fd);
+    FsRecord r;
+    r.uuid = id.ok() ? id->uuid : "unknown-dev-" + std::to_string(st.dev);
+    r.subvolume = id.ok() ? id->subvolume : 0;
+    r.type = id.ok() ? id->type : "";
+    r.block_size = id.ok() ? id->block_size : 4096;
+    r.dev = st.dev;
+    header->filesystems.push_back(r);
+    it = fs_of_dev->emplace(st.dev, uint32_t(header->filesystems.size() - 1)).first;
+    header->roots.push_back(path.substr(0, path.rfind('/')));
+  }
+  // Each filesystem's root is the directory all its listed files share.
+  std::string& root = header->roots[it->second];
+  while (!(path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+           (root.empty() || path[root.size()] == '/')))
+    root = root.substr(0, root.rfind('/'));
+  return it->second;
+}
+
+// The record of a listed file, member of group `g`, the `serial`th file recorded.
+FileEntry ListedEntry(Sys& sys, int fd, const FileStat& st, const std::string& path, uint32_t fs, size_t g,
+                      uint64_t serial, uint32_t block_size) {
+  FileEntry e;
+  e.path = path;
+  e.fs = fs;
+  e.dev = st.dev;
+  e.ino = st.ino;
+  e.size = st.size;
+  e.mtime_ns = st.mtime_ns;
+  e.ctime_ns = st.ctime_ns;
+  e.nlink = st.nlink;
+  e.uid = st.uid;
+  e.gid = st.gid;
+  std::vector<FiemapExtent> ext;
+  if (sys.Fiemap(fd, &ext).ok()) e.extents = std::move(ext);
+  // The group hash makes the group; the size keeps differently sized members apart.
+  std::string key = "group " + std::to_string(g) + " size " + std::to_string(e.size);
+  e.hash = HashBytes(key.data(), key.size());
+  // Block hashes no other file has: the list says nothing about partial duplicates.
+  for (uint64_t b = 0; b < (e.size + block_size - 1) / block_size; ++b) {
+    std::string k = "block " + std::to_string(serial) + " " + std::to_string(b);
+    e.block_hashes.push_back(HashBytes(k.data(), k.size()));
+  }
+  e.hashed = true;
+  return e;
+}
+
+}  // namespace
+
+Status IndexFromDuplicateList(Sys& sys, const std::string& list_path, uint32_t block_size, OutputFile* out,
+                              Observer* observer, DupeListStats* stats) {
+  // Read every group first: the header must name every filesystem.
+  std::vector<std::vector<std::string>> groups;
+  OANS_RETURN_IF_ERROR(ReadGroups(list_path, &groups));
   IndexHeader header;
   header.tool_version = ToolVersion();
   header.created_ns = NowNs();
@@ -59,53 +123,14 @@ Status IndexFromDuplicateList(Sys& sys, const std::string& list_path, uint32_t b
         continue;
       }
       auto st = sys.Fstat(*fd);
-      FileEntry e;
       if (st.ok() && S_ISREG(st->mode) && st->size > 0 && !seen.insert({st->dev, st->ino}).second) {
         // A hardlink of a file listed before: one record per inode, as a scan writes.
         skip("the same file as a path listed before (the same path again, or a hardlink)");
       } else if (st.ok() && S_ISREG(st->mode) && st->size > 0) {
-        auto it = fs_of_dev.find(st->dev);
-        if (it == fs_of_dev.end()) {
-          auto id = sys.Identify(*fd);
-          FsRecord r;
-          r.uuid = id.ok() ? id->uuid : "unknown-dev-" + std::to_string(st->dev);
-          r.subvolume = id.ok() ? id->subvolume : 0;
-          r.type = id.ok() ? id->type : "";
-          r.block_size = id.ok() ? id->block_size : 4096;
-          r.dev = st->dev;
-          header.filesystems.push_back(r);
-          it = fs_of_dev.emplace(st->dev, uint32_t(header.filesystems.size() - 1)).first;
-          header.roots.push_back(path.substr(0, path.rfind('/')));
-        }
-        // Each filesystem's root is the directory all its listed files share.
-        std::string& root = header.roots[it->second];
-        while (!(path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-                 (root.empty() || path[root.size()] == '/')))
-          root = root.substr(0, root.rfind('/'));
-        e.path = path;
-        e.fs = it->second;
-        e.dev = st->dev;
-        e.ino = st->ino;
-        e.size = st->size;
-        e.mtime_ns = st->mtime_ns;
-        e.ctime_ns = st->ctime_ns;
-        e.nlink = st->nlink;
-        e.uid = st->uid;
-        e.gid = st->gid;
-        std::vector<FiemapExtent> ext;
-        if (sys.Fiemap(*fd, &ext).ok()) e.extents = std::move(ext);
-        // The group hash makes the group; the size keeps differently sized members apart.
-        std::string key = "group " + std::to_string(g) + " size " + std::to_string(e.size);
-        e.hash = HashBytes(key.data(), key.size());
-        // Block hashes no other file has: the list says nothing about partial duplicates.
-        for (uint64_t b = 0; b < (e.size + block_size - 1) / block_size; ++b) {
-          std::string k = "block " + std::to_string(serial) + " " + std::to_string(b);
-          e.block_hashes.push_back(HashBytes(k.data(), k.size()));
-        }
-        e.hashed = true;
+        const uint32_t fs = FilesystemOf(sys, *fd, *st, path, &header, &fs_of_dev);
+        entries.push_back(ListedEntry(sys, *fd, *st, path, fs, g, serial, block_size));
         serial++;
         stats->files++;
-        entries.push_back(std::move(e));
       } else {
         skip(st.ok() ? "not a non-empty regular file" : st.status().message());
       }

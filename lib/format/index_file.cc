@@ -174,6 +174,98 @@ Status IndexWriter::Finish() {
   return frames_.Write(msg);
 }
 
+namespace {
+
+// One read of an index, frame by frame: where it is (before the first header, inside a
+// section, after a trailer) and what it has counted of the current section.
+struct IndexReading {
+  enum State { kWantHeader, kInBody, kAfterTrailer };
+  IndexReading(const std::string& name, int fd, const IndexReadOptions& options,
+               const std::function<Status(const IndexHeader&)>& on_header,
+               const std::function<Status(const IndexHeader&, std::vector<FileEntry>&)>& on_batch)
+      : name(name), fd(fd), options(options), on_header(on_header), on_batch(on_batch) {}
+  const std::string& name;
+  int fd;
+  const IndexReadOptions& options;
+  const std::function<Status(const IndexHeader&)>& on_header;
+  const std::function<Status(const IndexHeader&, std::vector<FileEntry>&)>& on_batch;
+  IndexReadResult result;
+  IndexHeader header;
+  IndexTotals seen;
+  State state = kWantHeader;
+  std::vector<FileEntry> batch;
+  std::vector<IndexDir> dirs;
+
+  Status Header(schema::IndexHeader::Reader h) {
+    if (state == kInBody) return Status::Corrupt(name + " is damaged (a header in the middle of an index)");
+    OANS_RETURN_IF_ERROR(DecodeHeader(h, name, &header));
+    state = kInBody;
+    seen = IndexTotals();
+    result.sections++;
+    return on_header(header);
+  }
+
+  Status Batch(schema::IndexBatch::Reader b, const FrameReadAhead::Frame& at) {
+    if (state != kInBody)
+      return Status::Corrupt(name + (state == kWantHeader ? " is not an oans index (no header)"
+                                                          : " is damaged (records after the trailer)"));
+    if (options.span) *options.span = {fd, at.offset, at.end_offset};
+    if (options.on_dirs && b.getDirs().size() > 0) {
+      OANS_RETURN_IF_ERROR(DecodeDirs(b, name, header, &dirs, &seen));
+      OANS_RETURN_IF_ERROR(options.on_dirs(header, dirs));
+    }
+    seen.batches++;
+    if (options.keep_encoded) {
+      IndexTotals counted;
+      OANS_RETURN_IF_ERROR(CountBatch(b, name, header, &counted));
+      if (options.keep_encoded(header, FrameBatchView(b.getFiles()))) {
+        seen.records += counted.records;
+        seen.errors += counted.errors;
+        seen.bytes += counted.bytes;
+        counted.batches = 1;
+        return options.on_encoded(header, counted);
+      }
+    }
+    OANS_RETURN_IF_ERROR(DecodeBatch(b, name, header, &batch, &seen));
+    return on_batch(header, batch);
+  }
+
+  Status Trailer(schema::Trailer::Reader t) {
+    if (state != kInBody) return Status::Corrupt(name + " is damaged (unexpected trailer)");
+    OANS_RETURN_IF_ERROR(CheckTrailer(t, name, seen));
+    result.totals.records += seen.records;
+    result.totals.batches += seen.batches;
+    result.totals.errors += seen.errors;
+    result.totals.bytes += seen.bytes;
+    result.totals.dirs += seen.dirs;
+    state = kAfterTrailer;
+    return Status::Ok();
+  }
+
+  // Decodes one frame's message; a message that does not parse is damage at its offset.
+  Status Frame(FrameReader& frames, const FrameReadAhead::Frame& next) {
+    Status st;
+    KJ_IF_MAYBE(exc, kj::runCatchingExceptions([&]() {
+      capnp::FlatArrayMessageReader reader(next.words, FrameReader::Options(next.words.size()));
+      auto frame = reader.getRoot<schema::IndexFrame>();
+      switch (frame.which()) {
+        case schema::IndexFrame::HEADER: st = Header(frame.getHeader()); return;
+        case schema::IndexFrame::BATCH: st = Batch(frame.getBatch(), next); return;
+        case schema::IndexFrame::TRAILER: st = Trailer(frame.getTrailer()); return;
+        default: st = Status::Corrupt(name + " is damaged or from a newer oans (unknown message kind)");
+      }
+    })) {
+      return frames.DamagedAt(next.offset,
+                              "holds a message that does not parse (" + std::string(exc->getDescription().cStr()) + ")");
+    }
+    if (st.code() == Status::Code::kCorrupt && state != kWantHeader)  // not "not an index"
+      return Status::Corrupt(st.message() + "; the bad frame starts at byte " + std::to_string(next.offset));
+    return st;
+  }
+};
+
+}  // namespace
+
 Result<IndexReadResult> ReadIndex(
     const std::string& path, const IndexReadOptions& options,
     const std::function<Status(const IndexHeader&)>& on_header,
@@ -182,17 +274,11 @@ Result<IndexReadResult> ReadIndex(
   if (!in.ok()) return in.status();
   FrameReader frames((*in)->fd(), (*in)->name());
   const std::string& name = (*in)->name();
-  IndexReadResult result;
-  IndexHeader header;
-  IndexTotals seen;
-  enum { kWantHeader, kInBody, kAfterTrailer } state = kWantHeader;
-  std::vector<FileEntry> batch;
-  std::vector<IndexDir> dirs;
+  IndexReading r(name, (*in)->fd(), options, on_header, on_batch);
   FrameReadAhead ahead(frames);
   uint64_t offset_of_cut = 0;
   for (uint64_t frame_no = 0;; ++frame_no) {
     auto next = ahead.Next();
-    kj::Array<capnp::word>& words = next.words;
     offset_of_cut = next.offset_of_cut;
     if (!next.status.ok()) {
       Status s = next.status;
@@ -200,97 +286,28 @@ Result<IndexReadResult> ReadIndex(
         return Status::Corrupt(name + " is not an oans index (" + s.message() + ")");
       // Only a cut (the file ends inside a frame, as an interrupted scan leaves it) is
       // accepted as truncation; a frame that fails its checksum or to decode is damage.
-      if (state == kInBody && options.allow_truncated && s.code() == Status::Code::kCorrupt && next.cut) {
-        result.truncated = true;
-        result.cut_at = next.offset_of_cut;
-        return result;
+      if (r.state == IndexReading::kInBody && options.allow_truncated && s.code() == Status::Code::kCorrupt &&
+          next.cut) {
+        r.result.truncated = true;
+        r.result.cut_at = next.offset_of_cut;
+        return r.result;
       }
       return s;
     }
     if (next.end) break;
-    Status st;
-    KJ_IF_MAYBE(exc, kj::runCatchingExceptions([&]() {
-      capnp::FlatArrayMessageReader reader(words, FrameReader::Options(words.size()));
-      auto frame = reader.getRoot<schema::IndexFrame>();
-      switch (frame.which()) {
-        case schema::IndexFrame::HEADER:
-          if (state == kInBody) {
-            st = Status::Corrupt(name + " is damaged (a header in the middle of an index)");
-            return;
-          }
-          st = DecodeHeader(frame.getHeader(), name, &header);
-          if (!st.ok()) return;
-          state = kInBody;
-          seen = IndexTotals();
-          result.sections++;
-          st = on_header(header);
-          return;
-        case schema::IndexFrame::BATCH:
-          if (state != kInBody) {
-            st = Status::Corrupt(name + (state == kWantHeader ? " is not an oans index (no header)"
-                                                              : " is damaged (records after the trailer)"));
-            return;
-          }
-          if (options.span) *options.span = {(*in)->fd(), next.offset, next.end_offset};
-          if (options.on_dirs && frame.getBatch().getDirs().size() > 0) {
-            st = DecodeDirs(frame.getBatch(), name, header, &dirs, &seen);
-            if (st.ok()) st = options.on_dirs(header, dirs);
-            if (!st.ok()) return;
-          }
-          seen.batches++;
-          if (options.keep_encoded) {
-            IndexTotals counted;
-            st = CountBatch(frame.getBatch(), name, header, &counted);
-            if (!st.ok()) return;
-            if (options.keep_encoded(header, FrameBatchView(frame.getBatch().getFiles()))) {
-              seen.records += counted.records;
-              seen.errors += counted.errors;
-              seen.bytes += counted.bytes;
-              counted.batches = 1;
-              st = options.on_encoded(header, counted);
-              return;
-            }
-          }
-          st = DecodeBatch(frame.getBatch(), name, header, &batch, &seen);
-          if (!st.ok()) return;
-          st = on_batch(header, batch);
-          return;
-        case schema::IndexFrame::TRAILER:
-          if (state != kInBody) {
-            st = Status::Corrupt(name + " is damaged (unexpected trailer)");
-            return;
-          }
-          st = CheckTrailer(frame.getTrailer(), name, seen);
-          if (!st.ok()) return;
-          result.totals.records += seen.records;
-          result.totals.batches += seen.batches;
-          result.totals.errors += seen.errors;
-          result.totals.bytes += seen.bytes;
-          result.totals.dirs += seen.dirs;
-          state = kAfterTrailer;
-          return;
-        default:
-          st = Status::Corrupt(name + " is damaged or from a newer oans (unknown message kind)");
-      }
-    })) {
-      return frames.DamagedAt(next.offset,
-                              "holds a message that does not parse (" + std::string(exc->getDescription().cStr()) + ")");
-    }
-    if (st.code() == Status::Code::kCorrupt && state != kWantHeader)  // not "not an index"
-      return Status::Corrupt(st.message() + "; the bad frame starts at byte " + std::to_string(next.offset));
-    if (!st.ok()) return st;
+    OANS_RETURN_IF_ERROR(r.Frame(frames, next));
   }
-  if (state == kWantHeader) return Status::Corrupt(name + " is empty: not an oans index");
-  if (state == kInBody) {
+  if (r.state == IndexReading::kWantHeader) return Status::Corrupt(name + " is empty: not an oans index");
+  if (r.state == IndexReading::kInBody) {
     if (options.allow_truncated) {
-      result.truncated = true;
-      result.cut_at = offset_of_cut;
-      return result;
+      r.result.truncated = true;
+      r.result.cut_at = offset_of_cut;
+      return r.result;
     }
     return Status::Corrupt(name + " is truncated (no trailer): the scan that wrote it did not finish; "
                            "re-run oans-scan (it can reuse this file with --previous)");
   }
-  return result;
+  return r.result;
 }
 
 Result<IndexContents> ReadIndexFile(const std::string& path, const IndexReadOptions& options) {

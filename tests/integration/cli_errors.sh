@@ -79,7 +79,7 @@ expect_error "is a dedupe plan, not an index" "$BIN/oans-plan" "$WORK/good.plan"
 expect_error "is an extent index, not a plan" "$BIN/oans-apply" "$WORK/good.idx"
 expect_error "is a dedupe plan" "$BIN/oans-scan" --previous "$WORK/good.plan" "$WORK/tree" -o "$WORK/i"
 [ ! -e "$WORK/p" ] || fail "a failed plan left an output file"
-ls "$WORK" | grep -q 'tmp-' && fail "a temporary file was left behind"
+[ -z "$(find "$WORK" -maxdepth 1 -name '*tmp-*')" ] || fail "a temporary file was left behind"
 pass "failed runs leave no output file"
 
 # Binary data is never written to a terminal.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for integration tests: loop-mounted filesystem images that are always
 # cleaned up (mounts, loop devices, temp dirs), content checksums, and checks against the
 # filesystem's own accounting. Source it; call `it_init BIN_DIR`.

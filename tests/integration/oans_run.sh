@@ -12,7 +12,11 @@ mkfs_mount btrfs 512M
 tree_and_copy
 before=$(checksums "$MNT")
 export OANS_STATE_BASE=$WORK/state
-gen_files() { (cd "$OANS_STATE_BASE"/*/ && ls gen-* plan-* 2>/dev/null | grep -v journal | tr '\n' ' '); }
+gen_files() {  # the generation files in the state directory, journals left out
+  (cd "$OANS_STATE_BASE"/*/ && for f in gen-* plan-*; do
+    if [ -e "$f" ] && [[ $f != *journal* ]]; then printf '%s ' "$f"; fi
+  done)
+}
 
 # Refused: a state directory on the filesystem being deduped, and one on tmpfs.
 set +e
@@ -92,7 +96,7 @@ pass "--plan-only: planned, nothing applied, not stored; oans apply takes the ne
 "$BIN/oans" run --keep 2 --max-rate 3M --exclude '*.txt' --scan-option=--json --plan-option=--json "$MNT" \
   > "$WORK/run1.out" 2> "$WORK/run1.err" &
 run1=$!
-for _ in $(seq 100); do
+for _ in $(seq 600); do  # up to 60 s on a loaded machine
   [ "$(cat "$OANS_STATE_BASE"/*/lock 2>/dev/null)" = "$run1" ] && break
   sleep 0.1
 done
@@ -106,9 +110,10 @@ kill -0 $run1 2>/dev/null
 still=$?
 set -e
 cat "$WORK/overlap.err"
+# Refused at once, not after waiting for the lock: the first run still holds it. (No bound
+# on the time taken: a loaded machine may take seconds to start a process.)
 [ $still = 0 ] || fail "the first run ended before the second was refused (no overlap shown)"
 [ $rc = 4 ] || fail "second run during the first: exit $rc, expected 4 (another run holds the lock)"
-[ $took -le 3 ] || fail "the second run took ${took}s to be refused"
 grep -q "another oans run (pid $run1) is using the state directory" "$WORK/overlap.err" || fail "no clear message"
 pass "a second oans run during the first refused in ${took}s: $(cat "$WORK/overlap.err")"
 # oans status during the run: its pid and step, from the lock and the run's record.
@@ -221,7 +226,7 @@ sync
 before=$(checksums "$MNT")
 "$BIN/oans" run 2> "$WORK/run4.err" &
 run4=$!
-for _ in $(seq 200); do
+for _ in $(seq 1200); do  # up to 60 s on a loaded machine
   [ "$(ps --ppid $run4 -o comm= 2>/dev/null)" = oans-apply ] && break
   sleep 0.05
 done

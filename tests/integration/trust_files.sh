@@ -83,18 +83,26 @@ grep -q '"files"' "$shared/summary.json" || fail "summary file: $(cat "$shared/s
 pass "indexes, plans, reports and summaries are created 0600, also under umask 000 and over a 0644 file"
 
 # --- A killed run leaves no temporary output. ---
+has_open() {  # has_open PID PREFIX: PID has a file open whose path starts with PREFIX
+  local fd
+  for fd in /proc/"$1"/fd/*; do
+    [[ $(readlink "$fd" 2>/dev/null) == "$2"* ]] && return 0
+  done
+  return 1
+}
 killed_run() {  # killed_run DIR CMD...: CMD blocks reading a FIFO while its output in DIR is open
   local dir=$1; shift
   mkdir -p "$dir"
   rm -f "$WORK/block"
   mkfifo "$WORK/block"
   "$@" &
-  local pid=$! i
-  for i in $(seq 1 100); do
-    ls -l /proc/$pid/fd 2>/dev/null | grep -q -- "$dir/" && break
+  local pid=$!
+  # Up to 30 s for a loaded machine; it is usually a few ms.
+  for _ in $(seq 1 600); do
+    has_open "$pid" "$dir/" && break
     sleep 0.05
   done
-  ls -l /proc/$pid/fd | grep -q -- "$dir/" || fail "$*: its output was never opened"
+  has_open "$pid" "$dir/" || fail "$*: its output was never opened"
   kill -9 $pid
   wait $pid 2>/dev/null || true
   [ -z "$(ls -A "$dir")" ] || fail "$* killed: left behind $(ls -A "$dir")"

@@ -47,6 +47,7 @@ echo "ok: unpacked: $v; oans scan runs its sibling: $s"
 grep -q "state directory" "$WORK/root/usr/share/man/man1/oans-run.1" || fail "oans-run.1 is not oans run's manual"
 
 COMP_WORDS=(oans pl); COMP_CWORD=1
+# shellcheck source=completions/oans.bash
 source "$WORK/root/usr/share/bash-completion/completions/oans"
 _oans_tool
 [ "${COMPREPLY[*]}" = plan ] || fail "oans pl completes to '${COMPREPLY[*]}'"

@@ -17,7 +17,7 @@ cd "$WORK"
 fail() { echo "FAIL: $*"; exit 1; }
 
 N=20000
-args=(-q --files $N --seed 31 --max-inline 0 --max-blocks 64 --dup-ratio 0.2 --shared-ratio 0.2 --partial-ratio 0.1)
+args=(-q --files "$N" --seed 31 --max-inline 0 --max-blocks 64 --dup-ratio 0.2 --shared-ratio 0.2 --partial-ratio 0.1)
 "$BIN/oans-gen-index" "${args[@]}" -o before.idx
 "$BIN/oans-gen-index" "${args[@]}" --dev 61 -o after.idx
 cmp -s before.idx after.idx && fail "--dev 61 wrote the same index"

@@ -32,6 +32,67 @@ Result<std::string> OpenTrustedPlan(const std::string& path) {
   return PinInput(fd, path);
 }
 
+// The command line, shared with `oans apply` (tools/apply/options.h).
+using Args = cli::ApplyCommandLine;
+
+// Checks what the parse could not and completes the library's options (the stop flag
+// set by signals among them); returns -1 to go on, or the exit code.
+int Complete(Args& a, std::atomic<bool>* stop_flag) {
+  ApplyOptions& o = a.o;
+  const std::string &prefetch = a.prefetch, &order = a.order, &storage = a.storage, &link = a.link,
+                    &until = a.until, &io_class = a.io_class;
+  uint64_t& deadline_s = a.deadline_s;
+  o.prefetch = prefetch == "on";
+  o.order = order == "none" ? ApplyOrder::kShuffled : ApplyOrder::kPhysical;
+  o.storage = storage == "ssd" ? StorageChoice::kSsd : storage == "hdd" ? StorageChoice::kHdd : StorageChoice::kAuto;
+  o.stop = stop_flag;
+  cli::InstallSignalHandlers(stop_flag);
+  cli::RaiseFileLimit();
+  o.hardlink = link == "hard";
+  for (const auto& r : a.relax) {
+    if (r == "owner") o.link_policy.same_owner = false;
+    if (r == "mode") o.link_policy.same_mode = false;
+    if (r == "xattrs") o.link_policy.same_xattrs = false;
+    if (r == "mtime") o.link_policy.same_mtime = false;
+    if (r == "reach") o.link_policy.same_reach = false;
+  }
+  if (!a.relax.empty() && !o.hardlink) return cli::Fail("oans-apply", "--link-relax is for --link=hard only");
+  if (deadline_s && !until.empty()) return cli::Fail("oans-apply", "give --deadline or --until, not both");
+  if (!until.empty()) {
+    auto secs = cli::SecondsUntil(until);
+    if (!secs.ok()) return cli::Fail("oans-apply", secs.status().Prepend("--until"));
+    deadline_s = *secs;
+  }
+  if (deadline_s) o.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(deadline_s);
+  if (io_class == "idle") {
+    if (Status s = cli::SetIdleIoClass(); !s.ok()) return cli::Fail("oans-apply", s);
+  }
+  if (o.dry_run) o.on_dry_run = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
+  return -1;
+}
+
+// Opens the journal of `plan` (PLAN.journal unless --journal names another) and tells
+// what an earlier run finished; none with --no-journal or --dry-run, nor for a plan read
+// from standard input without --journal. Returns -1 to go on, or the exit code.
+int OpenJournal(Args& a, const PlanReader& plan, bool from_stdin, std::unique_ptr<Journal>* journal) {
+  ApplyOptions& o = a.o;
+  std::string& journal_path = a.journal_path;
+  const bool quiet = a.quiet;
+  if (a.no_journal || o.dry_run || (from_stdin && journal_path.empty())) return -1;
+  if (journal_path.empty()) journal_path = a.plan_path + ".journal";
+  std::string notice;
+  auto j = Journal::Open(journal_path, plan.header(), &notice);
+  if (!j.ok()) return cli::Fail("oans-apply", j.status());
+  *journal = std::move(*j);
+  if (!notice.empty() && !quiet) std::fprintf(stderr, "oans-apply: %s\n", notice.c_str());
+  if ((*journal)->done_count() && !quiet)
+    std::fprintf(stderr, "oans-apply: resuming: %zu of %llu rounds were finished by an earlier run (%s)\n",
+                 (*journal)->done_count(), (unsigned long long)plan.header().rounds, journal_path.c_str());
+  o.journal = journal->get();
+  o.link_log = journal->get();
+  return -1;
+}
+
 // The summary's fields, for --json and --summary-file.
 Json SummaryJson(const ApplyStats& s, bool dry_run) {
   Json reasons = Json::object(), not_rewritten = Json::object();
@@ -41,27 +102,59 @@ Json SummaryJson(const ApplyStats& s, bool dry_run) {
     slot = (slot.is_null() ? 0 : slot.get<uint64_t>()) + v;
   }
   return Json{{"rounds", s.rounds},
-             {"rounds_done", s.rounds_done},
-             {"rounds_from_journal", s.rounds_from_journal},
-             {"rounds_to_retry", s.rounds_to_retry},
-             {"operations", s.ops},
-             {"bytes_planned", s.bytes_planned},
-             {"bytes_deduped", s.bytes_deduped},
-             {"bytes_rewritten", s.bytes_rewritten},
-             {"files_linked", s.files_linked},
-             {"bytes_linked", s.bytes_linked},
-             {"bytes_prefetched", s.bytes_prefetched},
-             {"bytes_skipped", s.bytes_skipped()},
-             {"skipped", std::move(reasons)},
-             {"not_rewritten", std::move(not_rewritten)},
-             {"files_checked", s.files_checked},
-             {"open_ahead", s.open_ahead},
-             {"tree_ahead_bytes", s.tree_ahead_bytes},
-             {"commits", s.commits},
-             {"files_changed", s.files_mismatch},
-             {"errors", s.errors},
-             {"interrupted", s.interrupted},
-             {"dry_run", dry_run}};
+              {"rounds_done", s.rounds_done},
+              {"rounds_from_journal", s.rounds_from_journal},
+              {"rounds_to_retry", s.rounds_to_retry},
+              {"operations", s.ops},
+              {"bytes_planned", s.bytes_planned},
+              {"bytes_deduped", s.bytes_deduped},
+              {"bytes_rewritten", s.bytes_rewritten},
+              {"files_linked", s.files_linked},
+              {"bytes_linked", s.bytes_linked},
+              {"bytes_prefetched", s.bytes_prefetched},
+              {"bytes_skipped", s.bytes_skipped()},
+              {"skipped", std::move(reasons)},
+              {"not_rewritten", std::move(not_rewritten)},
+              {"files_checked", s.files_checked},
+              {"open_ahead", s.open_ahead},
+              {"tree_ahead_bytes", s.tree_ahead_bytes},
+              {"commits", s.commits},
+              {"files_changed", s.files_mismatch},
+              {"errors", s.errors},
+              {"interrupted", s.interrupted},
+              {"dry_run", dry_run}};
+}
+
+void PrintTextSummary(const ApplyStats& s, const ApplyOptions& o, const std::string& elapsed) {
+  // Hardlink mode shares by linking: its figures are files linked and the bytes their
+  // replaced copies held.
+  const std::string done_what =
+      o.hardlink ? "linked " + std::to_string(s.files_linked) + (s.files_linked == 1 ? " file" : " files") +
+                       ", freeing " + FormatSize(s.bytes_linked) + " of " + FormatSize(s.bytes_planned) + " planned"
+                 : "deduped " + FormatSize(s.bytes_deduped) + " of " + FormatSize(s.bytes_planned) + " planned";
+  std::fputs(cli::WrapSummary(std::string("oans-apply: ") + (o.dry_run ? "dry run: " : "") + "done " +
+                                  std::to_string(s.rounds_done + s.rounds_from_journal) + " of " +
+                                  std::to_string(s.rounds) + " rounds in " + elapsed,
+                              {std::to_string(s.ops) + " operations",
+                               s.bytes_rewritten ? "rewrote " + FormatSize(s.bytes_rewritten) + " into new extents" : "",
+                               done_what})
+                 .c_str(),
+             stderr);
+  for (auto& [reason, bytes] : s.skipped)
+    std::fprintf(stderr, "  skipped %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
+  for (auto& [reason, bytes] : s.not_rewritten)
+    std::fprintf(stderr, "  left %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
+  if (s.rounds_to_retry)
+    std::fputs(cli::WrapSummary("", {std::to_string(s.rounds_to_retry) +
+                                         " rounds met a passing problem (busy, no space, a writer, an I/O error)",
+                                     "not journaled as done: run again with the same plan to retry them"})
+                   .c_str(),
+               stderr);
+  if (s.rounds_from_journal)
+    std::fprintf(stderr, "  %llu rounds were already done by an earlier run\n", (unsigned long long)s.rounds_from_journal);
+  if (s.interrupted)
+    std::fprintf(stderr, "  %s; run again with the same plan to continue\n",
+                 s.deadline_reached ? "deadline reached" : "stopped early");
 }
 
 }  // namespace
@@ -82,79 +175,35 @@ int main(int argc, char** argv) {
       "  oans-apply --link=hard plan.capnp                 hardlinks on ext4 (identical files only)",
       "oans-apply"};
   app.set_version_flag("--version", ToolVersionString("oans-apply"));
-  cli::ApplyCommandLine cl;
-  cli::AddApplyOptions(app, &cl);
-  ApplyOptions& o = cl.o;
-  std::string &plan_path = cl.plan_path, &prefetch = cl.prefetch, &order = cl.order, &progress = cl.progress;
-  std::string &journal_path = cl.journal_path, &until = cl.until, &io_class = cl.io_class, &storage = cl.storage;
-  std::string& link = cl.link;
-  std::vector<std::string>& relax = cl.relax;
-  bool &quiet = cl.quiet, &json = cl.json, &no_journal = cl.no_journal;
-  uint64_t& deadline_s = cl.deadline_s;
+  Args a;
+  cli::AddApplyOptions(app, &a);
   app.footer(cli::ExitCodesHelp());
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
-  o.prefetch = prefetch == "on";
-  o.order = order == "none" ? ApplyOrder::kShuffled : ApplyOrder::kPhysical;
-  o.storage = storage == "ssd" ? StorageChoice::kSsd : storage == "hdd" ? StorageChoice::kHdd : StorageChoice::kAuto;
   std::atomic<bool> stop{false};
-  o.stop = &stop;
-  cli::InstallSignalHandlers(&stop);
-  cli::RaiseFileLimit();
-  o.hardlink = link == "hard";
-  for (const auto& r : relax) {
-    if (r == "owner") o.link_policy.same_owner = false;
-    if (r == "mode") o.link_policy.same_mode = false;
-    if (r == "xattrs") o.link_policy.same_xattrs = false;
-    if (r == "mtime") o.link_policy.same_mtime = false;
-    if (r == "reach") o.link_policy.same_reach = false;
-  }
-  if (!relax.empty() && !o.hardlink) return cli::Fail("oans-apply", "--link-relax is for --link=hard only");
-  if (deadline_s && !until.empty()) return cli::Fail("oans-apply", "give --deadline or --until, not both");
-  if (!until.empty()) {
-    auto secs = cli::SecondsUntil(until);
-    if (!secs.ok()) return cli::Fail("oans-apply", secs.status().Prepend("--until"));
-    deadline_s = *secs;
-  }
-  if (deadline_s) o.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(deadline_s);
-  if (io_class == "idle") {
-    if (Status s = cli::SetIdleIoClass(); !s.ok()) return cli::Fail("oans-apply", s);
-  }
-  if (o.dry_run) o.on_dry_run = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
+  if (int rc = Complete(a, &stop); rc >= 0) return rc;
+  ApplyOptions& o = a.o;
 
   // The whole plan is checked before any file is touched; a pipe is buffered for that.
   // A plan file must be one that no other user can have written (lib/base/trust.h); it
   // is opened once and read through that descriptor from then on.
-  const bool from_stdin = plan_path == "-";
-  const std::string plan_name = plan_path;
-  auto pinned = from_stdin ? SpoolStdin() : OpenTrustedPlan(plan_path);
+  const bool from_stdin = a.plan_path == "-";
+  auto pinned = from_stdin ? SpoolStdin() : OpenTrustedPlan(a.plan_path);
   if (!pinned.ok()) return cli::Fail("oans-apply", pinned.status());
   if (Status v = ValidatePlan(*pinned); !v.ok()) return cli::Fail("oans-apply", v);
   auto plan = PlanReader::Open(*pinned);
   if (!plan.ok()) return cli::Fail("oans-apply", plan.status());
   // A filesystem that cannot share data as asked is told once, before any work.
-  if (Status can = CheckPlanCanShare((*plan)->header(), link == "hard"); !can.ok()) return cli::Fail("oans-apply", can);
+  if (Status can = CheckPlanCanShare((*plan)->header(), o.hardlink); !can.ok()) return cli::Fail("oans-apply", can);
   std::unique_ptr<Journal> journal;
-  if (!no_journal && !o.dry_run && (!from_stdin || !journal_path.empty())) {
-    if (journal_path.empty()) journal_path = plan_name + ".journal";
-    std::string notice;
-    auto j = Journal::Open(journal_path, (*plan)->header(), &notice);
-    if (!j.ok()) return cli::Fail("oans-apply", j.status());
-    journal = std::move(*j);
-    if (!notice.empty() && !quiet) std::fprintf(stderr, "oans-apply: %s\n", notice.c_str());
-    if (journal->done_count() && !quiet)
-      std::fprintf(stderr, "oans-apply: resuming: %zu of %llu rounds were finished by an earlier run (%s)\n",
-                   journal->done_count(), (unsigned long long)(*plan)->header().rounds, journal_path.c_str());
-    o.journal = journal.get();
-    o.link_log = journal.get();
-  }
+  if (int rc = OpenJournal(a, **plan, from_stdin, &journal); rc >= 0) return rc;
   if (o.hardlink && !o.dry_run && !o.journal)
     return cli::Fail("oans-apply",
                      "--link=hard needs a journal, where it records the hidden link names it makes so that a run "
                      "killed midway is cleaned up by the next one; drop --no-journal (or give --journal FILE for a "
                      "plan read from standard input)");
   cli::ProgressMode mode;
-  cli::ParseProgressMode(progress, &mode);
-  cli::ProgressRenderer renderer("oans-apply", mode, quiet);
+  cli::ParseProgressMode(a.progress, &mode);
+  cli::ProgressRenderer renderer("oans-apply", mode, a.quiet);
   ApplyStats s;
   Status st = RunApply(DefaultSys(), **plan, o, &renderer, &s);
   renderer.Finish();
@@ -166,40 +215,11 @@ int main(int argc, char** argv) {
     return cli::Fail("oans-apply", st);
   }
   const Json summary = SummaryJson(s, o.dry_run);
-  cli::WriteSummaryFile("oans-apply", cl.summary_file, summary);
-  if (json) {
+  cli::WriteSummaryFile("oans-apply", a.summary_file, summary);
+  if (a.json)
     PrintJsonLine(stdout, summary);
-  } else if (!quiet || s.bytes_skipped() || s.interrupted) {
-    // Hardlink mode shares by linking: its figures are files linked and the bytes their
-    // replaced copies held.
-    const std::string done_what =
-        o.hardlink ? "linked " + std::to_string(s.files_linked) + (s.files_linked == 1 ? " file" : " files") +
-                         ", freeing " + FormatSize(s.bytes_linked) + " of " + FormatSize(s.bytes_planned) + " planned"
-                   : "deduped " + FormatSize(s.bytes_deduped) + " of " + FormatSize(s.bytes_planned) + " planned";
-    std::fputs(cli::WrapSummary(std::string("oans-apply: ") + (o.dry_run ? "dry run: " : "") + "done " +
-                                    std::to_string(s.rounds_done + s.rounds_from_journal) + " of " +
-                                    std::to_string(s.rounds) + " rounds in " + renderer.Elapsed(),
-                                {std::to_string(s.ops) + " operations",
-                                 s.bytes_rewritten ? "rewrote " + FormatSize(s.bytes_rewritten) + " into new extents" : "",
-                                 done_what})
-                   .c_str(),
-               stderr);
-    for (auto& [reason, bytes] : s.skipped)
-      std::fprintf(stderr, "  skipped %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
-    for (auto& [reason, bytes] : s.not_rewritten)
-      std::fprintf(stderr, "  left %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
-    if (s.rounds_to_retry)
-      std::fputs(cli::WrapSummary("", {std::to_string(s.rounds_to_retry) +
-                                           " rounds met a passing problem (busy, no space, a writer, an I/O error)",
-                                       "not journaled as done: run again with the same plan to retry them"})
-                     .c_str(),
-                 stderr);
-    if (s.rounds_from_journal)
-      std::fprintf(stderr, "  %llu rounds were already done by an earlier run\n", (unsigned long long)s.rounds_from_journal);
-    if (s.interrupted)
-      std::fprintf(stderr, "  %s; run again with the same plan to continue\n",
-                   s.deadline_reached ? "deadline reached" : "stopped early");
-  }
+  else if (!a.quiet || s.bytes_skipped() || s.interrupted)
+    PrintTextSummary(s, o, renderer.Elapsed());
   if (s.interrupted) return cli::kStopped;
   if (o.hardlink && s.files_linked == 0 && s.bytes_skipped()) return cli::kPartial;
   return (s.bytes_skipped() || s.files_mismatch || s.errors) ? cli::kPartial : cli::kOk;

@@ -107,32 +107,26 @@ int Stopped() {
   return cli::kStopped;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{
-      "Read extent indexes (standard input when none is given; several are merged) and write a\n"
-      "dedupe plan: whole-file duplicates and runs of identical blocks that do not share their\n"
-      "data yet, in rounds of at most --round-size bytes ordered by physical offset. Files of\n"
-      "different filesystems are never paired.\n"
-      "Examples:\n"
-      "  oans-plan --stats -o plan.capnp data.idx          a plan and what it will reclaim\n"
-      "  oans-plan --since old.idx -o plan.capnp new.idx   only groups with new or changed files\n"
-      "  oans-plan --format dirs --top 20 data.idx         the directories holding the duplicates\n"
-      "  oans-plan --format text data.idx | less           the duplicate groups, readable\n"
-      "  oans-plan --from-list dupes.txt -o plan.capnp     from an fdupes/jdupes list",
-      "oans-plan"};
-  app.set_version_flag("--version", ToolVersionString("oans-plan"));
+// The command line: the library's options and what only the tool needs.
+struct Args {
   PlanOptions o;
   std::string output = "-", progress = "auto", format = "plan";
+  std::string fdupes, summary_file;
+  int64_t top = 0;  // signed, so that a negative number is refused by name, not wrapped
   bool stats_flag = false, json = false, quiet = false, no_blocks = false;
+};
+
+void AddOptions(CLI::App& app, Args& a) {
+  PlanOptions& o = a.o;
+  std::string &output = a.output, &progress = a.progress, &format = a.format, &fdupes = a.fdupes;
+  bool &stats_flag = a.stats_flag, &json = a.json, &quiet = a.quiet, &no_blocks = a.no_blocks;
+  int64_t& top = a.top;
   app.add_option("indexes", o.indexes, "Index files from oans-scan ('-' for standard input)")->type_name("INDEX");
   app.add_option("-o,--output", output, "Write the plan to FILE (atomically) instead of standard output")
       ->type_name("FILE");
   cli::AddSize(app, "--round-size", &o.round_size,
                "Bytes read per round, sources plus destinations (default 32M; 48M when an index says its files "
                "are on a spinning disk; at least 1M)");
-  std::string fdupes;
   app.add_option("--from-list", fdupes,
                  "Plan from a duplicate list of fdupes or jdupes (paths, a blank line between groups) instead of "
                  "indexes; the kernel still compares every byte before sharing")
@@ -171,49 +165,60 @@ int main(int argc, char** argv) {
                  "and a backslash \\\\; fdupes lists have no escapes, so a name with a newline is left out of them, "
                  "named on stderr, with exit code 1")
       ->check(CLI::IsMember({"plan", "text", "json", "fdupes", "dirs", "dirs-json"}));
-  int64_t top = 0;  // signed, so that a negative number is refused by name, not wrapped
   app.add_option("--top", top,
                  "With --format dirs or dirs-json (the directories with the most reclaimable bytes, added up the "
                  "tree like du, and their duplicate files): only the first N (default all)")
       ->type_name("N");
   app.add_flag("--stats", stats_flag, "Print groups, duplicate, shared and reclaimable bytes on stderr");
   app.add_flag("--json", json, "Print the statistics as JSON on stderr (implies --stats)");
-  std::string summary_file;
-  cli::AddSummaryFile(app, &summary_file);
+  cli::AddSummaryFile(app, &a.summary_file);
   app.add_option("--progress", progress, "Progress on stderr: auto, tty, json or none")
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
   app.add_flag("-q,--quiet", quiet, "Print only errors");
   app.footer(cli::ExitCodesHelp());
-  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
-  if (app.count("--top") && top <= 0)
+}
+
+// --from-list: the list becomes a temporary index, read like any other (in --temp-dir).
+// Returns -1 to go on, or the exit code.
+int IndexFromList(Args& a) {
+  PlanOptions& o = a.o;
+  const std::string& fdupes = a.fdupes;
+  const bool quiet = a.quiet;
+  if (!o.indexes.empty()) return cli::Fail("oans-plan", "give indexes or --from-list, not both");
+  std::string tmpl_path = TempDirectory(o.temp_dir) + "/oans-list-XXXXXX";
+  std::vector<char> tmpl_buf(tmpl_path.begin(), tmpl_path.end() + 1);
+  char* tmpl = tmpl_buf.data();
+  int dirfd = mkstemp(tmpl);
+  if (dirfd < 0) return cli::Fail("oans-plan", Status::Io("creating a temporary file", errno));
+  close(dirfd);
+  unlink(tmpl);
+  auto idx = OutputFile::Open(tmpl);
+  if (!idx.ok()) return cli::Fail("oans-plan", idx.status());
+  cli::ProgressRenderer list_notices("oans-plan", cli::ProgressMode::kNone, quiet);
+  DupeListStats ls;
+  Status st = IndexFromDuplicateList(DefaultSys(), fdupes == "-" ? "/dev/stdin" : fdupes, 128 * 1024, idx->get(),
+                                     &list_notices, &ls);
+  if (st.ok()) st = (*idx)->Commit();
+  if (!st.ok()) return cli::Fail("oans-plan", st);
+  // Named only for the moment it takes to open it again: a kill leaves nothing behind.
+  int fd = ::open(tmpl, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int e = errno;
+  unlink(tmpl);
+  if (fd < 0) return cli::Fail("oans-plan", Status::Io("reading back the index of " + fdupes, e));
+  o.indexes.push_back(PinInput(fd, "the index made from " + fdupes));
+  return -1;
+}
+
+// Checks what the parse could not and completes the library's options; returns -1 to go
+// on, or the exit code.
+int Complete(const CLI::App& app, Args& a, int argc, char** argv) {
+  PlanOptions& o = a.o;
+  if (app.count("--top") && a.top <= 0)
     return cli::Fail("oans-plan", "--top takes a positive number of directories, such as 20 (without it: all)");
   if (o.min_run == 0 || o.min_run % 4096 != 0)
     return cli::Fail("oans-plan", "--min-run must be a positive multiple of 4K, such as 64K");
-  if (!fdupes.empty()) {
-    if (!o.indexes.empty()) return cli::Fail("oans-plan", "give indexes or --from-list, not both");
-    // The list becomes a temporary index, read like any other (in --temp-dir).
-    std::string tmpl_path = TempDirectory(o.temp_dir) + "/oans-list-XXXXXX";
-    std::vector<char> tmpl_buf(tmpl_path.begin(), tmpl_path.end() + 1);
-    char* tmpl = tmpl_buf.data();
-    int dirfd = mkstemp(tmpl);
-    if (dirfd < 0) return cli::Fail("oans-plan", Status::Io("creating a temporary file", errno));
-    close(dirfd);
-    unlink(tmpl);
-    auto idx = OutputFile::Open(tmpl);
-    if (!idx.ok()) return cli::Fail("oans-plan", idx.status());
-    cli::ProgressRenderer list_notices("oans-plan", cli::ProgressMode::kNone, quiet);
-    DupeListStats ls;
-    Status st = IndexFromDuplicateList(DefaultSys(), fdupes == "-" ? "/dev/stdin" : fdupes, 128 * 1024, idx->get(),
-                                       &list_notices, &ls);
-    if (st.ok()) st = (*idx)->Commit();
-    if (!st.ok()) return cli::Fail("oans-plan", st);
-    // Named only for the moment it takes to open it again: a kill leaves nothing behind.
-    int fd = ::open(tmpl, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    int e = errno;
-    unlink(tmpl);
-    if (fd < 0) return cli::Fail("oans-plan", Status::Io("reading back the index of " + fdupes, e));
-    o.indexes.push_back(PinInput(fd, "the index made from " + fdupes));
-  }
+  if (!a.fdupes.empty())
+    if (int rc = IndexFromList(a); rc >= 0) return rc;
   if (o.memory < (16u << 20)) return cli::Fail("oans-plan", "--memory must be at least 16M");
   // 0 is the library's "by the storage"; given, a size must be one.
   if (app.count("--round-size") && o.round_size < (1u << 20))
@@ -228,17 +233,17 @@ int main(int argc, char** argv) {
         if (!spooled.ok()) return cli::Fail("oans-plan", spooled.status());
         path = *spooled;
       }
-  o.blocks = !no_blocks;
+  o.blocks = !a.no_blocks;
   o.command_line = cli::Argv(argc, argv);
-  std::atomic<bool> stop{false};
-  cli::InstallSignalHandlers(&stop);
-  o.stop = &stop;
+  return -1;
+}
 
-  cli::ProgressMode mode;
-  cli::ParseProgressMode(progress, &mode);
-  cli::ProgressRenderer renderer("oans-plan", mode, quiet);
-  PlanStats s;
-  int report_rc = cli::kOk;
+// Plans, and writes the plan or the report; returns -1 when done, or the exit code.
+int Plan(const Args& a, cli::ProgressRenderer& renderer, PlanStats* stats, int* report_rc) {
+  const PlanOptions& o = a.o;
+  const std::string &format = a.format, &output = a.output;
+  const size_t top = size_t(a.top);
+  PlanStats& s = *stats;
   if (format != "plan") {
     std::vector<GroupReport> groups;
     Status st = RunPlan(o, nullptr, &renderer, &s, &groups);
@@ -248,14 +253,14 @@ int main(int argc, char** argv) {
     size_t left_out = 0;
     auto print = [&](FILE* f) -> size_t {
       if (format == "dirs" || format == "dirs-json") {
-        auto dirs = DirsReport(groups, size_t(top));
+        auto dirs = DirsReport(groups, top);
         std::fputs((format == "dirs" ? DirsText(dirs) : DirsJson(dirs)).c_str(), f);
         return 0;
       }
       return PrintReport(f, format, groups);
     };
     if (Status w = WriteReport(output, print, &left_out); !w.ok()) return cli::Fail("oans-plan", w);
-    if (left_out) report_rc = cli::kPartial;
+    if (left_out) *report_rc = cli::kPartial;
   } else {
     auto out = OutputFile::Open(output);
     if (!out.ok()) return cli::Fail("oans-plan", out.status());
@@ -265,64 +270,109 @@ int main(int argc, char** argv) {
     if (!st.ok()) return cli::Fail("oans-plan", st);
     if (Status c = (*out)->Commit(); !c.ok()) return cli::Fail("oans-plan", c);
   }
-  const Json summary = Json{{"files", s.files},
-                            {"filesystems", s.filesystems},
-                            {"groups", s.whole_groups + s.block_groups},
-                            {"whole_file_groups", s.whole_groups},
-                            {"block_groups", s.block_groups},
-                            {"duplicate_bytes", s.duplicate_bytes},
-                            {"shared_bytes", s.shared_bytes},
-                            {"partial_bytes", s.partial_bytes},
-                            {"partial_left_bytes", s.partial_left_bytes},
-                            {"rewrite_bytes", s.rewrite_bytes},
-                            {"planned_bytes", s.planned_bytes},
-                            {"unchanged_since", s.unchanged_since},
-                            {"since_listed", s.since_listed},
-                            {"since_left_out", s.since_left_out},
-                            {"operations", s.ops},
-                            {"rounds", s.rounds},
-                            {"operations_alongside", s.ops_alongside},
-                            {"skipped_errors", s.skipped_errors},
-                            {"skipped_inline", s.skipped_inline}};
-  cli::WriteSummaryFile("oans-plan", summary_file, summary);
-  if (json) {
+  return -1;
+}
+
+// The statistics --json prints and --summary-file writes.
+Json JsonStats(const PlanStats& s) {
+  return Json{{"files", s.files},
+              {"filesystems", s.filesystems},
+              {"groups", s.whole_groups + s.block_groups},
+              {"whole_file_groups", s.whole_groups},
+              {"block_groups", s.block_groups},
+              {"duplicate_bytes", s.duplicate_bytes},
+              {"shared_bytes", s.shared_bytes},
+              {"partial_bytes", s.partial_bytes},
+              {"partial_left_bytes", s.partial_left_bytes},
+              {"rewrite_bytes", s.rewrite_bytes},
+              {"planned_bytes", s.planned_bytes},
+              {"unchanged_since", s.unchanged_since},
+              {"since_listed", s.since_listed},
+              {"since_left_out", s.since_left_out},
+              {"operations", s.ops},
+              {"rounds", s.rounds},
+              {"operations_alongside", s.ops_alongside},
+              {"skipped_errors", s.skipped_errors},
+              {"skipped_inline", s.skipped_inline}};
+}
+
+void PrintStats(const PlanStats& s, const std::string& elapsed) {
+  std::fprintf(stderr,
+               "oans-plan: %llu files on %llu filesystem(s) in %s\n"
+               "  duplicate groups:   %llu (%llu whole-file, %llu block)\n"
+               "  duplicate bytes:    %s (%s as 4 KiB partial matches)\n"
+               "  partial, left:      %s (shorter than --min-run, or freeing no extent)\n"
+               "  to rewrite:         %s (copied to new extents so that old ones go free)\n"
+               "  already shared:     %s\n"
+               "  plan will reclaim:  %s in %llu operations, %llu rounds\n"
+               "  packed alongside:   %llu operations (read with their neighbours on the disk)\n"
+               "  not considered:     %llu files the scan could not read, %llu with inline data\n",
+               (unsigned long long)s.files, (unsigned long long)s.filesystems, elapsed.c_str(),
+               (unsigned long long)(s.whole_groups + s.block_groups), (unsigned long long)s.whole_groups,
+               (unsigned long long)s.block_groups, FormatSize(s.duplicate_bytes).c_str(),
+               FormatSize(s.partial_bytes).c_str(), FormatSize(s.partial_left_bytes).c_str(),
+               FormatSize(s.rewrite_bytes).c_str(), FormatSize(s.shared_bytes).c_str(), FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.ops,
+               (unsigned long long)s.rounds, (unsigned long long)s.ops_alongside, (unsigned long long)s.skipped_errors,
+               (unsigned long long)s.skipped_inline);
+}
+
+void PrintSummary(const PlanStats& s, const std::string& elapsed) {
+  using ull = unsigned long long;
+  const std::string head = "oans-plan: found " + std::to_string(s.whole_groups + s.block_groups) +
+                           " duplicate groups in " + std::to_string(s.files) + " files in " + elapsed;
+  std::vector<std::string> parts = {FormatSize(s.planned_bytes) + " to reclaim in " + std::to_string(s.rounds) +
+                                        " rounds",
+                                    FormatSize(s.shared_bytes) + " already shared"};
+  if (s.rewrite_bytes)
+    parts.push_back(FormatSize(s.rewrite_bytes) + " to rewrite into new extents first");
+  if (s.partial_left_bytes)
+    parts.push_back(FormatSize(s.partial_left_bytes) +
+                    " of partial duplicates left (shorter than --min-run, or sharing them would free no extent)");
+  for (auto& p : cli::Skipped({cli::Counted(ull(s.skipped_errors), "unreadable in the scan"),
+                               cli::Counted(ull(s.skipped_inline), "with inline data")}))
+    parts.push_back(std::move(p));
+  if (s.since_listed)
+    parts.push_back(std::to_string(s.since_left_out) + " unchanged files sharing nothing with a changed one left out");
+  std::fputs(cli::WrapSummary(head, parts).c_str(), stderr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Read extent indexes (standard input when none is given; several are merged) and write a\n"
+      "dedupe plan: whole-file duplicates and runs of identical blocks that do not share their\n"
+      "data yet, in rounds of at most --round-size bytes ordered by physical offset. Files of\n"
+      "different filesystems are never paired.\n"
+      "Examples:\n"
+      "  oans-plan --stats -o plan.capnp data.idx          a plan and what it will reclaim\n"
+      "  oans-plan --since old.idx -o plan.capnp new.idx   only groups with new or changed files\n"
+      "  oans-plan --format dirs --top 20 data.idx         the directories holding the duplicates\n"
+      "  oans-plan --format text data.idx | less           the duplicate groups, readable\n"
+      "  oans-plan --from-list dupes.txt -o plan.capnp     from an fdupes/jdupes list",
+      "oans-plan"};
+  app.set_version_flag("--version", ToolVersionString("oans-plan"));
+  Args a;
+  AddOptions(app, a);
+  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+  if (int rc = Complete(app, a, argc, argv); rc >= 0) return rc;
+  std::atomic<bool> stop{false};
+  cli::InstallSignalHandlers(&stop);
+  a.o.stop = &stop;
+
+  cli::ProgressMode mode;
+  cli::ParseProgressMode(a.progress, &mode);
+  cli::ProgressRenderer renderer("oans-plan", mode, a.quiet);
+  PlanStats s;
+  int report_rc = cli::kOk;
+  if (int rc = Plan(a, renderer, &s, &report_rc); rc >= 0) return rc;
+  const Json summary = JsonStats(s);
+  cli::WriteSummaryFile("oans-plan", a.summary_file, summary);
+  if (a.json)
     PrintJsonLine(stderr, summary);
-  } else if (stats_flag) {
-    std::fprintf(stderr,
-                 "oans-plan: %llu files on %llu filesystem(s) in %s\n"
-                 "  duplicate groups:   %llu (%llu whole-file, %llu block)\n"
-                 "  duplicate bytes:    %s (%s as 4 KiB partial matches)\n"
-                 "  partial, left:      %s (shorter than --min-run, or freeing no extent)\n"
-                 "  to rewrite:         %s (copied to new extents so that old ones go free)\n"
-                 "  already shared:     %s\n"
-                 "  plan will reclaim:  %s in %llu operations, %llu rounds\n"
-                 "  packed alongside:   %llu operations (read with their neighbours on the disk)\n"
-                 "  not considered:     %llu files the scan could not read, %llu with inline data\n",
-                 (unsigned long long)s.files, (unsigned long long)s.filesystems, renderer.Elapsed().c_str(),
-                 (unsigned long long)(s.whole_groups + s.block_groups), (unsigned long long)s.whole_groups,
-                 (unsigned long long)s.block_groups, FormatSize(s.duplicate_bytes).c_str(),
-                 FormatSize(s.partial_bytes).c_str(), FormatSize(s.partial_left_bytes).c_str(),
-                 FormatSize(s.rewrite_bytes).c_str(), FormatSize(s.shared_bytes).c_str(), FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.ops,
-                 (unsigned long long)s.rounds, (unsigned long long)s.ops_alongside, (unsigned long long)s.skipped_errors,
-                 (unsigned long long)s.skipped_inline);
-  } else if (!quiet) {
-    using ull = unsigned long long;
-    const std::string head = "oans-plan: found " + std::to_string(s.whole_groups + s.block_groups) +
-                             " duplicate groups in " + std::to_string(s.files) + " files in " + renderer.Elapsed();
-    std::vector<std::string> parts = {FormatSize(s.planned_bytes) + " to reclaim in " + std::to_string(s.rounds) +
-                                          " rounds",
-                                      FormatSize(s.shared_bytes) + " already shared"};
-    if (s.rewrite_bytes)
-      parts.push_back(FormatSize(s.rewrite_bytes) + " to rewrite into new extents first");
-    if (s.partial_left_bytes)
-      parts.push_back(FormatSize(s.partial_left_bytes) +
-                      " of partial duplicates left (shorter than --min-run, or sharing them would free no extent)");
-    for (auto& p : cli::Skipped({cli::Counted(ull(s.skipped_errors), "unreadable in the scan"),
-                                 cli::Counted(ull(s.skipped_inline), "with inline data")}))
-      parts.push_back(std::move(p));
-    if (s.since_listed)
-      parts.push_back(std::to_string(s.since_left_out) + " unchanged files sharing nothing with a changed one left out");
-    std::fputs(cli::WrapSummary(head, parts).c_str(), stderr);
-  }
+  else if (a.stats_flag)
+    PrintStats(s, renderer.Elapsed());
+  else if (!a.quiet)
+    PrintSummary(s, renderer.Elapsed());
   return report_rc;
 }

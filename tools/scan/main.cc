@@ -61,25 +61,25 @@ std::string ChecksumSummary(const ChecksumCounts& c) {
   return cli::WrapSummary("", parts);
 }
 
-int main(int argc, char** argv) {
-  CLI::App app{
-      "Walk ROOT... (staying on each root's filesystem) and write an extent index: every regular\n"
-      "file's identity, FIEMAP extents and XXH3-128 hashes of the whole file and of each block.\n"
-      "Symlinks are not followed; special files are skipped; hardlinked files are read once.\n"
-      "Files that vanish or cannot be read are recorded as errors and the walk goes on.\n"
-      "Examples:\n"
-      "  oans-scan /srv/data | oans-plan > plan.capnp      scan and plan in one pipe\n"
-      "  oans-scan -o data.idx /srv/data /home             an index of two trees\n"
-      "  oans-scan --previous data.idx -o new.idx /srv/data   read only what changed\n"
-      "  oans-scan --exclude '*.tmp' --min-size 64K -o data.idx /srv/data\n"
-      "  oans run /srv/data                                scan, plan and apply in generations",
-      "oans-scan"};
-  app.set_version_flag("--version", ToolVersionString("oans-scan"));
+namespace {
+
+// The command line: the library's options and what only the tool needs.
+struct Args {
   ScanOptions o;
   std::string output = "-";
   std::string storage = "auto", order = "auto", progress = "auto";
+  std::string previous_damaged = "refuse";
+  std::string summary_file;
   bool quiet = false, json = false;
-  uint64_t block_size = o.block_size;
+  uint64_t block_size = ScanOptions().block_size;
+};
+
+void AddOptions(CLI::App& app, Args& a) {
+  ScanOptions& o = a.o;
+  std::string &output = a.output, &storage = a.storage, &order = a.order, &progress = a.progress,
+              &previous_damaged = a.previous_damaged;
+  bool &quiet = a.quiet, &json = a.json;
+  uint64_t& block_size = a.block_size;
   app.add_option("roots", o.roots, "Directories (or files) to scan")->required()->type_name("ROOT");
   app.add_option("-o,--output", output, "Write the index to FILE (atomically) instead of standard output")
       ->type_name("FILE");
@@ -89,7 +89,6 @@ int main(int argc, char** argv) {
                  "--previous-damaged). On btrfs, run as root, files whose metadata btrfs "
                  "has not written since that index are not even opened")
       ->type_name("FILE");
-  std::string previous_damaged = "refuse";
   app.add_option("--previous-damaged", previous_damaged,
                  "What to do when the --previous index is damaged (a batch failing its checksum or not parsing, as "
                  "opposed to cut short by an interrupted scan): refuse (default: exit 2, naming the file and the "
@@ -130,11 +129,16 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
   app.add_flag("-q,--quiet", quiet, "Print only errors");
   app.add_flag("--json", json, "Print the summary as JSON on stderr");
-  std::string summary_file;
-  cli::AddSummaryFile(app, &summary_file);
+  cli::AddSummaryFile(app, &a.summary_file);
   app.footer(cli::ExitCodesHelp());
-  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+}
 
+// Checks what the parse could not and completes the library's options; returns -1 to go
+// on, or the exit code.
+int Complete(Args& a, int argc, char** argv) {
+  ScanOptions& o = a.o;
+  const std::string &storage = a.storage, &order = a.order, &previous_damaged = a.previous_damaged;
+  const uint64_t block_size = a.block_size;
   if (o.memory < (16u << 20)) return cli::Fail("oans-scan", "--memory must be at least 16M");
   o.previous_damaged_rescan = previous_damaged == "rescan";
   o.block_size = uint32_t(block_size);
@@ -145,16 +149,111 @@ int main(int argc, char** argv) {
             : order == "none"   ? ReadOrder::kNone
                                 : ReadOrder::kAuto;
   o.command_line = cli::Argv(argc, argv);
+  return -1;
+}
+
+// The summary --json prints and --summary-file writes.
+Json JsonSummary(const ScanStats& stats) {
+  return Json{{"files", stats.files},
+              {"bytes", stats.bytes},
+              {"bytes_read", stats.bytes_read},
+              {"hashed", stats.hashed},
+              {"reused", stats.reused},
+              {"unopened", stats.unopened},
+              {"tree_mapped", stats.tree_mapped},
+              {"tree_ahead_bytes", stats.tree_ahead_bytes},
+              {"tree_ahead_leaves", stats.tree_ahead_leaves},
+              {"tree_ahead_cut", stats.tree_ahead_cut},
+              {"errors", stats.errors},
+              {"hardlinks", stats.hardlinks},
+              {"dirs", stats.dirs},
+              {"skipped_small", stats.skipped_small},
+              {"skipped_special", stats.skipped_special},
+              {"skipped_symlinks", stats.skipped_symlinks},
+              {"skipped_mounts", stats.skipped_mounts},
+              {"excluded", stats.excluded},
+              {"storage", StorageKindName(stats.storage.kind)},
+              {"threads", stats.threads},
+              {"order", ReadOrderName(stats.order)},
+              {"followed", stats.followed},
+              {"changed_inodes", stats.changed_inodes},
+              {"same_extents", stats.same_extents},
+              {"checksum_files", stats.checksums.files},
+              {"checksum_bytes", stats.checksums.bytes},
+              {"checksum_searches", stats.checksums.searches},
+              {"hole_bytes", stats.checksums.hole_bytes},
+              {"inline_tree_bytes", stats.checksums.inline_bytes},
+              {"read_by_reason", ReadByReason(stats.checksums)}};
+}
+
+void PrintTextSummary(const ScanStats& stats, const std::string& elapsed) {
+  using ull = unsigned long long;
+  const std::string found = "oans-scan: found " + std::to_string(stats.files) + " files (" +
+                            FormatSize(stats.bytes) + ") in " + std::to_string(stats.dirs) + " directories in " +
+                            elapsed;
+  std::fputs(cli::WrapSummary(found, {"read " + FormatSize(stats.bytes_read),
+                                      "hashed " + std::to_string(stats.hashed) + " files" +
+                                          (stats.tree_mapped ? " (" + std::to_string(stats.tree_mapped) +
+                                                                   " mapped from btrfs's trees, not opened)"
+                                                             : ""),
+                                      "reused " + std::to_string(stats.reused) + " from the previous index (" +
+                                          std::to_string(stats.unopened) + " not opened)",
+                                      stats.tree_ahead_bytes
+                                          ? "read btrfs's trees ahead: " + FormatSize(stats.tree_ahead_bytes) +
+                                                (stats.tree_ahead_leaves
+                                                     ? " (" + std::to_string(stats.tree_ahead_leaves) +
+                                                           " leaves in disk order)"
+                                                     : " in key order") +
+                                                (stats.tree_ahead_cut ? ", stopped at --memory" : "")
+                                          : "",
+                                      stats.followed ? "followed btrfs changes: " +
+                                                           std::to_string(stats.changed_inodes) + " inodes looked at"
+                                                     : "walked the tree"})
+                 .c_str(),
+             stderr);
+  std::fputs(ChecksumSummary(stats.checksums).c_str(), stderr);
+  std::fputs(cli::WrapSummary("", cli::Skipped({cli::Counted(ull(stats.errors), "unreadable"),
+                                                cli::Counted(ull(stats.hardlinks), "extra hardlinks"),
+                                                cli::Counted(ull(stats.skipped_symlinks), "symlinks"),
+                                                cli::Counted(ull(stats.skipped_special), "special files"),
+                                                cli::Counted(ull(stats.skipped_small), "below --min-size"),
+                                                cli::Counted(ull(stats.excluded), "excluded"),
+                                                cli::Counted(ull(stats.skipped_mounts), "mount points")}))
+                 .c_str(),
+             stderr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Walk ROOT... (staying on each root's filesystem) and write an extent index: every regular\n"
+      "file's identity, FIEMAP extents and XXH3-128 hashes of the whole file and of each block.\n"
+      "Symlinks are not followed; special files are skipped; hardlinked files are read once.\n"
+      "Files that vanish or cannot be read are recorded as errors and the walk goes on.\n"
+      "Examples:\n"
+      "  oans-scan /srv/data | oans-plan > plan.capnp      scan and plan in one pipe\n"
+      "  oans-scan -o data.idx /srv/data /home             an index of two trees\n"
+      "  oans-scan --previous data.idx -o new.idx /srv/data   read only what changed\n"
+      "  oans-scan --exclude '*.tmp' --min-size 64K -o data.idx /srv/data\n"
+      "  oans run /srv/data                                scan, plan and apply in generations",
+      "oans-scan"};
+  app.set_version_flag("--version", ToolVersionString("oans-scan"));
+  Args a;
+  AddOptions(app, a);
+  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+  if (int rc = Complete(a, argc, argv); rc >= 0) return rc;
+  ScanOptions& o = a.o;
   std::atomic<bool> stop{false};
   o.stop = &stop;
   cli::InstallSignalHandlers(&stop);
   cli::RaiseFileLimit();
 
-  auto out = OutputFile::Open(output);
+  auto out = OutputFile::Open(a.output);
   if (!out.ok()) return cli::Fail("oans-scan", out.status());
   cli::ProgressMode mode;
-  cli::ParseProgressMode(progress, &mode);
-  cli::ProgressRenderer renderer("oans-scan", mode, quiet);
+  cli::ParseProgressMode(a.progress, &mode);
+  cli::ProgressRenderer renderer("oans-scan", mode, a.quiet);
   ScanStats stats;
   NoticeNoReflink(o.roots, &renderer);
   Status st = RunScan(DefaultSys(), o, out->get(), &renderer, &stats);
@@ -171,74 +270,11 @@ int main(int argc, char** argv) {
     return cli::kStopped;
   }
   if (Status c = (*out)->Commit(); !c.ok()) return cli::Fail("oans-scan", c);
-  const Json summary = Json{{"files", stats.files},
-                            {"bytes", stats.bytes},
-                            {"bytes_read", stats.bytes_read},
-                            {"hashed", stats.hashed},
-                            {"reused", stats.reused},
-                            {"unopened", stats.unopened},
-                            {"tree_mapped", stats.tree_mapped},
-                            {"tree_ahead_bytes", stats.tree_ahead_bytes},
-                            {"tree_ahead_leaves", stats.tree_ahead_leaves},
-                            {"tree_ahead_cut", stats.tree_ahead_cut},
-                            {"errors", stats.errors},
-                            {"hardlinks", stats.hardlinks},
-                            {"dirs", stats.dirs},
-                            {"skipped_small", stats.skipped_small},
-                            {"skipped_special", stats.skipped_special},
-                            {"skipped_symlinks", stats.skipped_symlinks},
-                            {"skipped_mounts", stats.skipped_mounts},
-                            {"excluded", stats.excluded},
-                            {"storage", StorageKindName(stats.storage.kind)},
-                            {"threads", stats.threads},
-                            {"order", ReadOrderName(stats.order)},
-                            {"followed", stats.followed},
-                            {"changed_inodes", stats.changed_inodes},
-                            {"same_extents", stats.same_extents},
-                            {"checksum_files", stats.checksums.files},
-                            {"checksum_bytes", stats.checksums.bytes},
-                            {"checksum_searches", stats.checksums.searches},
-                            {"hole_bytes", stats.checksums.hole_bytes},
-                            {"inline_tree_bytes", stats.checksums.inline_bytes},
-                            {"read_by_reason", ReadByReason(stats.checksums)}};
-  cli::WriteSummaryFile("oans-scan", summary_file, summary);
-  if (json) {
+  const Json summary = JsonSummary(stats);
+  cli::WriteSummaryFile("oans-scan", a.summary_file, summary);
+  if (a.json)
     PrintJsonLine(stderr, summary);
-  } else if (!quiet) {
-    using ull = unsigned long long;
-    const std::string found = "oans-scan: found " + std::to_string(stats.files) + " files (" +
-                              FormatSize(stats.bytes) + ") in " + std::to_string(stats.dirs) + " directories in " +
-                              renderer.Elapsed();
-    std::fputs(cli::WrapSummary(found, {"read " + FormatSize(stats.bytes_read),
-                                        "hashed " + std::to_string(stats.hashed) + " files" +
-                                            (stats.tree_mapped ? " (" + std::to_string(stats.tree_mapped) +
-                                                                     " mapped from btrfs's trees, not opened)"
-                                                               : ""),
-                                        "reused " + std::to_string(stats.reused) + " from the previous index (" +
-                                            std::to_string(stats.unopened) + " not opened)",
-                                        stats.tree_ahead_bytes
-                                            ? "read btrfs's trees ahead: " + FormatSize(stats.tree_ahead_bytes) +
-                                                  (stats.tree_ahead_leaves
-                                                       ? " (" + std::to_string(stats.tree_ahead_leaves) +
-                                                             " leaves in disk order)"
-                                                       : " in key order") +
-                                                  (stats.tree_ahead_cut ? ", stopped at --memory" : "")
-                                            : "",
-                                        stats.followed ? "followed btrfs changes: " +
-                                                             std::to_string(stats.changed_inodes) + " inodes looked at"
-                                                       : "walked the tree"})
-                   .c_str(),
-               stderr);
-    std::fputs(ChecksumSummary(stats.checksums).c_str(), stderr);
-    std::fputs(cli::WrapSummary("", cli::Skipped({cli::Counted(ull(stats.errors), "unreadable"),
-                                                  cli::Counted(ull(stats.hardlinks), "extra hardlinks"),
-                                                  cli::Counted(ull(stats.skipped_symlinks), "symlinks"),
-                                                  cli::Counted(ull(stats.skipped_special), "special files"),
-                                                  cli::Counted(ull(stats.skipped_small), "below --min-size"),
-                                                  cli::Counted(ull(stats.excluded), "excluded"),
-                                                  cli::Counted(ull(stats.skipped_mounts), "mount points")}))
-                   .c_str(),
-               stderr);
-  }
+  else if (!a.quiet)
+    PrintTextSummary(stats, renderer.Elapsed());
   return stats.errors ? cli::kPartial : cli::kOk;
 }

@@ -72,13 +72,16 @@ TEST(SysWillNeed, RequestsAWholeRangeLongerThanTheReadAheadWindow) {
   DefaultSys().WillNeed(fd, 0, size);
   // mincore counts a page once it is read: wait for the reads the call started.
   size_t now = 0;
-  for (int i = 0; i < 200 && (now = resident()) < pages; ++i) ::usleep(25 * 1000);
+  // Up to 30 s on a loaded machine; it is usually a few ms.
+  for (int i = 0; i < 1200 && (now = resident()) < pages; ++i) ::usleep(25 * 1000);
   EXPECT_EQ(now, pages);
   ::close(fd);
 }
 
 // A range claiming far more than the file holds (a damaged plan's) is asked for up to the
 // end of the file, not in calls all the way to its claimed end.
+// Calls all the way would be billions and take hours: the bound only tells that apart
+// from the few calls to the end of the file, however loaded the machine is.
 TEST(SysWillNeed, ARangePastTheEndOfTheFileStopsAtIt) {
   test::TempDir dir;
   test::WriteFile(dir.Join("f"), std::string(1 << 20, 'e'));
@@ -88,7 +91,7 @@ TEST(SysWillNeed, ARangePastTheEndOfTheFileStopsAtIt) {
   DefaultSys().WillNeed(fd, 0, uint64_t(1) << 62);
   DefaultSys().WillNeed(fd, uint64_t(1) << 40, uint64_t(1) << 62);
   DefaultSys().WillNeed(fd, 4096, UINT64_MAX - 4096);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
   ::close(fd);
 }
 }  // namespace

@@ -1,0 +1,71 @@
+#include "tools/oans/status.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "lib/base/units.h"
+#include "tools/common/summary.h"
+
+namespace oans::cli {
+
+namespace {
+
+// "2026-12-02 01:30:05" from a record's time, "?" when there is none.
+std::string ShortTime(const Json& t) {
+  if (!t.is_string()) return "?";
+  std::string s = t.get<std::string>();
+  if (s.size() >= 19) s = s.substr(0, 10) + " " + s.substr(11, 8);
+  return s;
+}
+
+uint64_t Bytes(const Json& record, const char* key) {
+  return record.contains(key) && record[key].is_number_unsigned() ? record[key].get<uint64_t>() : 0;
+}
+
+// One generation's record in a few lines: when, the exit code, each step, the totals.
+void PrintRecord(const Json& g, const Json& running) {
+  std::string line = "  generation " + std::to_string(g.value("generation", 0ull)) + ": " + ShortTime(g["started"]);
+  const bool live = running.is_object() && running.value("generation", Json()) == g["generation"];
+  if (g["ended"].is_string()) line += " to " + ShortTime(g["ended"]).substr(11) + ", exit " + g["exit_code"].dump();
+  else line += live ? ", running" : ", did not finish (killed?)";
+  std::string steps;
+  for (const auto& s : g["steps"]) {
+    steps += (steps.empty() ? "" : ", ") + s.value("tool", std::string("?"));
+    if (s["seconds"].is_number()) steps += " " + FormatDuration(s["seconds"].get<double>());
+    if (s["exit_code"].is_number()) steps += " (exit " + s["exit_code"].dump() + ")";
+  }
+  std::printf("%s%s%s\n", line.c_str(), steps.empty() ? "" : ": ", steps.c_str());
+  std::vector<std::string> parts;
+  if (g.contains("files_scanned"))
+    parts.push_back(std::to_string(Bytes(g, "files_scanned")) + " files scanned, " +
+                    std::to_string(Bytes(g, "files_read")) + " read");
+  if (g.contains("bytes_planned")) parts.push_back("planned " + FormatSize(Bytes(g, "bytes_planned")));
+  if (g.contains("bytes_deduped")) parts.push_back("deduped " + FormatSize(Bytes(g, "bytes_deduped")));
+  if (Bytes(g, "bytes_linked")) parts.push_back("hardlinked " + FormatSize(Bytes(g, "bytes_linked")));
+  if (g.contains("skipped"))
+    for (const auto& [reason, bytes] : g["skipped"].items())
+      parts.push_back("skipped " + FormatSize(bytes.get<uint64_t>()) + ": " + reason);
+  std::string lines = parts.empty() ? "" : "  " + cli::WrapSummary("", parts, 78);  // indented under the line above
+  for (size_t at = lines.find('\n'); at != std::string::npos && at + 1 < lines.size(); at = lines.find('\n', at + 3))
+    lines.insert(at + 1, "  ");
+  std::fputs(lines.c_str(), stdout);
+  if (g.value("message", std::string()) != "") std::printf("    %s\n", g["message"].get<std::string>().c_str());
+}
+
+}  // namespace
+
+void PrintStatus(const Json& s) {
+  std::string roots;
+  for (const auto& r : s["roots"]) roots += " " + r.get<std::string>();
+  std::printf("%s:%s\n", s["state_dir"].get<std::string>().c_str(), roots.c_str());
+  const Json& running = s["running"];
+  if (running.is_object())
+    std::printf("  running: pid %s, %s%s\n", running["pid"].dump().c_str(),
+                running["phase"].is_string() ? running["phase"].get<std::string>().c_str() : "?",
+                running.contains("started") ? (" since " + ShortTime(running["started"])).c_str() : "");
+  if (s["generations"].empty()) std::printf("  no generation recorded yet\n");
+  for (const auto& g : s["generations"]) PrintRecord(g, running);
+}
+
+}  // namespace oans::cli
