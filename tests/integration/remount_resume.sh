@@ -36,6 +36,17 @@ mount "$loop_a" "$A"
 MOUNTS+=("$A")
 stat "$A/." "$A/sv/." > /dev/null
 dev_after=$(stat -c %d "$A/sv/orig")
+# Tests running beside this one mount and unmount too and may free the number again:
+# take more numbers and remount until the subvolume's has changed.
+for i in 1 2 3 4 5; do
+  [ "$dev_before" = "$dev_after" ] || break
+  umount "$A"
+  btrfs -q subvolume create "$MNT/x$i"
+  stat "$MNT/x$i/." > /dev/null
+  mount "$loop_a" "$A"
+  stat "$A/." "$A/sv/." > /dev/null
+  dev_after=$(stat -c %d "$A/sv/orig")
+done
 [ "$dev_before" != "$dev_after" ] || fail "the subvolume kept device number $dev_before: this test shows nothing"
 
 "$BIN/oans-apply" --json "$WORK/plan" > "$WORK/run2.json" 2> "$WORK/run2.err"
