@@ -224,6 +224,26 @@ TEST_F(HardlinkTest, ReachThroughAnOtherNameOfTheSource) {
   EXPECT_NE(Reasons(r).find("other users can reach its source"), std::string::npos) << Reasons(r);
 }
 
+TEST_F(HardlinkTest, ANameThroughASymlinkedDirectoryIsNotCounted) {
+  // The source's second name sits in a private directory. The plan gives it through a
+  // public symlink to the private tree: followed, the name would look public.
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(dir_.Join("p").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(dir_.Join("p/sub").c_str(), 0755), 0);
+  ASSERT_EQ(::link(src_.c_str(), dir_.Join("p/sub/src2").c_str()), 0);
+  ASSERT_EQ(::mkdir(dir_.Join("pub").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(dir_.Join("p/sub").c_str(), dir_.Join("pub/link").c_str()), 0);
+  src_names_ = {dir_.Join("pub/link/src2")};
+  RoundResult r = Link();
+  EXPECT_FALSE(Linked()) << "a private name was judged by the path of a symlink to it";
+  EXPECT_NE(Reasons(r).find("cannot be decided"), std::string::npos) << Reasons(r);
+  // Given by its real path, the name is private: refused for what it is.
+  src_names_ = {dir_.Join("p/sub/src2")};
+  r = Link();
+  EXPECT_FALSE(Linked());
+  EXPECT_NE(Reasons(r).find("other users can reach its source"), std::string::npos) << Reasons(r);
+}
+
 TEST_F(HardlinkTest, ThePlansSourcePathIsCheckedLikeItsOtherNames) {
   // The source has three names: two in a private directory the plan knows, one public the
   // scan never saw. Its plan path goes away after apply opened it: the two names counted
