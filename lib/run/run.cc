@@ -150,9 +150,11 @@ void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out
   record.generation = out->generation;
   record.roots = c.roots;
   record.plan_only = req.plan_only;
+  record.totals_before = TotalsBefore(fd);
   Recorder rec(fd, out->state_dir, std::move(record));
   Steps(req, c, fd, NewestIndex(*gens), out, &rec);
   rec.Finish(out->exit_code, out->message);
+  out->record = rec.json();
   if (!rec.status().ok() && req.note) req.note(rec.status().message() + " (the run went on without it)");
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/json.h"
 #include "lib/run/run_config.h"
 
 namespace oans {
@@ -58,6 +59,7 @@ struct RunOutcome {
   bool applied = false;
   std::vector<uint64_t> removed;  // generations removed
   std::string message;         // what failed, or what to do next
+  Json record;                 // the run's record (lib/run/record.h); null when it has none
 };
 
 // Runs one generation; the outcome says what happened (also on failure).

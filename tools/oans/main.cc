@@ -13,6 +13,7 @@
 #include "lib/base/units.h"
 #include "lib/base/version.h"
 #include "lib/base/json.h"
+#include "lib/run/metrics.h"
 #include "lib/run/record.h"
 #include "lib/run/run.h"
 #include "lib/run/spawn.h"
@@ -106,7 +107,7 @@ Status LocateTools(RunRequest* req) {
 struct RunArgs {
   std::vector<std::string> excludes, scan_options;
   uint64_t max_rate = 0, min_size = 0, deadline = 0;
-  std::string until, io_class, link, progress;
+  std::string until, io_class, link, progress, metrics_file;
   bool quiet = false, show_config = false, same_owner = false;
   std::vector<CLI::Option*> given;  // every option but --state-dir, to refuse with --show-config
 };
@@ -150,6 +151,10 @@ void AddPerRunOptions(CLI::App& app, RunRequest* req, RunArgs* a) {
       app.add_option("--progress", a->progress, "Progress of each tool on stderr: auto, tty, json or none")
           ->check(CLI::IsMember({"auto", "tty", "json", "none"})),
       app.add_flag("-q,--quiet", a->quiet, "Print only errors"),
+      app.add_option("--metrics-file", a->metrics_file,
+                     "Write the run's metrics to FILE (Prometheus text format, for node_exporter's textfile "
+                     "collector; replaced atomically, mode 0644)")
+          ->type_name("FILE"),
   };
   for (auto* o : per_run) o->group(kPerRunGroup);
   a->given.insert(a->given.end(), per_run.begin(), per_run.end());
@@ -205,6 +210,7 @@ const char* kRunHelp =
     "                                            oans apply --until 06:00 PLAN\n"
     "  oans run --exclude '*.tmp' --max-rate 200M --until 06:00 /srv/data\n"
     "  oans run --link=hard /srv/ext4data        hardlinks on ext4\n"
+    "  oans run --metrics-file /var/lib/prometheus/node-exporter/oans.prom\n"
     "  oans run --state-dir /var/lib/oans/media /srv/media";
 
 int RunMain(int argc, char** argv) {
@@ -234,7 +240,14 @@ int RunMain(int argc, char** argv) {
     if (!quiet) std::fprintf(stderr, "oans run: note: %s\n", n.c_str());
   };
   RunOutcome out = RunGeneration(req);
-  return Finish("oans run", out, out.generation == 0, a.quiet);
+  int rc = Finish("oans run", out, out.generation == 0, a.quiet);
+  // A run refused for the lock leaves the file to the run that holds it.
+  if (!a.metrics_file.empty() && rc != cli::kBusy)
+    if (Status s = WriteRunMetrics(a.metrics_file, out); !s.ok()) {
+      cli::Fail("oans run", s.Prepend("--metrics-file"));
+      return rc == cli::kOk || rc == 1 ? cli::kFailure : rc;
+    }
+  return rc;
 }
 
 // Runs oans-TOOL from this program's directory with these arguments.
