@@ -42,6 +42,8 @@ struct RunRequest {
   std::vector<std::string> per_run_args;
   std::vector<std::string> extra_apply_args;
   bool plan_only = false;      // scan and plan only; the plan is applied later
+  // How long to wait for another run holding the lock (0: refuse at once, exit 4).
+  uint64_t wait_lock_seconds = 0;
   // `oans apply` without a plan: no scan and no plan; apply the newest generation's plan
   // of the stored state directory, under its lock, with the stored apply options and then
   // extra_apply_args.

@@ -103,6 +103,22 @@ exec 9<&-
 [ $rc = 4 ] || fail "run during a held lock: exit $rc: $(cat "$WORK/busy.err")"
 cmp -s "$prom/oans.prom" "$WORK/kept.prom" || fail "a run refused for the lock rewrote the metrics"
 pass "a run refused for the lock left the metrics file alone"
+# With --wait-lock (as the units run), the run waits for the holder and then runs.
+flock "$state/lock" sh -c "sleep 3; touch '$WORK/released'" &
+holder=$!
+for _ in $(seq 100); do
+  if ! flock -n "$state/lock" true; then break; fi
+  sleep 0.1
+done
+"$BIN/oans" run --wait-lock 10m --metrics-file "$prom/oans.prom" 2> "$WORK/wait.err" \
+  || fail "run with --wait-lock: exit $?: $(cat "$WORK/wait.err")"
+cat "$WORK/wait.err"
+grep -q "waiting for it up to 600 s (--wait-lock)" "$WORK/wait.err" || fail "the run did not wait"
+[ -e "$WORK/released" ] || fail "the run went on while the lock was held"
+wait $holder
+[ -e "$state/run-000003.json" ] || fail "no generation 3 after the wait"
+total3=$(check_metrics "$prom/oans.prom" "$state/run-000003.json" "$total2") || fail "run 3's metrics"
+pass "--wait-lock: waited for the holder, then ran generation 3"
 
 # A run refused for its configuration: exit 2 in the file, the totals kept.
 cp -p "$state/run.conf" "$WORK/run.conf"
@@ -113,7 +129,7 @@ rc=$?
 set -e
 cp -p "$WORK/run.conf" "$state/run.conf"
 [ $rc = 2 ] || fail "run with a bad run.conf: exit $rc"
-"$pyprom" - "$prom/oans.prom" "$total2" <<'PY' || fail "refused run's metrics: $(cat "$prom/oans.prom")"
+"$pyprom" - "$prom/oans.prom" "$total3" <<'PY' || fail "refused run's metrics: $(cat "$prom/oans.prom")"
 import sys
 from prometheus_client.parser import text_string_to_metric_families
 v = {s.name: s.value for f in text_string_to_metric_families(open(sys.argv[1]).read()) for s in f.samples}

@@ -106,7 +106,7 @@ Status LocateTools(RunRequest* req) {
 // The options of oans run that are not a RunRequest field.
 struct RunArgs {
   std::vector<std::string> excludes, scan_options;
-  uint64_t max_rate = 0, min_size = 0, deadline = 0;
+  uint64_t max_rate = 0, min_size = 0, deadline = 0, wait_lock = 0;
   std::string until, io_class, link, progress, metrics_file;
   bool quiet = false, show_config = false, same_owner = false;
   std::vector<CLI::Option*> given;  // every option but --state-dir, to refuse with --show-config
@@ -151,6 +151,9 @@ void AddPerRunOptions(CLI::App& app, RunRequest* req, RunArgs* a) {
       app.add_option("--progress", a->progress, "Progress of each tool on stderr: auto, tty, json or none")
           ->check(CLI::IsMember({"auto", "tty", "json", "none"})),
       app.add_flag("-q,--quiet", a->quiet, "Print only errors"),
+      cli::AddDuration(app, "--wait-lock", &a->wait_lock,
+                       "When another run holds the state directory, wait for it up to DURATION (default: "
+                       "refuse at once, exit 4)"),
       app.add_option("--metrics-file", a->metrics_file,
                      "Write the run's metrics to FILE (Prometheus text format, for node_exporter's textfile "
                      "collector; replaced atomically, mode 0644)")
@@ -184,6 +187,7 @@ Status Settle(const RunArgs& a, RunRequest* req) {
   if (!a.link.empty()) c.apply_args.insert(c.apply_args.end(), {"--link", a.link});
   if (a.same_owner) c.plan_args.push_back("--same-owner");
   if (a.quiet) req->per_run_args.push_back("--quiet");
+  req->wait_lock_seconds = a.wait_lock;
   if (!a.progress.empty()) req->per_run_args.push_back("--progress=" + a.progress);
   return LocateTools(req);
 }
@@ -197,10 +201,10 @@ const char* kRunHelp =
     "after the stored ones: an option's last value counts, lists such as --exclude add up.\n"
     "The options of the second group are never stored. The newest --keep generations are\n"
     "kept; older ones are removed once a new one is complete. Two runs on one state directory\n"
-    "never overlap: the second is refused (exit 4). The state directory must be owned by this\n"
-    "user, writable by no one else, and on neither tmpfs nor a filesystem being deduped. Roots\n"
-    "on a filesystem that cannot share data (ext4, tmpfs, XFS without reflink) are refused\n"
-    "before the scan unless --link=hard is stored or given.\n"
+    "never overlap: the second is refused (exit 4), or waits with --wait-lock. The state\n"
+    "directory must be owned by this user, writable by no one else, and on neither tmpfs nor\n"
+    "a filesystem being deduped. Roots on a filesystem that cannot share data (ext4, tmpfs,\n"
+    "XFS without reflink) are refused before the scan unless --link=hard is stored or given.\n"
     "Examples:\n"
     "  oans run /srv/data /home                  scan, plan and apply both trees\n"
     "  oans run                                  the same again, replaying roots and options\n"
