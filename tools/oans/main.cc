@@ -21,6 +21,7 @@
 #include "tools/apply/options.h"
 #include "tools/oans/status.h"
 #include "tools/common/cli.h"
+#include "tools/common/progress.h"
 #include "tools/common/summary.h"
 
 using namespace oans;
@@ -80,7 +81,7 @@ void PrintOutcome(const RunOutcome& out, bool quiet) {
   for (size_t i = 0; i < out.removed.size(); ++i)
     line += (i ? ", " : "; removed generation ") + std::to_string(out.removed[i]);
   if (!out.message.empty()) line += ": " + out.message;
-  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fputs(cli::FitLine(STDERR_FILENO, line).c_str(), stderr);
 }
 
 // Prints a run's outcome and gives its exit code; a run refused before its first step
