@@ -61,9 +61,25 @@ void AddTotals(const RunRecord& r, Json* j) {
     } else if (s.tool == "apply") {
       copy("bytes_deduped", "bytes_deduped");
       copy("bytes_linked", "bytes_linked");
+      copy("bytes_freed", "bytes_freed");
       copy("bytes_skipped", "bytes_skipped");
       copy("skipped", "skipped");
     }
+  }
+}
+
+// The figures summed over every generation: "X_total" is X plus the previous total.
+const char* const kCounted[] = {"bytes_deduped", "bytes_linked", "bytes_freed"};
+
+uint64_t Unsigned(const Json& j, const std::string& key) {
+  return j.contains(key) && j[key].is_number_unsigned() ? j[key].get<uint64_t>() : 0;
+}
+
+void AddRunningTotals(const Json& before, Json* j) {
+  for (const std::string key : kCounted) {
+    const std::string total = key + "_total";
+    if (!j->contains(key) && !before.contains(total) && key == "bytes_freed") continue;
+    (*j)[total] = Unsigned(before, total) + Unsigned(*j, key);
   }
 }
 
@@ -141,7 +157,25 @@ Json RecordJson(const RunRecord& r) {
             {"plan_only", r.plan_only},
             {"steps", std::move(steps)}};
   AddTotals(r, &j);
+  AddRunningTotals(r.totals_before, &j);
   return j;
+}
+
+Json TotalsBefore(int state_fd) {
+  Json totals = Json::object();
+  auto gens = ListGenerations(state_fd);
+  if (!gens.ok()) return totals;
+  for (auto g = gens->rbegin(); g != gens->rend(); ++g) {
+    if (!g->record) continue;
+    Json r = Json::parse(ReadSmall(state_fd, RecordName(g->number), kMaxRecordSize), nullptr, false);
+    if (!r.is_object()) continue;
+    for (const std::string key : kCounted) {
+      const std::string total = key + "_total";
+      if (r.contains(total) || r.contains(key)) totals[total] = r.contains(total) ? Unsigned(r, total) : Unsigned(r, key);
+    }
+    break;
+  }
+  return totals;
 }
 
 Recorder::Recorder(int state_fd, const std::string& state_dir, RunRecord r)

@@ -31,12 +31,20 @@ struct RunRecord {
   std::vector<StepRecord> steps;
   int exit_code = -1;
   std::string message;  // what failed, or what to do next
+  // The running totals of the state directory before this run (TotalsBefore).
+  Json totals_before = Json::object();
 };
 
 // The record as written: its fields, then the totals taken from the steps' summaries
 // (files_scanned, files_read, bytes_planned, bytes_deduped, bytes_linked, bytes_skipped
-// and skipped, bytes by reason), each only when the step that counts it ran.
+// and skipped, bytes by reason), each only when the step that counts it ran; then the
+// running totals over every generation (bytes_deduped_total, bytes_linked_total, and
+// bytes_freed_total once apply reports bytes_freed).
 Json RecordJson(const RunRecord& r);
+
+// The running totals of the newest record in the state directory: its "..._total"
+// fields (a record without them counts its own figures). Empty when there is none.
+Json TotalsBefore(int state_fd);
 
 // Keeps the record of the run in a state directory up to date. Writing it is best
 // effort: the first failure is kept in status() and the run goes on.
@@ -49,6 +57,7 @@ class Recorder {
   // The step ended with exit_code; its summary file is read and removed.
   void End(int exit_code);
   void Finish(int exit_code, const std::string& message);
+  Json json() const { return RecordJson(r_); }
   const Status& status() const { return status_; }
 
  private:

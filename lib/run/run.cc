@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "lib/base/fsinfo.h"
 #include "lib/run/generations.h"
@@ -150,9 +152,11 @@ void RunSteps(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* out
   record.generation = out->generation;
   record.roots = c.roots;
   record.plan_only = req.plan_only;
+  record.totals_before = TotalsBefore(fd);
   Recorder rec(fd, out->state_dir, std::move(record));
   Steps(req, c, fd, NewestIndex(*gens), out, &rec);
   rec.Finish(out->exit_code, out->message);
+  out->record = rec.json();
   if (!rec.status().ok() && req.note) req.note(rec.status().message() + " (the run went on without it)");
 }
 
@@ -181,6 +185,21 @@ void ApplyNewest(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* 
   if (!step.Tool("apply", apply, &rc)) return;
   out->applied = true;
   out->exit_code = rc;
+}
+
+// The lock, waiting up to req.wait_lock_seconds while another run holds it (polled each
+// second; a stop request ends the wait).
+Result<RunLock> TakeLock(const RunRequest& req, int fd, const std::string& dir) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(req.wait_lock_seconds);
+  for (bool told = false;; told = true) {
+    auto lock = RunLock::Take(fd, dir);
+    if (lock.ok() || lock.status().code() != Status::Code::kBusy) return lock;
+    if (std::chrono::steady_clock::now() >= until || StopRequested()) return lock;
+    if (!told && req.note)
+      req.note(lock.status().message().substr(0, lock.status().message().find(';')) + "; waiting for it up to " +
+               std::to_string(req.wait_lock_seconds) + " s (--wait-lock)");
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
 }
 
 }  // namespace
@@ -252,7 +271,7 @@ RunOutcome RunGeneration(const RunRequest& req) {
   Status st = roots.empty() ? Status::Ok() : CheckNotOnRoots(*fd, *dir, roots);
   if (!st.ok() && created) ::rmdir(dir->c_str());
   if (st.ok()) {
-    auto lock = RunLock::Take(*fd, *dir);
+    auto lock = TakeLock(req, *fd, *dir);
     if (!lock.ok()) st = lock.status();
     Result<RunConfig> c = st.ok() ? Prepare(req, roots, *fd, *dir) : Result<RunConfig>(st);
     if (st.ok() && !c.ok()) st = c.status();

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/json.h"
 #include "lib/run/run_config.h"
 
 namespace oans {
@@ -41,6 +42,8 @@ struct RunRequest {
   std::vector<std::string> per_run_args;
   std::vector<std::string> extra_apply_args;
   bool plan_only = false;      // scan and plan only; the plan is applied later
+  // How long to wait for another run holding the lock (0: refuse at once, exit 4).
+  uint64_t wait_lock_seconds = 0;
   // `oans apply` without a plan: no scan and no plan; apply the newest generation's plan
   // of the stored state directory, under its lock, with the stored apply options and then
   // extra_apply_args.
@@ -58,6 +61,7 @@ struct RunOutcome {
   bool applied = false;
   std::vector<uint64_t> removed;  // generations removed
   std::string message;         // what failed, or what to do next
+  Json record;                 // the run's record (lib/run/record.h); null when it has none
 };
 
 // Runs one generation; the outcome says what happened (also on failure).

@@ -21,9 +21,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 deb=$(ls "$WORK"/out/*.deb)
 dpkg -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' > "$WORK/list"
 want=(/usr/bin/oans /usr/bin/oans-scan /usr/bin/oans-plan /usr/bin/oans-apply /usr/bin/oans-cat /usr/bin/oans-diff
-      /lib/systemd/system/oans-nightly.service /lib/systemd/system/oans-nightly.timer
-      /lib/systemd/system/oans-window.service /lib/systemd/system/oans-window.timer
-      /usr/share/doc/oans/examples/oans.default /usr/share/doc/oans/examples/cron)
+      /lib/systemd/system/oans@.service /lib/systemd/system/oans@.timer
+      /usr/share/doc/oans/examples/oans.conf /usr/share/doc/oans/examples/cron)
 for page in oans oans-run oans-scan oans-plan oans-apply oans-cat oans-diff; do
   want+=("/usr/share/man/man1/$page.1")
 done

@@ -1,7 +1,9 @@
 #include "tools/common/progress.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -16,7 +18,47 @@ constexpr int kMaxNotices = 200;
 
 // Seconds to one decimal, as the JSON lines give them.
 double Tenths(double seconds) { return std::round(seconds * 10) / 10; }
+
+// Lines on a terminal end a column before its width: some terminals wrap on the last.
+size_t LineWidth() { return TerminalWidth() - 1; }
 }  // namespace
+
+size_t TerminalWidth(int fd) {
+  struct winsize ws = {};
+  if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) return ws.ws_col;
+  return 80;
+}
+
+std::string FitLine(int fd, const std::string& line) {
+  return ::isatty(fd) ? WrapForTerminal(line, TerminalWidth(fd) - 1) : line + "\n";
+}
+
+std::string WrapForTerminal(const std::string& text, size_t width) {
+  std::string out, line;
+  bool fresh = true;  // nothing on the line yet but its indent
+  for (size_t at = 0; at <= text.size();) {
+    const size_t end = std::min(text.find(' ', at), text.size());
+    std::string word = text.substr(at, end - at);
+    at = end + 1;
+    for (;;) {
+      const size_t used = Columns(line) + (fresh ? 0 : 1);
+      if (used + Columns(word) <= width) {
+        line += (fresh ? "" : " ") + word;
+        fresh = false;
+        break;
+      }
+      if (fresh) {  // longer than a whole line: cut
+        const std::string piece = FirstColumns(word, width - used);
+        line += piece;
+        word = word.substr(piece.size());
+      }
+      out += line + "\n";
+      line = "  ";
+      fresh = true;
+    }
+  }
+  return out + line + "\n";
+}
 
 bool ParseProgressMode(const std::string& s, ProgressMode* out) {
   if (s == "auto") *out = ProgressMode::kAuto;
@@ -82,7 +124,7 @@ void ProgressRenderer::Progress(const ProgressSnapshot& s) {
     std::fflush(stderr);
     return;
   }
-  std::fprintf(stderr, "\r\033[K%s", ProgressLine(tool_, s, elapsed).c_str());
+  std::fprintf(stderr, "\r\033[K%s", ProgressLine(tool_, s, elapsed, LineWidth()).c_str());
   std::fflush(stderr);
   line_open_ = true;
 }
@@ -106,7 +148,8 @@ void ProgressRenderer::Notice2(const std::string& message) {
     return;
   }
   ClearLine();
-  std::fprintf(stderr, "%s: %s\n", tool_.c_str(), message.c_str());
+  // On a terminal, wrapped to its width; in a log, one line each.
+  std::fputs(FitLine(STDERR_FILENO, tool_ + ": " + message).c_str(), stderr);
 }
 
 }  // namespace oans::cli

@@ -14,6 +14,16 @@ namespace oans::cli {
 
 enum class ProgressMode { kAuto, kTty, kJson, kNone };
 
+// The width of the terminal on fd (TIOCGWINSZ), 80 when it is not known.
+size_t TerminalWidth(int fd = 2);
+
+// line and a newline; on a terminal at fd, wrapped within its width (WrapForTerminal).
+std::string FitLine(int fd, const std::string& line);
+
+// text in lines of at most `width` columns, broken at spaces (a longer word is cut),
+// the later lines indented by two; each line ends with a newline.
+std::string WrapForTerminal(const std::string& text, size_t width);
+
 // Parses "auto", "tty", "json", "none".
 bool ParseProgressMode(const std::string& s, ProgressMode* out);
 

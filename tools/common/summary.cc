@@ -6,13 +6,22 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 
 #include "lib/format/frame_stream.h"
+#include "tools/common/progress.h"
+#include "tools/common/progress_line.h"
 
 namespace oans::cli {
 
+size_t SummaryWidth() {
+  return ::isatty(STDERR_FILENO) ? std::min(kSummaryWidth, TerminalWidth() - 1) : kSummaryWidth;
+}
+
 std::string WrapSummary(const std::string& head, const std::vector<std::string>& parts, size_t width) {
-  std::string out = head, line;
+  if (width == 0) width = SummaryWidth();
+  std::string out = Columns(head) > width ? WrapForTerminal(head, width) : head, line;
+  if (out.size() > head.size()) out.pop_back();  // the wrapped head's last newline
   auto flush = [&] {
     if (!line.empty()) out += "\n  " + line;
     line.clear();

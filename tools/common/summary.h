@@ -1,5 +1,6 @@
 // Final summaries that fit a terminal: a head line, then the parts joined with ", " and
-// wrapped into indented lines of at most 80 columns (a part longer than that stands alone).
+// wrapped into indented lines of at most 79 columns, or fewer on a narrower terminal on
+// stderr (a part longer than that stands alone).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -11,12 +12,16 @@
 
 namespace oans::cli {
 
-inline constexpr size_t kSummaryWidth = 80;
+// Within 80 columns without touching the last one, where some terminals wrap.
+inline constexpr size_t kSummaryWidth = 79;
+
+// kSummaryWidth, or a terminal's narrower width less one when stderr is one.
+size_t SummaryWidth();
 
 // "head\n  part1, part2,\n  part3\n"; empty parts are left out, no parts: the head alone.
-// An empty head gives the indented lines alone ("" when there is nothing either).
-std::string WrapSummary(const std::string& head, const std::vector<std::string>& parts,
-                        size_t width = kSummaryWidth);
+// An empty head gives the indented lines alone ("" when there is nothing either). A head
+// wider than `width` is wrapped at spaces. width 0: SummaryWidth().
+std::string WrapSummary(const std::string& head, const std::vector<std::string>& parts, size_t width = 0);
 
 // The non-empty parts, the first one prefixed "skipped "; nothing when all are empty.
 std::vector<std::string> Skipped(const std::vector<std::string>& parts);

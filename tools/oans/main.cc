@@ -13,6 +13,7 @@
 #include "lib/base/units.h"
 #include "lib/base/version.h"
 #include "lib/base/json.h"
+#include "lib/run/metrics.h"
 #include "lib/run/record.h"
 #include "lib/run/run.h"
 #include "lib/run/spawn.h"
@@ -20,6 +21,7 @@
 #include "tools/apply/options.h"
 #include "tools/oans/status.h"
 #include "tools/common/cli.h"
+#include "tools/common/progress.h"
 #include "tools/common/summary.h"
 
 using namespace oans;
@@ -79,7 +81,7 @@ void PrintOutcome(const RunOutcome& out, bool quiet) {
   for (size_t i = 0; i < out.removed.size(); ++i)
     line += (i ? ", " : "; removed generation ") + std::to_string(out.removed[i]);
   if (!out.message.empty()) line += ": " + out.message;
-  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fputs(cli::FitLine(STDERR_FILENO, line).c_str(), stderr);
 }
 
 // Prints a run's outcome and gives its exit code; a run refused before its first step
@@ -105,8 +107,8 @@ Status LocateTools(RunRequest* req) {
 // The options of oans run that are not a RunRequest field.
 struct RunArgs {
   std::vector<std::string> excludes, scan_options;
-  uint64_t max_rate = 0, min_size = 0, deadline = 0;
-  std::string until, io_class, link, progress;
+  uint64_t max_rate = 0, min_size = 0, deadline = 0, wait_lock = 0;
+  std::string until, io_class, link, progress, metrics_file;
   bool quiet = false, show_config = false, same_owner = false;
   std::vector<CLI::Option*> given;  // every option but --state-dir, to refuse with --show-config
 };
@@ -150,6 +152,13 @@ void AddPerRunOptions(CLI::App& app, RunRequest* req, RunArgs* a) {
       app.add_option("--progress", a->progress, "Progress of each tool on stderr: auto, tty, json or none")
           ->check(CLI::IsMember({"auto", "tty", "json", "none"})),
       app.add_flag("-q,--quiet", a->quiet, "Print only errors"),
+      cli::AddDuration(app, "--wait-lock", &a->wait_lock,
+                       "When another run holds the state directory, wait for it up to DURATION (default: "
+                       "refuse at once, exit 4)"),
+      app.add_option("--metrics-file", a->metrics_file,
+                     "Write the run's metrics to FILE (Prometheus text format, for node_exporter's textfile "
+                     "collector; replaced atomically, mode 0644)")
+          ->type_name("FILE"),
   };
   for (auto* o : per_run) o->group(kPerRunGroup);
   a->given.insert(a->given.end(), per_run.begin(), per_run.end());
@@ -179,6 +188,7 @@ Status Settle(const RunArgs& a, RunRequest* req) {
   if (!a.link.empty()) c.apply_args.insert(c.apply_args.end(), {"--link", a.link});
   if (a.same_owner) c.plan_args.push_back("--same-owner");
   if (a.quiet) req->per_run_args.push_back("--quiet");
+  req->wait_lock_seconds = a.wait_lock;
   if (!a.progress.empty()) req->per_run_args.push_back("--progress=" + a.progress);
   return LocateTools(req);
 }
@@ -192,10 +202,10 @@ const char* kRunHelp =
     "after the stored ones: an option's last value counts, lists such as --exclude add up.\n"
     "The options of the second group are never stored. The newest --keep generations are\n"
     "kept; older ones are removed once a new one is complete. Two runs on one state directory\n"
-    "never overlap: the second is refused (exit 4). The state directory must be owned by this\n"
-    "user, writable by no one else, and on neither tmpfs nor a filesystem being deduped. Roots\n"
-    "on a filesystem that cannot share data (ext4, tmpfs, XFS without reflink) are refused\n"
-    "before the scan unless --link=hard is stored or given.\n"
+    "never overlap: the second is refused (exit 4), or waits with --wait-lock. The state\n"
+    "directory must be owned by this user, writable by no one else, and on neither tmpfs nor\n"
+    "a filesystem being deduped. Roots on a filesystem that cannot share data (ext4, tmpfs,\n"
+    "XFS without reflink) are refused before the scan unless --link=hard is stored or given.\n"
     "Examples:\n"
     "  oans run /srv/data /home                  scan, plan and apply both trees\n"
     "  oans run                                  the same again, replaying roots and options\n"
@@ -205,6 +215,7 @@ const char* kRunHelp =
     "                                            oans apply --until 06:00 PLAN\n"
     "  oans run --exclude '*.tmp' --max-rate 200M --until 06:00 /srv/data\n"
     "  oans run --link=hard /srv/ext4data        hardlinks on ext4\n"
+    "  oans run --metrics-file /var/lib/prometheus/node-exporter/oans.prom\n"
     "  oans run --state-dir /var/lib/oans/media /srv/media";
 
 int RunMain(int argc, char** argv) {
@@ -234,7 +245,14 @@ int RunMain(int argc, char** argv) {
     if (!quiet) std::fprintf(stderr, "oans run: note: %s\n", n.c_str());
   };
   RunOutcome out = RunGeneration(req);
-  return Finish("oans run", out, out.generation == 0, a.quiet);
+  int rc = Finish("oans run", out, out.generation == 0, a.quiet);
+  // A run refused for the lock leaves the file to the run that holds it.
+  if (!a.metrics_file.empty() && rc != cli::kBusy)
+    if (Status s = WriteRunMetrics(a.metrics_file, out); !s.ok()) {
+      cli::Fail("oans run", s.Prepend("--metrics-file"));
+      return rc == cli::kOk || rc == 1 ? cli::kFailure : rc;
+    }
+  return rc;
 }
 
 // Runs oans-TOOL from this program's directory with these arguments.

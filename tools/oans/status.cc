@@ -1,10 +1,13 @@
 #include "tools/oans/status.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "lib/base/units.h"
+#include "tools/common/progress.h"
 #include "tools/common/summary.h"
 
 namespace oans::cli {
@@ -23,19 +26,28 @@ uint64_t Bytes(const Json& record, const char* key) {
   return record.contains(key) && record[key].is_number_unsigned() ? record[key].get<uint64_t>() : 0;
 }
 
+// Parts joined with ", " in lines within the summary width, indented by four.
+void PrintIndented(const std::vector<std::string>& parts) {
+  std::string lines = cli::WrapSummary("", parts, SummaryWidth() - 2);
+  for (size_t at = 0; at < lines.size(); at = lines.find('\n', at) + 1) lines.insert(at, "  ");
+  std::fputs(lines.c_str(), stdout);
+}
+
 // One generation's record in a few lines: when, the exit code, each step, the totals.
 void PrintRecord(const Json& g, const Json& running) {
   std::string line = "  generation " + std::to_string(g.value("generation", 0ull)) + ": " + ShortTime(g["started"]);
   const bool live = running.is_object() && running.value("generation", Json()) == g["generation"];
   if (g["ended"].is_string()) line += " to " + ShortTime(g["ended"]).substr(11) + ", exit " + g["exit_code"].dump();
   else line += live ? ", running" : ", did not finish (killed?)";
-  std::string steps;
+  std::vector<std::string> steps;
   for (const auto& s : g["steps"]) {
-    steps += (steps.empty() ? "" : ", ") + s.value("tool", std::string("?"));
-    if (s["seconds"].is_number()) steps += " " + FormatDuration(s["seconds"].get<double>());
-    if (s["exit_code"].is_number()) steps += " (exit " + s["exit_code"].dump() + ")";
+    std::string step = s.value("tool", std::string("?"));
+    if (s["seconds"].is_number()) step += " " + FormatDuration(s["seconds"].get<double>());
+    if (s["exit_code"].is_number()) step += " (exit " + s["exit_code"].dump() + ")";
+    steps.push_back(step);
   }
-  std::printf("%s%s%s\n", line.c_str(), steps.empty() ? "" : ": ", steps.c_str());
+  std::printf("%s%s\n", line.c_str(), steps.empty() ? "" : ":");
+  PrintIndented(steps);
   std::vector<std::string> parts;
   if (g.contains("files_scanned"))
     parts.push_back(std::to_string(Bytes(g, "files_scanned")) + " files scanned, " +
@@ -46,11 +58,9 @@ void PrintRecord(const Json& g, const Json& running) {
   if (g.contains("skipped"))
     for (const auto& [reason, bytes] : g["skipped"].items())
       parts.push_back("skipped " + FormatSize(bytes.get<uint64_t>()) + ": " + reason);
-  std::string lines = parts.empty() ? "" : "  " + cli::WrapSummary("", parts, 78);  // indented under the line above
-  for (size_t at = lines.find('\n'); at != std::string::npos && at + 1 < lines.size(); at = lines.find('\n', at + 3))
-    lines.insert(at + 1, "  ");
-  std::fputs(lines.c_str(), stdout);
-  if (g.value("message", std::string()) != "") std::printf("    %s\n", g["message"].get<std::string>().c_str());
+  PrintIndented(parts);
+  if (g.value("message", std::string()) != "")
+    std::fputs(FitLine(STDOUT_FILENO, "    " + g["message"].get<std::string>()).c_str(), stdout);
 }
 
 }  // namespace
@@ -58,7 +68,7 @@ void PrintRecord(const Json& g, const Json& running) {
 void PrintStatus(const Json& s) {
   std::string roots;
   for (const auto& r : s["roots"]) roots += " " + r.get<std::string>();
-  std::printf("%s:%s\n", s["state_dir"].get<std::string>().c_str(), roots.c_str());
+  std::fputs(FitLine(STDOUT_FILENO, s["state_dir"].get<std::string>() + ":" + roots).c_str(), stdout);
   const Json& running = s["running"];
   if (running.is_object())
     std::printf("  running: pid %s, %s%s\n", running["pid"].dump().c_str(),

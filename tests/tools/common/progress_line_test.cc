@@ -29,29 +29,46 @@ TEST(ProgressLineTest, NothingToDoShowsNoZeroFractionNorUnknownEta) {
 TEST(ProgressLineTest, ItemsOnlyTotalGivesPercentAndEta) {
   // The planner's grouping phase counts groups and no bytes.
   const std::string line = ProgressLine("oans-plan", Snap("group", 0, 0, 25, 100), 10.0);
-  EXPECT_EQ(line, "oans-plan group: 25/100 items (25.0%), ETA 30.0s");
+  EXPECT_EQ(line, "oans-plan group: 25/100 files (25.0%), ETA 30.0s");
 }
 
 TEST(ProgressLineTest, ExactTotals) {
   EXPECT_EQ(ProgressLine("oans-apply", Snap("dedupe", 1024, 4096, 1, 4), 1.0),
-            "oans-apply dedupe: 1.00 KiB / 4.00 KiB, 1/4 items (25.0%), 1.00 KiB/s, ETA 3.0s");
+            "oans-apply dedupe: 1.00 KiB / 4.00 KiB, 1/4 rounds (25.0%), 1.00 KiB/s, ETA 3.0s");
   // No rate yet: no ETA rather than an unknown one.
   EXPECT_EQ(ProgressLine("oans-apply", Snap("dedupe", 1024, 4096, 1, 4), 0.1),
-            "oans-apply dedupe: 1.00 KiB / 4.00 KiB, 1/4 items (25.0%)");
+            "oans-apply dedupe: 1.00 KiB / 4.00 KiB, 1/4 rounds (25.0%)");
   // Finished: 100% and nothing left, whatever the rate.
   EXPECT_EQ(ProgressLine("oans-scan", Snap("walk", 4096, 4096, 3, 3), 0.0),
-            "oans-scan walk: 4.00 KiB / 4.00 KiB, 3/3 items (100.0%), ETA 0.0s");
+            "oans-scan walk: 4.00 KiB / 4.00 KiB, 3/3 files (100.0%), ETA 0.0s");
 }
 
 TEST(ProgressLineTest, EstimateIsMarkedAndStaysBelowHundred) {
   EXPECT_EQ(ProgressLine("oans-scan", Snap("walk", 1024, 4096, 10, 40, true), 2.0),
-            "oans-scan walk: 1.00 KiB / ~4.00 KiB, 10/~40 items (~25.0%), 512 B/s, ETA ~6.0s");
+            "oans-scan walk: 1.00 KiB / ~4.00 KiB, 10/~40 files (~25.0%), 512 B/s, ETA ~6.0s");
   const std::string near = ProgressLine("oans-scan", Snap("walk", 4095, 4096, 10, 40, true), 2.0);
   EXPECT_NE(near.find("(~99.0%)"), std::string::npos) << near;
   // Past the estimate: said so, with no percentage and no ETA.
   const std::string past = ProgressLine("oans-scan", Snap("walk", 8192, 4096, 50, 40, true), 2.0);
-  EXPECT_EQ(past, "oans-scan walk: 8.00 KiB, 50 items (more than the estimate of ~4.00 KiB), 4.00 KiB/s");
+  EXPECT_EQ(past, "oans-scan walk: 8.00 KiB, 50 files (more than the estimate of ~4.00 KiB), 4.00 KiB/s");
   EXPECT_LT(ProgressEta(Snap("walk", 8192, 4096, 50, 40, true), 2.0), 0);
+}
+
+TEST(ProgressLineTest, KeepsWithinTheWidthDroppingRateThenBytesThenEta) {
+  const ProgressSnapshot s = Snap("dedupe", 123ull << 30, 456ull << 30, 1234567, 7654321);
+  const std::string full = ProgressLine("oans-apply", s, 100.0);
+  EXPECT_EQ(full, "oans-apply dedupe: 123.00 GiB / 456.00 GiB, 1234567/7654321 rounds (27.0%), 1.23 GiB/s, "
+                  "ETA 4m30s");
+  EXPECT_EQ(ProgressLine("oans-apply", s, 100.0, 200), full);
+  EXPECT_EQ(ProgressLine("oans-apply", s, 100.0, 90),
+            "oans-apply dedupe: 123.00 GiB / 456.00 GiB, 1234567/7654321 rounds (27.0%), ETA 4m30s");
+  EXPECT_EQ(ProgressLine("oans-apply", s, 100.0, 79), "oans-apply dedupe: 1234567/7654321 rounds (27.0%), ETA 4m30s");
+  EXPECT_EQ(ProgressLine("oans-apply", s, 100.0, 55), "oans-apply dedupe: 1234567/7654321 rounds (27.0%)");
+  EXPECT_EQ(ProgressLine("oans-apply", s, 100.0, 30), "oans-apply dedupe: 1234567/765");
+  EXPECT_EQ(ItemsOf("dedupe"), std::string("rounds"));
+  EXPECT_EQ(ItemsOf("hash"), std::string("files"));
+  EXPECT_EQ(Columns("d\xc3\xa9j\xc3\xa0"), 4u);  // "déjà"
+  EXPECT_EQ(FirstColumns("d\xc3\xa9j\xc3\xa0", 2), "d\xc3\xa9");
 }
 
 TEST(SummaryTest, WrapsAtEightyColumnsAndLeavesOutEmptyParts) {

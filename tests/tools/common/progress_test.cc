@@ -46,5 +46,30 @@ TEST(ProgressRenderer, QuietPrintsNoFileNotices) {
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
 }
 
+TEST(ProgressRenderer, NoticesWrapToTheWidthAtSpaces) {
+  const std::string text = "oans-apply: /srv/data/a/very/long/path/of/a/file/in/a/deep/tree/somewhere.bin: "
+                           "skipped, EPERM (not permitted: immutable, append-only or not owner)";
+  const std::string wrapped = WrapForTerminal(text, 40);
+  size_t start = 0, lines = 0;
+  std::string joined;
+  while (start < wrapped.size()) {
+    const size_t end = wrapped.find('\n', start);
+    ASSERT_NE(end, std::string::npos) << wrapped;
+    EXPECT_LE(end - start, 40u) << wrapped;
+    const std::string line = wrapped.substr(start, end - start);
+    if (lines) {
+      EXPECT_EQ(line.substr(0, 2), "  ") << wrapped;
+    }
+    joined += lines ? line.substr(2) : line;
+    start = end + 1;
+    ++lines;
+  }
+  EXPECT_GE(lines, 4u) << wrapped;
+  // Nothing lost: the words come back, the cut path whole.
+  EXPECT_NE(joined.find("/srv/data/a/very/long/path/of/a/file/in/a/deep/tree/somewhere.bin:"), std::string::npos)
+      << joined;
+  EXPECT_EQ(WrapForTerminal("short notice", 80), "short notice\n");
+}
+
 }  // namespace
 }  // namespace oans::cli
