@@ -12,21 +12,18 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/format/frame_stream.h"
+#include "lib/base/hash128.h"
 #include "lib/base/spill.h"
-#include "lib/scan/hasher.h"
 #include "lib/base/status.h"
 #include "lib/base/sys.h"
+#include "lib/format/frame_stream.h"
+#include "lib/format/versions.h"
 
 namespace oans {
 
-// 2: sector sums and key kinds (FileEntry::sum_kind, sector_sums, key_kind); a version 1
-// reader would pair keys made from btrfs checksums with keys of data.
-inline constexpr uint32_t kIndexFormatVersion = 2;
 // The most files a header lists as changed (IndexHeader::changed_files); a scan that
 // finds more lists none, and a longer list is damage.
 inline constexpr size_t kMaxChangedListed = size_t(1) << 20;
-inline constexpr char kIndexMagic[] = "oans-index";
 
 struct FsRecord {
   std::string uuid;

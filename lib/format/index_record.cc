@@ -8,6 +8,7 @@
 
 #include "lib/base/paths.h"
 #include "lib/format/schema_io.h"
+#include "lib/format/sector_sum_encoding.h"
 
 namespace oans {
 
@@ -84,7 +85,7 @@ Status DecodeRecord(schema::FileRecord::Reader f, const std::string& name, const
 // that are absolute and clean (lib/base/paths.h), block hashes and sector sums that fit
 // the file's size, known kinds of sums and keys.
 Status CheckRecord(schema::FileRecord::Reader f, const std::string& name, const IndexHeader& header) {
-  constexpr uint8_t kLastKind = 4;  // SumKind::kBlake2
+  constexpr uint8_t kLastKind = uint8_t(kLastSumKind);
   if (f.getFs() >= header.filesystems.size())
     return Status::Corrupt(name + " is damaged (a record names an unknown filesystem)");
   std::string bad_path = PathDamage(f.getPath(), "a record");

@@ -14,13 +14,6 @@
 
 namespace oans {
 
-// 2: an operation may rewrite, naming the source range itself as a destination (its
-// bytes copied into a new extent, which every destination then shares). A plan without
-// such operations is written as version 1, which older readers accept.
-inline constexpr uint32_t kPlanFormatVersion = 2;
-inline constexpr uint32_t kPlanFormatNoRewrite = 1;
-inline constexpr char kPlanMagic[] = "oans-plan";
-
 // Bytes read per round (sources plus destinations) unless a plan says otherwise.
 inline constexpr uint64_t kRoundSize = 32u << 20;
 

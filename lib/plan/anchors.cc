@@ -9,7 +9,7 @@
 #include "lib/plan/blocks.h"
 #include "lib/plan/frees.h"
 #include "lib/plan/ranges.h"
-#include "lib/scan/sector_sums.h"
+#include "lib/format/sector_sum_encoding.h"
 
 namespace oans {
 namespace {

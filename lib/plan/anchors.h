@@ -1,4 +1,4 @@
-// 4 KiB partial matches from sector sums (lib/scan/sector_sums.h), at any 4 KiB
+// 4 KiB partial matches from sector sums (lib/format/sector_sum_encoding.h), at any 4 KiB
 // alignment, between files and inside one file:
 //   anchors   at load, per file with sums, the positions where a hash of the sums of
 //             kAnchorWindow consecutive sectors has its low kAnchorBits bits zero (a

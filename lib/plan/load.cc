@@ -13,7 +13,7 @@ namespace oans {
 namespace {
 
 constexpr uint32_t kNoCowFlag = 0x00800000;  // FS_NOCOW_FL
-constexpr uint32_t kKinds = 8;               // key and sum kinds (lib/scan/sector_sums.h) fit below
+constexpr uint32_t kKinds = 8;               // key and sum kinds (lib/format/sector_sum_encoding.h) fit below
 
 class Loader {
  public:

@@ -9,11 +9,6 @@
 
 namespace oans {
 
-Hash128 HashBytes(const void* data, size_t len) {
-  XXH128_hash_t h = XXH3_128bits(data, len);
-  return {h.high64, h.low64};
-}
-
 namespace {
 
 // Seed of the sparse key: a hash family of its own, apart from plain XXH3-128 of content.

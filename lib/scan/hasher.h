@@ -8,17 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/hash128.h"
 #include "lib/base/status.h"
 #include "lib/base/sys.h"
 
 namespace oans {
-
-struct Hash128 {
-  uint64_t hi = 0;
-  uint64_t lo = 0;
-  friend bool operator==(const Hash128&, const Hash128&) = default;
-  friend auto operator<=>(const Hash128&, const Hash128&) = default;
-};
 
 struct FileHashes {
   Hash128 whole;
@@ -54,8 +48,5 @@ Result<FileHashes> HashFile(Sys& sys, int fd, uint64_t size, uint32_t block_size
 
 // The hashes HashFile gives a file of `len` bytes without holes that holds `data`.
 FileHashes HashMemory(const char* data, size_t len, uint32_t block_size);
-
-// XXH3-128 of a memory range.
-Hash128 HashBytes(const void* data, size_t len);
 
 }  // namespace oans

@@ -57,16 +57,6 @@ SumKind SumKindOfBtrfs(uint16_t csum_type) {
   }
 }
 
-const char* SumKindName(SumKind k) {
-  switch (k) {
-    case SumKind::kCrc32c: return "crc32c";
-    case SumKind::kXxhash64: return "xxhash64";
-    case SumKind::kSha256: return "sha256";
-    case SumKind::kBlake2: return "blake2";
-    default: return "none";
-  }
-}
-
 bool Computable(SumKind k) { return k == SumKind::kCrc32c || k == SumKind::kXxhash64; }
 
 uint32_t Crc32c(uint32_t crc, const void* data, size_t len) {
@@ -101,11 +91,6 @@ uint32_t StoredSum(std::string_view csum) {
   uint32_t v = 0;
   for (size_t i = 0; i < 4 && i < csum.size(); ++i) v |= uint32_t(uint8_t(csum[i])) << (8 * i);
   return v;
-}
-
-void PutSum(std::string* out, uint32_t v) {
-  const char b[4] = {char(v), char(v >> 8), char(v >> 16), char(v >> 24)};
-  out->append(b, 4);
 }
 
 SumKeys::SumKeys(SumKind kind, uint64_t size, uint32_t block_size)

@@ -18,17 +18,14 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/base/hash128.h"
+#include "lib/format/sector_sum_encoding.h"
 #include "lib/scan/hasher.h"
 
 namespace oans {
 
-inline constexpr uint32_t kSectorBytes = 4096;
-
-enum class SumKind : uint8_t { kNone = 0, kCrc32c = 1, kXxhash64 = 2, kSha256 = 3, kBlake2 = 4 };
-
 // The kind of btrfs checksum type `csum_type` (BTRFS_IOC_FS_INFO), kNone if unknown.
 SumKind SumKindOfBtrfs(uint16_t csum_type);
-const char* SumKindName(SumKind k);
 // Whether oans computes this kind itself (for data it reads).
 bool Computable(SumKind k);
 
@@ -41,10 +38,6 @@ uint32_t SectorSum(SumKind k, const char* data, size_t len);
 uint32_t ZeroSectorSum(SumKind k);
 // The fingerprint in a checksum as btrfs stores it (at least 4 bytes).
 uint32_t StoredSum(std::string_view csum);
-
-// Past this many sectors (64 GiB) a file's sums are not kept in the index: it takes part
-// in whole-file and block matching through its keys, not in 4 KiB partial matching.
-inline constexpr uint64_t kMaxKeptSums = uint64_t(1) << 24;
 
 // The keys of a file made from its sector sums, fed in order. Whole key: XXH3-128 over
 // the size, the kind, the sums and, for a file with holes, where they are (so a sparse
@@ -91,12 +84,5 @@ class DataSums {
   bool keep_;
   std::string sums_;
 };
-
-// Appends `v` to `out`, 4 bytes little-endian.
-void PutSum(std::string* out, uint32_t v);
-inline uint32_t SumAt(std::string_view sums, size_t i) {
-  const auto* p = reinterpret_cast<const unsigned char*>(sums.data() + 4 * i);
-  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
-}
 
 }  // namespace oans

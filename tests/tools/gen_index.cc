@@ -38,6 +38,7 @@
 #include "lib/format/index_file.h"
 #include "lib/base/units.h"
 #include "lib/base/version.h"
+#include "lib/format/versions.h"
 #include "tools/common/cli.h"
 
 using namespace oans;

@@ -11,6 +11,7 @@
 #include "lib/base/trust.h"
 #include "lib/base/units.h"
 #include "lib/base/version.h"
+#include "lib/format/versions.h"
 #include "tools/apply/options.h"
 #include "tools/common/cli.h"
 #include "tools/common/progress.h"

@@ -8,6 +8,7 @@
 #include "lib/format/kind.h"
 #include "lib/format/plan_file.h"
 #include "lib/base/version.h"
+#include "lib/format/versions.h"
 #include "tools/common/cli.h"
 
 using namespace oans;

@@ -4,6 +4,7 @@
 #include "lib/plan/diff.h"
 #include "lib/base/json.h"
 #include "lib/base/version.h"
+#include "lib/format/versions.h"
 #include "tools/common/cli.h"
 
 using namespace oans;

@@ -12,6 +12,7 @@
 
 #include "lib/base/units.h"
 #include "lib/base/version.h"
+#include "lib/format/versions.h"
 #include "lib/base/json.h"
 #include "lib/run/metrics.h"
 #include "lib/run/record.h"

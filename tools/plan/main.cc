@@ -7,7 +7,7 @@
 #include <functional>
 #include <cstdlib>
 
-#include "lib/format/dupe_list.h"
+#include "lib/scan/dupe_list.h"
 #include "lib/base/json.h"
 #include "lib/base/spill.h"
 #include "lib/base/sys.h"
@@ -15,6 +15,7 @@
 #include "lib/plan/planner.h"
 #include "lib/base/units.h"
 #include "lib/base/version.h"
+#include "lib/format/versions.h"
 #include "tools/common/cli.h"
 #include "tools/common/progress.h"
 #include "tools/common/summary.h"

@@ -13,6 +13,7 @@
 #include "lib/base/sys.h"
 #include "lib/base/units.h"
 #include "lib/base/version.h"
+#include "lib/format/versions.h"
 #include "tools/common/cli.h"
 #include "tools/common/progress.h"
 #include "tools/common/summary.h"

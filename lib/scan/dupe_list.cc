@@ -1,4 +1,4 @@
-#include "lib/format/dupe_list.h"
+#include "lib/scan/dupe_list.h"
 
 #include <sys/stat.h>
 
