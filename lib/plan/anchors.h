@@ -17,8 +17,9 @@
 //             extents (frees.h)
 //   -> units  on to the ops stage through UnitsOfRuns (blocks.h).
 // Sums of different kinds never meet: the kind is part of the pairing. Equal sums only
-// nominate: the kernel's compare decides. Memory: the anchors and pairs sorters and the
-// sums store are within --memory; the sums of the two files being extended are held.
+// nominate: the kernel's compare decides.
+// Memory: the sorters and the sums store have their lines (budget.h).
+// Beyond them, the sums of the two files being extended.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +53,9 @@ SectorRun Extend(std::string_view a, std::string_view b, uint64_t s, uint64_t d,
 inline constexpr uint64_t kWalkGap = 16;
 std::vector<SectorRun> Walk(std::string_view a, std::string_view b, uint64_t s, uint64_t d, bool same_file);
 
-Status PlanAnchors(PlanState& st);
+// The steps, each draining its input; RunPlan calls them in turn.
+// Then UnitsOfRuns (blocks.h) hands the runs to the ops stage.
+Status PairsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs);
+Status RunsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, ExternalSorter<RunKey, RunLess>* runs);
 
 }  // namespace oans

@@ -12,9 +12,7 @@
 
 namespace oans {
 
-Status PlanBlocks(PlanState& st);
-
-// The steps, for tests.
+// The steps, each draining its input; RunPlan calls them in turn.
 Status PairBlocks(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs);
 Status RunsOfPairs(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, ExternalSorter<RunKey, RunLess>* runs);
 Status UnitsOfRuns(PlanState& st, ExternalSorter<RunKey, RunLess>* runs);

@@ -15,12 +15,11 @@
 // thus read by the round that reads their neighbours, and a round's reads do not skip
 // over ranges that a later round comes back for, one seek each.
 //
-// Operations are packed in batches of an eighth of --memory (about 250,000 operations of
-// one destination each with the default 512M), and of at least kMinBatchBytes whatever
-// --memory says, so that a plan that spills its records to disk packs the same as one
-// that does not, unless its operations need more than that: a batch ends a round, and an
-// operation is taken with another only within its batch. The packing is deterministic:
-// counting the rounds and writing them (rounds.h) pack the same stream the same way.
+// Operations are packed in batches of kBatchBytes (about 60,000 operations).
+// A batch ends a round; operations pair up only within a batch.
+// The batch does not depend on --memory: every budget packs the same.
+// It is part of the planner's fixed overhead (budget.h).
+// The packing is deterministic: counting and writing pack the same way.
 // Within a round the operations are in the ops stage's order.
 #pragma once
 
@@ -40,7 +39,7 @@ class RoundPacker {
   // its operations, in order.
   using DestsOf = std::function<Status(const OpKey&, std::vector<uint64_t>*)>;
   using OnRound = std::function<Status(const std::vector<OpKey>&)>;
-  RoundPacker(uint64_t round_size, uint64_t memory, DestsOf dests_of, OnRound round);
+  RoundPacker(uint64_t round_size, DestsOf dests_of, OnRound round);
 
   Status Add(const OpKey& k);
   Status Finish();  // packs and hands out what is left
@@ -50,8 +49,8 @@ class RoundPacker {
 
   // Ranges within this many bytes after another's end count as next to it.
   static constexpr uint64_t kNear = 64 << 10;
-  // A batch holds at least this much, whatever --memory says.
-  static constexpr uint64_t kMinBatchBytes = 16 << 20;
+  // What a batch holds.
+  static constexpr uint64_t kBatchBytes = 16 << 20;
 
  private:
   struct Range {
@@ -68,7 +67,7 @@ class RoundPacker {
   bool Candidate(const Range& r, uint32_t pass) const { return r.source && !taken_[r.op] && ops_[r.op].pass == pass; }
 
   uint64_t round_size_;
-  uint64_t budget_, held_ = 0;  // bytes a batch may hold, and holds
+  uint64_t held_ = 0;  // bytes the batch holds
   DestsOf dests_of_;
   OnRound on_round_;
   std::vector<OpKey> ops_;           // the batch, in the order added

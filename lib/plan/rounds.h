@@ -10,9 +10,11 @@
 
 namespace oans {
 
-Status WriteRounds(PlanState& st, OutputFile* out);
-
 // Rounds the operations in PlanState::ops make (they stay queued).
+// Fills the plan's totals in the header.
 Result<uint64_t> CountRounds(PlanState& st);
+
+// Writes the `rounds` rounds CountRounds counted, draining the operations.
+Status WriteRounds(PlanState& st, uint64_t rounds, OutputFile* out);
 
 }  // namespace oans

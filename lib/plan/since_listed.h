@@ -9,8 +9,8 @@
 // the planner plans nothing else (a group without a changed member is left out either
 // way), so the plan is the one the join gives; only the counts of files differ
 // (PlanStats::since_left_out). When the list cannot be used (its records are not where
-// the header says, the file holds several indexes, the keys would not fit a quarter of
-// --memory), the load says why and joins. The key sets are hashed with a seed drawn
+// the header says, the file holds several indexes, the keys would not fit the since line of
+// the memory budget, budget.h), the load says why and joins. The key sets are hashed with a seed drawn
 // per run, so an index cannot be made to collide them. Single-threaded; used by the load
 // stage (load.h).
 #pragma once
