@@ -8,8 +8,8 @@
 // gaps theirs leave. A run of sources longer than the round has room for (beside the
 // operation and the other gaps it fills) is no gap but a part of the disk of its own,
 // and waits for its turn, whole. An operation and the gaps it fills go into one round:
-// the next one when they do not fit this one (a round may then end less full: on the
-// kernel's tree x 2, docs/benchmarks.md, the rounds are as many as without the gaps).
+// the next one when they do not fit this one. A round may then end less full.
+// On the kernel's tree x 2, the rounds are as many as without the gaps.
 // Where a copy of a directory's files lies among another directory's files (the kernel's
 // tools/ headers, copies of include/, among the other files of tools/), their ranges are
 // thus read by the round that reads their neighbours, and a round's reads do not skip
