@@ -1,7 +1,8 @@
-// File details: what the plan needs of each loaded file beyond its sort keys (identity,
-// size, mtime, extents, where its path is), stored compactly in a RecordStore (memory up to
-// a budget, then a temporary file) and looked up by file id (the order files were
-// loaded). Paths are kept in a store of their own, read only for the files a plan names.
+// File details: what the plan needs of a file beyond its sort keys.
+// Identity, size, mtime, extents and where its path is.
+// They are stored compactly in a RecordStore: memory up to a budget, then a file.
+// They are looked up by file id, the order files were loaded in.
+// Paths have a store of their own, read only for the files a plan names.
 // Owned by the planner's PlanState; single-threaded.
 #pragma once
 

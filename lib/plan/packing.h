@@ -1,19 +1,22 @@
-// Which operations go into which round. The operations come in the order of the ops
-// stage (by pass, then by the source's physical offset) and a round takes them in that
-// order up to --round-size bytes read. With each operation it takes, a round also takes
-// the gaps that operation's destinations leave in its reads: the operations not yet
-// taken, of the same pass, whose sources lie right next to one of its destinations on
-// the disk (within 64 KiB after its end, or before its start, and on along sources that
-// follow each other there, up to the first range that is not such a source), and the
-// gaps theirs leave. A run of sources longer than the round has room for (beside the
-// operation and the other gaps it fills) is no gap but a part of the disk of its own,
-// and waits for its turn, whole. An operation and the gaps it fills go into one round:
-// the next one when they do not fit this one. A round may then end less full.
+// Which operations go into which round.
+// Operations come in the ops stage's order: by pass, then by source offset.
+// A round takes them in that order, up to --round-size bytes read.
+// With each operation, a round also takes the gaps its destinations leave.
+// A gap is an operation of the same pass, not yet taken,
+// whose source lies next to one of the destinations on disk.
+// Next to: within 64 KiB after its end, or before its start.
+// The walk goes on along sources that follow each other there.
+// It stops at the first range that is no such source.
+// The gaps of those operations are taken too.
+// A run of sources longer than the round's room is no gap.
+// It is a part of the disk of its own and waits for its turn, whole.
+// An operation and its gaps go into one round.
+// When they do not fit, they go into the next; a round may end less full.
 // On the kernel's tree x 2, the rounds are as many as without the gaps.
-// Where a copy of a directory's files lies among another directory's files (the kernel's
-// tools/ headers, copies of include/, among the other files of tools/), their ranges are
-// thus read by the round that reads their neighbours, and a round's reads do not skip
-// over ranges that a later round comes back for, one seek each.
+// Copies of a directory's files may lie among another directory's files.
+// The kernel's tools/ holds copies of include/ headers, for example.
+// Their ranges are then read by the round that reads their neighbours.
+// So a round's reads do not skip ranges a later round comes back for.
 //
 // Operations are packed in batches of kBatchBytes (about 60,000 operations).
 // A batch ends a round; operations pair up only within a batch.
