@@ -42,7 +42,7 @@ class Run {
         observer_(observer),
         stats_(stats),
         h_(plan.header()),
-        source_(plan, o.order, o.order_seed, o.journal),
+        plan_(plan),
         verifier_(sys, h_),
         rate_(o.max_rate),
         buffer_(1u << 20),
@@ -65,8 +65,7 @@ class Run {
   // stage commits them itself (syncfs through one of the round's files) before it reads
   // the round, once o_.commit_every bytes were deduped since it last did: the commit's
   // writes come between two rounds' reads, though the round before may still be being
-  // deduped meanwhile, and btrfs may still commit on its own (docs/benchmarks.md, "Earlier:
-  // writes costed as a queued disk serves them, commits between rounds").
+  // deduped meanwhile, and btrfs may still commit on its own.
   void CommitIfDue(const PreparedRound& p);
   // The next round from the plan, its files opened and checked; null at the end of the
   // plan, on a stop or when the plan cannot be read (plan_error_).
@@ -85,7 +84,7 @@ class Run {
   Observer* observer_;
   ApplyStats* stats_;     // stage 2
   const PlanHeader& h_;
-  RoundSource source_;    // stage 1 (OpenNext)
+  PlanReader& plan_;      // stage 1 (OpenNext)
   Verifier verifier_;     // stage 1 (OpenNext)
   std::future<std::unique_ptr<PreparedRound>> next_;  // stage 1: the round being opened
   RateLimiter rate_;      // both (thread-safe)
@@ -112,7 +111,7 @@ std::unique_ptr<PreparedRound> Run::OpenNext() {
     return nullptr;
   }
   auto p = std::make_unique<PreparedRound>();
-  auto more = source_.Next(&p->round);
+  auto more = plan_.Next(&p->round);
   if (!more.ok() || !*more) {
     if (!more.ok()) plan_error_ = more.status();
     return nullptr;
@@ -144,7 +143,7 @@ PreparedRound* Run::Prepare(tbb::flow_control& fc) {
     }
   if (!p->from_journal && Prefetching()) {
     if (!stats_->open_ahead) CommitIfDue(*p);
-    Prefetch(sys_, o_.order, o_.order_seed, &rate_, &buffer_, &head_, p.get());
+    Prefetch(sys_, &rate_, &buffer_, &head_, p.get());
   }
   return p.release();
 }
@@ -238,7 +237,6 @@ Status Run::Go() {
   OANS_RETURN_IF_ERROR(CheckPlanFilesystems(sys_, h_));
   stats_->open_ahead = StorageOfRoots(sys_, h_.roots, o_.storage).kind == StorageKind::kSsd;
   OANS_RETURN_IF_ERROR(RecoverLinks());
-  OANS_RETURN_IF_ERROR(source_.Start());
   if (!stats_->open_ahead && Prefetching() && h_.rounds > 0)
     stats_->tree_ahead_bytes = ReadPlanTreesAhead(sys_, h_, kTreeAheadBudget, [this] {
       return ShouldStop() || (o_.deadline != Clock::time_point{} && Clock::now() >= o_.deadline);

@@ -1,6 +1,6 @@
 // Executing a plan: a checked pipeline over its rounds (tbb::parallel_pipeline, two
 // rounds in flight at most):
-//   prepare (serial, in order): take the next round (lib/apply/round_source.h), skip it
+//   prepare (serial, in order): take the plan's next round, skip it
 //     if the journal has it, open and check every file (lib/apply/verifier.h), and read
 //     its ranges into the page cache in physical order (lib/apply/prefetch.h);
 //   finish (serial, in order): run the round's operations through one executor
@@ -21,7 +21,6 @@
 
 #include "lib/apply/hardlink.h"
 #include "lib/apply/journal.h"
-#include "lib/apply/round_source.h"
 #include "lib/apply/stats.h"
 #include "lib/apply/verifier.h"
 #include "lib/base/observer.h"
@@ -33,7 +32,6 @@ namespace oans {
 struct ApplyOptions {
   bool dry_run = false;   // verify files and report operations, change nothing
   bool prefetch = true;   // read each round into the page cache before deduping it
-  ApplyOrder order = ApplyOrder::kPhysical;
   // On SSDs the next round's files are opened while a round is read; on a spinning disk
   // after, so that their metadata reads do not come between the round's data reads.
   // kAuto: the storage of the plan's roots (DetectStorage).
@@ -42,7 +40,6 @@ struct ApplyOptions {
   // round is read once this many bytes were deduped since the last commit (apply.cc,
   // Run::CommitIfDue); 0: never.
   uint64_t commit_every = 512ull << 20;
-  uint64_t order_seed = kDefaultOrderSeed;  // for ApplyOrder::kShuffled
   const std::atomic<bool>* stop = nullptr;  // stop after the current round
   // Stop after the round during which this time passes (0 = no deadline).
   std::chrono::steady_clock::time_point deadline{};

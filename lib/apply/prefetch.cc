@@ -77,27 +77,18 @@ void Releaser::Loop() {
   }
 }
 
-void Prefetch(Sys& sys, ApplyOrder order, uint64_t seed, RateLimiter* rate, std::vector<char>* buffer,
-              uint64_t* head, PreparedRound* p) {
+void Prefetch(Sys& sys, RateLimiter* rate, std::vector<char>* buffer, uint64_t* head, PreparedRound* p) {
   std::vector<R> ranges = Ranges(*p);
-  if (order == ApplyOrder::kShuffled) {
-    // Seeded by the round's index: the same reads whatever position the round runs at.
-    const uint64_t round_seed = seed ^ (0x9e3779b97f4a7c15ull * (p->round.index + 1));
-    std::vector<R> in_plan_order = std::move(ranges);
-    ranges.clear();
-    for (size_t i : ShuffledOrder(in_plan_order.size(), round_seed)) ranges.push_back(in_plan_order[i]);
-  } else {
-    std::sort(ranges.begin(), ranges.end(), [](const R& a, const R& b) { return a.physical < b.physical; });
-    // From where the previous round's reads left the head, up, then the rest from the
-    // bottom: a round whose sources and destinations lie in two parts of the disk costs
-    // one long seek (the wrap) instead of two.
-    auto from = std::lower_bound(ranges.begin(), ranges.end(), *head,
-                                 [](const R& r, uint64_t at) { return r.physical < at; });
-    std::rotate(ranges.begin(), from, ranges.end());
-    // Not with --max-rate, whose pace the plain reads below set.
-    if (!rate->limited())
-      for (const auto& r : ranges) sys.WillNeed(r.fd, r.offset, r.length);
-  }
+  std::sort(ranges.begin(), ranges.end(), [](const R& a, const R& b) { return a.physical < b.physical; });
+  // From where the previous round's reads left the head, up, then the rest from the
+  // bottom: a round whose sources and destinations lie in two parts of the disk costs
+  // one long seek (the wrap) instead of two.
+  auto from = std::lower_bound(ranges.begin(), ranges.end(), *head,
+                               [](const R& r, uint64_t at) { return r.physical < at; });
+  std::rotate(ranges.begin(), from, ranges.end());
+  // Not with --max-rate, whose pace the plain reads below set.
+  if (!rate->limited())
+    for (const auto& r : ranges) sys.WillNeed(r.fd, r.offset, r.length);
   for (const auto& r : ranges) {
     for (uint64_t off = 0; off < r.length;) {
       // Where --max-rate paces the reads, a buffer at a time.

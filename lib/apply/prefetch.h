@@ -1,10 +1,9 @@
 // Prefetch: reads a prepared round's ranges (sources and destinations) into the page
-// cache before it is deduped, so the kernel's compare finds them there. In physical order
-// (by offset, from where the previous round left the head, wrapping once)
-// every range is first requested at once (POSIX_FADV_WILLNEED, in that order) so the
-// device has many reads in flight, then read in the same order into the page cache
-// without being copied out (Sys::Populate); in
-// shuffled order the ranges are read in a fixed pseudo-random order instead.
+// cache before it is deduped, so the kernel's compare finds them there.
+// The ranges go by offset, from where the previous round left the head, wrapping once.
+// Every range is first requested at once (POSIX_FADV_WILLNEED, in that order).
+// The device thus has many reads in flight.
+// Then they are read in the same order into the page cache (Sys::Populate).
 // Once the round is deduped, Release drops what the prefetch read from the page cache
 // again: a finished round's sources would otherwise stay (the kernel's compare made them
 // recently used, and btrfs drops only the destinations' pages), and under a memory limit
@@ -23,7 +22,6 @@
 #include <thread>
 #include <vector>
 
-#include "lib/apply/round_source.h"
 #include "lib/apply/verifier.h"
 #include "lib/base/sys.h"
 
@@ -45,11 +43,10 @@ class RateLimiter {
 };
 
 // Reads every range of `r` once through `buffer`; adds the bytes to r->prefetched.
-// In physical order the ranges are read by offset from `*head` (where the previous
-// round's reads ended; 0 at first) up, then from the lowest; `*head` is then left where
-// this round's reads end. Read errors are left for the dedupe call to meet and report.
-void Prefetch(Sys& sys, ApplyOrder order, uint64_t seed, RateLimiter* rate, std::vector<char>* buffer,
-              uint64_t* head, PreparedRound* r);
+// The ranges are read by offset from `*head` up, then from the lowest.
+// `*head` is where the previous round's reads ended (0 at first).
+// It is then left where this round's reads end. Read errors are left for the dedupe call to meet and report.
+void Prefetch(Sys& sys, RateLimiter* rate, std::vector<char>* buffer, uint64_t* head, PreparedRound* r);
 
 // After `r` is deduped (its files still open): drops every range Prefetch read, sources
 // and destinations, from the page cache (POSIX_FADV_DONTNEED; dirty pages are kept).

@@ -170,6 +170,23 @@ Status RecordStore::ForEach(const std::function<Status(uint64_t, const std::stri
   return r.status();
 }
 
+Status RecordStore::GetAfter(uint64_t offset, uint32_t skip, std::string* record) const {
+  char window[4096];
+  uint64_t window_at = offset, window_end = offset;
+  for (uint32_t i = 0; i < skip; ++i) {
+    if (offset + 4 > window_end) {
+      if (offset + 4 > end_) return Status::Corrupt("record store: offset out of range");
+      window_at = offset;
+      window_end = std::min<uint64_t>(end_, offset + sizeof window);
+      OANS_RETURN_IF_ERROR(Read(window_at, window, size_t(window_end - window_at)));
+    }
+    uint32_t n = 0;
+    std::memcpy(&n, window + (offset - window_at), sizeof n);
+    offset += sizeof n + n;
+  }
+  return Get(offset, record);
+}
+
 Status RecordStore::Get(uint64_t offset, std::string* record) const {
   uint32_t n = 0;
   if (offset + sizeof n > end_) return Status::Corrupt("record store: offset out of range");

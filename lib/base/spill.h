@@ -57,6 +57,11 @@ class RecordStore {
   RecordStore(std::string temp_dir, uint64_t memory_budget) : dir_(std::move(temp_dir)), budget_(memory_budget) {}
   Result<uint64_t> Add(const std::string& record);
   Status Get(uint64_t offset, std::string* record) const;
+  // The record `skip` records after the one at `offset`.
+  // Reads the length prefixes on the way through one window.
+  Status GetAfter(uint64_t offset, uint32_t skip, std::string* record) const;
+  // A new budget; a smaller one spills at the next Add.
+  void set_budget(uint64_t memory_budget) { budget_ = memory_budget; }
   // A stream of every record in the order added, reading the file sequentially in large
   // pieces (the cheap way to fetch many records: no read per record); offset() is where
   // the current record is. The store must outlive it and not grow meanwhile.

@@ -22,8 +22,7 @@
 // of the budget, a mirrored profile), the scan reads it in key order instead (every item, discarded), which
 // follows the order btrfs wrote the blocks in more closely than the walk does; apply
 // leaves it. Nothing is decided from what is read here: the callers' own searches
-// and the kernel's dedupe read the trees as before, only from memory
-// (docs/benchmarks.md, "Trees read in disk order", has the traced figures).
+// and the kernel's dedupe read the trees as before, only from memory.
 //
 // The blocks help only while they stay cached, so the reads stop at `budget` bytes
 // (leaves read in disk order count whole, items in key order by their size).

@@ -32,7 +32,8 @@ struct Held {
 Status Hold(PlanState& st, uint32_t id, Held* h) {
   if (h->id == id) return Status::Ok();
   h->id = UINT32_MAX;
-  OANS_RETURN_IF_ERROR(st.sums.Get(st.sums_at[id], &h->sums));
+  OANS_ASSIGN_OR_RETURN(auto at, st.SumsOf(id));
+  OANS_RETURN_IF_ERROR(st.sums.Get(at, &h->sums));
   OANS_ASSIGN_OR_RETURN(h->detail, st.details.Get(id));
   h->id = id;
   return Status::Ok();
@@ -100,6 +101,8 @@ Status PairAnchors(PlanState& st, const std::vector<AnchorKey>& group, ExternalS
   return Status::Ok();
 }
 
+}  // namespace
+
 Status PairsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs) {
   std::vector<AnchorKey> group;
   uint64_t done = 0;
@@ -141,8 +144,6 @@ Status RunsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, Ex
   }));
   return kept.Finish();
 }
-
-}  // namespace
 
 bool AnchorAt(std::string_view sums, size_t i, uint64_t* hash) {
   if (i + kAnchorWindow > sums.size() / 4) return false;
@@ -212,12 +213,5 @@ std::vector<SectorRun> Walk(std::string_view a, std::string_view b, uint64_t s, 
   return out;
 }
 
-Status PlanAnchors(PlanState& st) {
-  ExternalSorter<PairKey, PairLess> pairs(st.dir, st.o.memory / 4);
-  OANS_RETURN_IF_ERROR(PairsOfAnchors(st, &pairs));
-  ExternalSorter<RunKey, RunLess> runs(st.dir, st.o.memory / 4);
-  OANS_RETURN_IF_ERROR(RunsOfAnchors(st, &pairs, &runs));
-  return UnitsOfRuns(st, &runs);
-}
 
 }  // namespace oans

@@ -1,24 +1,27 @@
-// 4 KiB partial matches from sector sums (lib/format/sector_sum_encoding.h), at any 4 KiB
-// alignment, between files and inside one file:
-//   anchors   at load, per file with sums, the positions where a hash of the sums of
-//             kAnchorWindow consecutive sectors has its low kAnchorBits bits zero (a
-//             content-defined choice: the same data gives the same anchors wherever it
-//             lies); windows of one repeated sum (zeros) are left out
-//   -> pairs  anchors sorted by (pairing with the sums' kind, hash): the group's first
-//             against every other one, as (source, destination, sector offsets)
-//   -> runs   pairs sorted by (source, destination, offset difference, sector): each
-//             extended on both files' sums, backwards and forwards, to the longest run
-//             of equal sums, and the walk goes on along the same diagonal past up to
-//             kWalkGap unequal sectors at a time (Walk); an anchor inside the runs just
-//             found is skipped
-//   -> kept   runs of whole sectors, trimmed so that no compressed extent is partly
-//             covered, not already sharing the source's extents, weighed a pair of files
-//             at a time: at least --min-run long, and on btrfs only where they free
-//             extents (frees.h)
-//   -> units  on to the ops stage through UnitsOfRuns (blocks.h).
-// Sums of different kinds never meet: the kind is part of the pairing. Equal sums only
-// nominate: the kernel's compare decides. Memory: the anchors and pairs sorters and the
-// sums store are within --memory; the sums of the two files being extended are held.
+// 4 KiB partial matches from sector sums (lib/format/sector_sum_encoding.h).
+// At any 4 KiB alignment, between files and inside one file:
+//   anchors   At load, per file with sums: where a hash of the sums of
+//             kAnchorWindow sectors has its low kAnchorBits bits zero.
+//             The choice is content-defined: same data, same anchors.
+//             Windows of one repeated sum (zeros) are left out.
+//   -> pairs  Anchors sorted by (pairing with the sums' kind, hash).
+//             The group's first against every other one.
+//             Each pair is (source, destination, sector offsets).
+//   -> runs   Pairs sorted by (source, destination, offset difference, sector).
+//             Each is extended on both files' sums, both ways.
+//             It grows to the longest run of equal sums.
+//             The walk goes on along the diagonal (Walk).
+//             It passes up to kWalkGap unequal sectors at a time.
+//             An anchor inside the runs just found is skipped.
+//   -> kept   Runs of whole sectors, no compressed extent partly covered.
+//             Not already sharing the source's extents.
+//             Weighed a pair of files at a time: at least --min-run long.
+//             On btrfs, kept only where they free extents (frees.h).
+//   -> units  On to the ops stage through UnitsOfRuns (blocks.h).
+// Sums of different kinds never meet: the kind is part of the pairing.
+// Equal sums only nominate: the kernel's compare decides.
+// Memory: the sorters and the sums store have their lines (budget.h).
+// Beyond them, the sums of the two files being extended.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +55,9 @@ SectorRun Extend(std::string_view a, std::string_view b, uint64_t s, uint64_t d,
 inline constexpr uint64_t kWalkGap = 16;
 std::vector<SectorRun> Walk(std::string_view a, std::string_view b, uint64_t s, uint64_t d, bool same_file);
 
-Status PlanAnchors(PlanState& st);
+// The steps, each draining its input; RunPlan calls them in turn.
+// Then UnitsOfRuns (blocks.h) hands the runs to the ops stage.
+Status PairsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs);
+Status RunsOfAnchors(PlanState& st, ExternalSorter<PairKey, PairLess>* pairs, ExternalSorter<RunKey, RunLess>* runs);
 
 }  // namespace oans

@@ -104,12 +104,4 @@ Status UnitsOfRuns(PlanState& st, ExternalSorter<RunKey, RunLess>* runs) {
   return have ? AddOps(st, u) : Status::Ok();
 }
 
-Status PlanBlocks(PlanState& st) {
-  ExternalSorter<PairKey, PairLess> pairs(st.dir, st.o.memory / 4);
-  OANS_RETURN_IF_ERROR(PairBlocks(st, &pairs));
-  ExternalSorter<RunKey, RunLess> runs(st.dir, st.o.memory / 4);
-  OANS_RETURN_IF_ERROR(RunsOfPairs(st, &pairs, &runs));
-  return UnitsOfRuns(st, &runs);
-}
-
 }  // namespace oans

@@ -96,15 +96,18 @@ Result<uint32_t> Details::Add(Detail& d, const std::string& path, const std::vec
   d.path_at = p;
   EncodeDetail(d, &encoded_);
   OANS_ASSIGN_OR_RETURN(auto at, store_.Add(encoded_));
-  offsets_.push_back(at);
-  return uint32_t(offsets_.size() - 1);
+  if (size_ % kStride == 0) offsets_.push_back(at);
+  // The per-file state grows with the files: the records get less room.
+  if (size_ % 4096 == 0) store_.set_budget(budget_ - std::min(budget_, size_ * kBitsPerFile / 8));
+  return uint32_t(size_++);
 }
 
 Result<std::shared_ptr<const Detail>> Details::Get(uint32_t id) {
   auto it = cache_.find(id);
   if (it != cache_.end()) return it->second;
   if (cache_.size() >= kCache) cache_.clear();
-  if (!details_.Find(id, &scratch_)) OANS_RETURN_IF_ERROR(store_.Get(offsets_[id], &scratch_));
+  if (id >= size_) return Status::Corrupt("planner: no file " + std::to_string(id));
+  if (!details_.Find(id, &scratch_)) OANS_RETURN_IF_ERROR(store_.GetAfter(offsets_[id / kStride], id % kStride, &scratch_));
   auto d = std::make_shared<Detail>();
   OANS_RETURN_IF_ERROR(DecodeDetail(scratch_, d.get()));
   cache_.emplace(id, d);
@@ -159,12 +162,16 @@ Status Details::Preloaded::Load(const RecordStore& store, const std::vector<bool
                                  const std::atomic<bool>* stop) {
   std::string().swap(arena);
   std::vector<std::pair<uint32_t, uint64_t>>().swap(index);
+  // Reserved at once: no doubling past the budget.
+  // Only the pages written count; the rest stays unmapped.
+  arena.reserve(size_t(std::min<uint64_t>(budget, store.bytes())));
   uint32_t id = 0;
   return store.ForEach([&](uint64_t, const std::string& record) -> Status {
     const uint32_t i = id++;
     if (i % 1024 == 0 && stop && stop->load(std::memory_order_relaxed)) return Status::Interrupted("stopped by a signal");
     if (i >= needed.size() || !needed[i]) return Status::Ok();
-    if (arena.size() + record.size() + sizeof(uint32_t) + index.size() * 12 > budget) return Status::Ok();
+    const uint64_t index_bytes = 2 * sizeof(index[0]) * (index.size() + 1);  // with its growth
+    if (arena.size() + record.size() + sizeof(uint32_t) + index_bytes > budget) return Status::Ok();
     index.push_back({i, arena.size()});
     const uint32_t n = uint32_t(record.size());
     arena.append(reinterpret_cast<const char*>(&n), sizeof n);

@@ -1,7 +1,8 @@
-// File details: what the plan needs of each loaded file beyond its sort keys (identity,
-// size, mtime, extents, where its path is), stored compactly in a RecordStore (memory up to
-// a budget, then a temporary file) and looked up by file id (the order files were
-// loaded). Paths are kept in a store of their own, read only for the files a plan names.
+// File details: what the plan needs of a file beyond its sort keys.
+// Identity, size, mtime, extents and where its path is.
+// They are stored compactly in a RecordStore: memory up to a budget, then a file.
+// They are looked up by file id, the order files were loaded in.
+// Paths have a store of their own, read only for the files a plan names.
 // Owned by the planner's PlanState; single-threaded.
 #pragma once
 
@@ -16,6 +17,7 @@
 
 #include "lib/base/spill.h"
 #include "lib/base/sys.h"
+#include "lib/plan/budget.h"
 
 namespace oans {
 
@@ -44,11 +46,13 @@ Status DecodeDetail(std::string_view in, Detail* d);
 // are read one by one.
 class Details {
  public:
-  Details(const std::string& dir, uint64_t budget, uint64_t path_budget) : store_(dir, budget), paths_(dir, path_budget) {}
+  // `budget` holds the records and the per-file state (kBitsPerFile, budget.h).
+  Details(const std::string& dir, uint64_t budget, uint64_t path_budget)
+      : store_(dir, budget), paths_(dir, path_budget), budget_(budget) {}
   // Stores `d` (setting its path_at), `path` and the file's other hardlinks; returns the
   // file's id.
   Result<uint32_t> Add(Detail& d, const std::string& path, const std::vector<std::string>& other_paths = {});
-  size_t size() const { return offsets_.size(); }
+  size_t size() const { return size_; }
   Result<std::shared_ptr<const Detail>> Get(uint32_t id);
   Result<std::string> Path(uint32_t id);
   // The path, then the other hardlinks the scan saw.
@@ -70,7 +74,11 @@ class Details {
     bool Find(uint32_t id, std::string* record) const;
   };
   static constexpr size_t kCache = 1024;
+  // One offset per kStride files; the others are found from it.
+  static constexpr uint32_t kStride = 32;
   RecordStore store_, paths_;
+  uint64_t budget_;
+  size_t size_ = 0;
   ChunkedArray<uint64_t> offsets_;
   std::unordered_map<uint32_t, std::shared_ptr<const Detail>> cache_;
   Preloaded details_, paths_pre_;

@@ -176,8 +176,8 @@ PairRuns::PairRuns(PlanState& st, ExternalSorter<RunKey, RunLess>* out, uint64_t
       out_(out),
       min_run_(min_run),
       partial_(partial),
-      limit_(std::max<size_t>(4096, st.o.memory / 16 / sizeof(RunKey))),
-      deferred_(st.dir, st.o.memory / 16) {
+      limit_(std::max<size_t>(4096, st.budget[Use::kWeigh] / 2 / sizeof(RunKey))),
+      deferred_(st.dir, st.budget[Use::kWeigh] / 2) {
   if (st.partial_dest.size() < st.details.size()) st.partial_dest.resize(st.details.size());
   if (st.dest_twice.size() < st.details.size()) st.dest_twice.resize(st.details.size());
 }

@@ -81,7 +81,7 @@ struct DeferLess {
 
 // Collects the runs of one pair of files as a stage finds them (in pair order) and passes
 // on those FreeingRuns keeps without rewriting (max_rewrite 0). Holds at most `limit`
-// runs (a sixteenth of --memory): a pair with more is weighed a part at a time.
+// runs (half the kWeigh line, budget.h): a pair with more is weighed a part at a time.
 // What rewriting would free besides (--max-rewrite) is set aside, a pair at a time, and
 // planned by Finish only for a destination no other pair's runs go into: another file may
 // free it without a rewrite (the copy it was made from, in a chain of copies), and one

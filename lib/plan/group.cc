@@ -82,7 +82,7 @@ Status GroupWholeFiles(PlanState& st, std::vector<GroupReport>* reports) {
         for (uint32_t m : ids) needed[m] = true;
       return Status::Ok();
     }, false));
-    OANS_RETURN_IF_ERROR(st.details.Preload(needed, st.o.memory / 2, reports != nullptr, st.o.stop));
+    OANS_RETURN_IF_ERROR(st.details.Preload(needed, st.budget[Use::kPreload], reports != nullptr, st.o.stop));
   }
   st.grouped.assign(st.details.size(), false);
   return WalkGroups(st, [&](const std::vector<uint32_t>& ids, bool one_layout, uint64_t size) -> Status {

@@ -1,13 +1,16 @@
-// The grouping stages. DropDuplicateInodes: the same (filesystem UUID, subvolume, inode)
-// met more than once, in one index section or several (roots that overlapped, an index
-// given twice, merged or crafted indexes), keeps its first record: no file is a
-// destination twice nor counted twice. The inode keys are a sorted stream, so this is
-// one pass in bounded memory. GroupWholeFiles:
-// the whole-file keys, sorted by (filesystem, size, hash), form groups of equal content;
-// each group of two or more with a file new or changed since --since goes to the source
-// stage (source.h), unless all its members already share one extent layout (counted, no
-// operation). When file details are on disk, the groups are walked twice: first to mark
-// the files whose details they need, fetched in one sequential pass.
+// The grouping stages.
+// DropDuplicateInodes keeps the first record of each file.
+// A file is a (filesystem UUID, subvolume, inode); it may come more than once.
+// Roots overlap, an index is given twice, indexes are merged or crafted.
+// No file is then a destination twice, nor counted twice.
+// The inode keys are a sorted stream: one pass in bounded memory.
+// GroupWholeFiles sorts whole-file keys by (filesystem, size, hash).
+// Equal keys form groups of equal content.
+// A group of two or more with a file new since --since goes to source.h.
+// Not when all its members share one extent layout already (counted).
+// When file details are on disk, the groups are walked twice.
+// The first walk marks the files whose details they need.
+// Those are then fetched in one sequential pass.
 #pragma once
 
 #include <vector>

@@ -120,9 +120,8 @@ Status Loader::File(FileEntry& e) {
   // scan, a crafted or concatenated index): group.h keeps one record of it.
   OANS_RETURN_IF_ERROR(st_.inodes.Add({d.ino, d.fs, id}));
   const bool anchors = st_.o.blocks && !e.sector_sums.empty() && e.sum_kind != 0;
-  st_.sums_at.push_back(UINT64_MAX);
   if (anchors) {
-    OANS_ASSIGN_OR_RETURN(st_.sums_at[id], st_.sums.Add(e.sector_sums));
+    OANS_RETURN_IF_ERROR(st_.AddSums(id, e.sector_sums));
     OANS_RETURN_IF_ERROR(AddAnchors(st_, e.sector_sums, base * kKinds + e.sum_kind, id));
   } else if (st_.o.blocks) {
     OANS_RETURN_IF_ERROR(BlockKeys(e, d, pair, id));
@@ -199,7 +198,7 @@ Status Loader::Run() {
   if (listed_) {
     st_.stats->since_listed = true;
   } else if (!st_.o.since.empty()) {
-    since_.emplace(st_.dir, st_.o.memory / 5, st_.o.stop);
+    since_.emplace(st_.dir, st_.budget[Use::kSince], st_.o.stop);
     bool truncated = false;
     OANS_RETURN_IF_ERROR(since_->LoadOld(st_.o.since, &st_.fs_ids, &truncated));
     st_.stats->since_truncated = truncated;

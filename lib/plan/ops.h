@@ -1,9 +1,11 @@
-// The ops stage: splits a unit (a source range and its destinations, from the source or
-// block stages) into operations that fit one round (--round-size bytes read: source plus
-// destinations) and one FIDEDUPERANGE call (at most 127 destinations), gives each its
-// physical addresses, and queues them in PlanState::ops, sorted by the source's physical
-// offset for the rounds stage (rounds.h). Operations with several destinations are kept
-// whole in PlanState::op_store; the key holds a single destination itself.
+// The ops stage splits a unit into operations.
+// A unit is a source range and its destinations, from source.h or blocks.h.
+// An operation fits one round (--round-size bytes read, source and destinations).
+// It also fits one FIDEDUPERANGE call (at most 127 destinations).
+// Each gets its physical addresses and is queued in PlanState::ops.
+// The queue is sorted by the source's physical offset, for rounds.h.
+// Operations with several destinations are kept whole in PlanState::op_store.
+// The key holds a single destination itself.
 #pragma once
 
 #include <string>

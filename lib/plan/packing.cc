@@ -24,9 +24,8 @@ bool Known(uint64_t physical) { return physical != 0 && physical != UINT64_MAX; 
 
 }  // namespace
 
-RoundPacker::RoundPacker(uint64_t round_size, uint64_t memory, DestsOf dests_of, OnRound round)
+RoundPacker::RoundPacker(uint64_t round_size, DestsOf dests_of, OnRound round)
     : round_size_(round_size),
-      budget_(std::max<uint64_t>(kMinBatchBytes, memory / 8)),
       dests_of_(std::move(dests_of)),
       on_round_(std::move(round)) {}
 
@@ -47,7 +46,7 @@ Status RoundPacker::Add(const OpKey& k) {
     if (Known(dest_at_[i]) && dest_at_[i] != k.physical)
       ranges_.push_back({dest_at_[i], BlockEnd(dest_at_[i], k.length), id, false});
   held_ += kBytesPerOp + kBytesPerRange * (1 + dest_at_.size() - dest_from_.back());
-  return held_ >= budget_ ? Pack() : Status::Ok();
+  return held_ >= kBatchBytes ? Pack() : Status::Ok();
 }
 
 Status RoundPacker::Finish() { return Pack(); }

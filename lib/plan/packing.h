@@ -1,26 +1,28 @@
-// Which operations go into which round. The operations come in the order of the ops
-// stage (by pass, then by the source's physical offset) and a round takes them in that
-// order up to --round-size bytes read. With each operation it takes, a round also takes
-// the gaps that operation's destinations leave in its reads: the operations not yet
-// taken, of the same pass, whose sources lie right next to one of its destinations on
-// the disk (within 64 KiB after its end, or before its start, and on along sources that
-// follow each other there, up to the first range that is not such a source), and the
-// gaps theirs leave. A run of sources longer than the round has room for (beside the
-// operation and the other gaps it fills) is no gap but a part of the disk of its own,
-// and waits for its turn, whole. An operation and the gaps it fills go into one round:
-// the next one when they do not fit this one (a round may then end less full: on the
-// kernel's tree x 2, docs/benchmarks.md, the rounds are as many as without the gaps).
-// Where a copy of a directory's files lies among another directory's files (the kernel's
-// tools/ headers, copies of include/, among the other files of tools/), their ranges are
-// thus read by the round that reads their neighbours, and a round's reads do not skip
-// over ranges that a later round comes back for, one seek each.
+// Which operations go into which round.
+// Operations come in the ops stage's order: by pass, then by source offset.
+// A round takes them in that order, up to --round-size bytes read.
+// With each operation, a round also takes the gaps its destinations leave.
+// A gap is an operation of the same pass, not yet taken,
+// whose source lies next to one of the destinations on disk.
+// Next to: within 64 KiB after its end, or before its start.
+// The walk goes on along sources that follow each other there.
+// It stops at the first range that is no such source.
+// The gaps of those operations are taken too.
+// A run of sources longer than the round's room is no gap.
+// It is a part of the disk of its own and waits for its turn, whole.
+// An operation and its gaps go into one round.
+// When they do not fit, they go into the next; a round may end less full.
+// On the kernel's tree x 2, the rounds are as many as without the gaps.
+// Copies of a directory's files may lie among another directory's files.
+// The kernel's tools/ holds copies of include/ headers, for example.
+// Their ranges are then read by the round that reads their neighbours.
+// So a round's reads do not skip ranges a later round comes back for.
 //
-// Operations are packed in batches of an eighth of --memory (about 250,000 operations of
-// one destination each with the default 512M), and of at least kMinBatchBytes whatever
-// --memory says, so that a plan that spills its records to disk packs the same as one
-// that does not, unless its operations need more than that: a batch ends a round, and an
-// operation is taken with another only within its batch. The packing is deterministic:
-// counting the rounds and writing them (rounds.h) pack the same stream the same way.
+// Operations are packed in batches of kBatchBytes (about 60,000 operations).
+// A batch ends a round; operations pair up only within a batch.
+// The batch does not depend on --memory: every budget packs the same.
+// It is part of the planner's fixed overhead (budget.h).
+// The packing is deterministic: counting and writing pack the same way.
 // Within a round the operations are in the ops stage's order.
 #pragma once
 
@@ -40,7 +42,7 @@ class RoundPacker {
   // its operations, in order.
   using DestsOf = std::function<Status(const OpKey&, std::vector<uint64_t>*)>;
   using OnRound = std::function<Status(const std::vector<OpKey>&)>;
-  RoundPacker(uint64_t round_size, uint64_t memory, DestsOf dests_of, OnRound round);
+  RoundPacker(uint64_t round_size, DestsOf dests_of, OnRound round);
 
   Status Add(const OpKey& k);
   Status Finish();  // packs and hands out what is left
@@ -50,8 +52,8 @@ class RoundPacker {
 
   // Ranges within this many bytes after another's end count as next to it.
   static constexpr uint64_t kNear = 64 << 10;
-  // A batch holds at least this much, whatever --memory says.
-  static constexpr uint64_t kMinBatchBytes = 16 << 20;
+  // What a batch holds.
+  static constexpr uint64_t kBatchBytes = 16 << 20;
 
  private:
   struct Range {
@@ -68,7 +70,7 @@ class RoundPacker {
   bool Candidate(const Range& r, uint32_t pass) const { return r.source && !taken_[r.op] && ops_[r.op].pass == pass; }
 
   uint64_t round_size_;
-  uint64_t budget_, held_ = 0;  // bytes a batch may hold, and holds
+  uint64_t held_ = 0;  // bytes the batch holds
   DestsOf dests_of_;
   OnRound on_round_;
   std::vector<OpKey> ops_;           // the batch, in the order added

@@ -1,7 +1,7 @@
-// The planner: from extent indexes to a dedupe plan, as a chain of stages, each in its
-// own file, each reading sorted streams (lib/base/stream.h, through the external sorters
-// of lib/base/spill.h: in memory up to --memory, else sorted runs on temporary files,
-// merged) and feeding the next through a sorter:
+// The planner: from extent indexes to a dedupe plan, as a chain of stages.
+// Each stage has its own file and reads sorted streams (lib/base/stream.h).
+// The external sorters (lib/base/spill.h) carry them from stage to stage.
+// Past --memory, sorters spill sorted runs to temporary files and merge them.
 //   load (load.h; --since: since.h)  indexes -> file details, whole-file, block, inode keys
 //   -> duplicate inodes (group.h)    the same (filesystem, inode) twice keeps the first
 //   -> whole-file groups (group.h)   size + hash
@@ -12,10 +12,14 @@
 //                                    for files with sector sums
 //   -> ops (ops.h)                   split into operations of at most 127 destinations and
 //                                    one round's size, by the source's physical offset
-//   -> rounds (rounds.h)             packed into rounds, written
-// PlanState (state.h) carries what the stages share. Files on different filesystems
-// (UUIDs) are never paired; btrfs subvolumes of one filesystem are. Files are the same
-// file when (UUID, subvolume, inode) are equal (identity.h), whatever their `dev`.
+//   -> rounds (rounds.h)             counted, packed into rounds, written
+// RunPlan calls each stage in turn; the source and ops stages run per group and unit.
+// PlanState (state.h) carries what the stages share.
+// Memory: one table (budget.h) splits --memory among the stores.
+// Files on different filesystems (UUIDs) are never paired.
+// btrfs subvolumes of one filesystem are.
+// Files are the same when (UUID, subvolume, inode) are equal (identity.h).
+// Their `dev` does not matter.
 // Single-threaded: RunPlan runs every stage on the calling thread.
 #pragma once
 
@@ -55,9 +59,10 @@ struct PlanOptions {
   uint32_t max_rewrite = 10;
   std::string since;                  // only groups touching files new/changed since this index
   bool since_join = false;            // join with `since` even when the index lists its changes
-  // Memory for the planner's sorted records and file details; past it they spill to
-  // temporary files in temp_dir (default $TMPDIR, else /var/tmp). Beyond it: 9 bytes per
-  // file, the current duplicate group and, with `since`, the old index's identities.
+  // Memory for the planner, split by the table of budget.h.
+  // Past it, records spill to temporary files in temp_dir.
+  // temp_dir: $TMPDIR by default, else /var/tmp.
+  // Beyond it: a fixed overhead and the current duplicate group.
   uint64_t memory = 512ull << 20;
   std::string temp_dir;
   std::vector<std::string> command_line;

@@ -66,7 +66,7 @@ RoundPacker Packer(PlanState& st, RoundPacker::OnRound round) {
     for (const auto& d : op.dests) out->push_back(d.physical);
     return Status::Ok();
   };
-  return RoundPacker(st.header.round_size, st.o.memory, std::move(dests_of), std::move(round));
+  return RoundPacker(st.header.round_size, std::move(dests_of), std::move(round));
 }
 
 }  // namespace
@@ -80,12 +80,6 @@ Result<uint64_t> CountRounds(PlanState& st) {
   OANS_RETURN_IF_ERROR(st.ops.ForEach([&](const OpKey& k) { return packer.Add(k); }));
   OANS_RETURN_IF_ERROR(packer.Finish());
   st.stats->ops_alongside = packer.taken_alongside();
-  return rounds;
-}
-
-Status WriteRounds(PlanState& st, OutputFile* out) {
-  OANS_ASSIGN_OR_RETURN(auto rounds, CountRounds(st));
-  OANS_RETURN_IF_ERROR(st.CheckStop());
   st.stats->ops = st.ops.size();
   st.stats->rounds = rounds;
   st.header.rounds = rounds;
@@ -95,10 +89,14 @@ Status WriteRounds(PlanState& st, OutputFile* out) {
   st.header.planned_bytes = st.stats->planned_bytes;
   st.header.rewrite_bytes = st.stats->rewrite_bytes;
   st.header.format_version = st.stats->rewrite_bytes ? kPlanFormatVersion : kPlanFormatNoRewrite;
+  return rounds;
+}
+
+Status WriteRounds(PlanState& st, uint64_t rounds, OutputFile* out) {
   if (!out) return Status::Ok();  // a report only
   // The files the plan names, fetched in one sequential pass when their details are on
   // disk (a large plan); a smaller one reads each path once, as it needs it.
-  if (st.details.spilled()) OANS_RETURN_IF_ERROR(st.details.Preload(st.op_files, st.o.memory / 2, true, st.o.stop));
+  if (st.details.spilled()) OANS_RETURN_IF_ERROR(st.details.Preload(st.op_files, st.budget[Use::kPreload], true, st.o.stop));
 
   PlanWriter writer(out);
   OANS_RETURN_IF_ERROR(writer.WriteHeader(st.header));

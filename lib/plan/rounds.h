@@ -1,18 +1,22 @@
-// The rounds stage: the operations, sorted by the source's physical offset, packed into
-// rounds of at most --round-size bytes read. One pass counts the rounds for the header
-// (and fills the plan's totals); without an output (a report) that is all. Otherwise the
-// files the plan names are fetched (in one sequential pass when their details are on
-// disk) and a second pass, draining the operations, writes each round with its own file
-// table.
+// The rounds stage packs the operations into rounds (packing.h).
+// Operations come sorted by the source's physical offset.
+// A round reads at most --round-size bytes.
+// CountRounds counts the rounds for the header and fills the plan's totals.
+// A report (no output) stops there.
+// WriteRounds fetches the files the plan names.
+// With details on disk, that is one sequential pass.
+// Then it drains the operations and writes each round with its file table.
 #pragma once
 
 #include "lib/plan/state.h"
 
 namespace oans {
 
-Status WriteRounds(PlanState& st, OutputFile* out);
-
 // Rounds the operations in PlanState::ops make (they stay queued).
+// Fills the plan's totals in the header.
 Result<uint64_t> CountRounds(PlanState& st);
+
+// Writes the `rounds` rounds CountRounds counted, draining the operations.
+Status WriteRounds(PlanState& st, uint64_t rounds, OutputFile* out);
 
 }  // namespace oans

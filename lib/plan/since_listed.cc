@@ -6,7 +6,9 @@
 #include <cstring>
 #include <random>
 
+#include "lib/base/units.h"
 #include "lib/plan/anchors.h"
+#include "lib/plan/budget.h"
 #include "lib/plan/ranges.h"
 
 namespace oans {
@@ -48,7 +50,7 @@ std::optional<ListedChanges> ListedChanges::Of(const PlanOptions& o, const Index
   l.created_ns_ = now.created_ns;
   l.changed_at_ = now.changed_at;
   l.block_size_ = now.block_size;
-  l.budget_ = o.memory / 4;
+  l.budget_ = MemoryBudget(o.memory)[Use::kSince];
   l.blocks_wanted_ = o.blocks;
   for (const auto& [fs, ino] : now.changed_files) l.changed_.insert(Key(fs, ino));
   return l;
@@ -92,7 +94,7 @@ Status ListedChanges::ReadChanged(const std::atomic<bool>* stop, std::string* wh
           }
         if ((changed_.size() + whole_.size() + blocks_.size() + anchors_.size()) * kBytesPerKey > budget_)
           return Status::Invalid("the keys of its " + std::to_string(changed_.size()) +
-                                 " changed files do not fit a quarter of --memory");
+                                 " changed files do not fit the " + FormatSize(budget_) + " of --memory kept for them");
         return Status::Ok();
       },
       &several);

@@ -1,18 +1,21 @@
-// `--since OLD` without reading OLD: when the one index to plan was written by a scan
-// that followed btrfs changes from OLD and listed the files it found new or changed
-// (IndexHeader::changed_known), that list is what a merge join with OLD (since.h) would
-// find. The changed files' records are read first, from where the header says they start
-// (ReadIndexTail), and their keys kept as the load would make them: whole-file hashes,
-// block hashes of written blocks and the hashes of their anchors (anchors.h). The load
-// then takes, of the other files, only those that share one of these keys. Every
-// whole-file, block or anchor group with a changed member thus has all its members, and
-// the planner plans nothing else (a group without a changed member is left out either
-// way), so the plan is the one the join gives; only the counts of files differ
-// (PlanStats::since_left_out). When the list cannot be used (its records are not where
-// the header says, the file holds several indexes, the keys would not fit a quarter of
-// --memory), the load says why and joins. The key sets are hashed with a seed drawn
-// per run, so an index cannot be made to collide them. Single-threaded; used by the load
-// stage (load.h).
+// `--since OLD` without reading OLD.
+// A scan that followed btrfs changes from OLD lists the files it found changed.
+// The index header has that list (IndexHeader::changed_known).
+// It is what a merge join with OLD (since.h) would find.
+// The changed files' records are read first (ReadIndexTail).
+// Their keys are kept as the load would make them.
+// Those are whole-file hashes, written blocks' hashes and anchor hashes (anchors.h).
+// Of the other files, the load then takes only those sharing one of these keys.
+// Every group with a changed member thus has all its members.
+// The planner plans nothing else: groups without a changed member are left out.
+// So the plan is the join's; only the counts of files differ.
+// Those left out are counted in PlanStats::since_left_out.
+// When the list cannot be used, the load says why and joins instead.
+// Reasons: records not where the header says, several indexes in the file,
+// or keys that do not fit the since line of the budget (budget.h).
+// The key sets are hashed with a seed drawn per run.
+// So an index cannot be made to collide them.
+// Single-threaded; used by the load stage (load.h).
 #pragma once
 
 #include <atomic>

@@ -1,9 +1,12 @@
-// The source stage: for one whole-file group (equal content), choose the source — a
-// member of the largest set already sharing one extent layout, among equals the one
-// earliest on disk — and for every other member the ranges it does not share with the
-// source yet (ranges.h), holes in the source left out. A member with more hardlinks than
-// that choice is the source instead (hardlink mode never links a file with other names). Destinations with the same
-// unshared ranges become one unit, split into operations by the ops stage (ops.h).
+// The source stage, for one whole-file group (equal content).
+// The source is a member of the largest set already sharing one extent layout.
+// Among equals, the one earliest on disk.
+// A member with more hardlinks than that choice is the source instead.
+// Hardlink mode never links a file that has other names.
+// Every other member gets the ranges it does not share with the source yet.
+// Holes in the source are left out (ranges.h).
+// Destinations with the same unshared ranges become one unit.
+// The ops stage (ops.h) splits it into operations.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,9 @@
-// What the planner's stages share: the options, the plan header being built, the file
-// details, one flag per file (changed since --since, dropped as a duplicate inode, a
-// whole-file destination, named by an operation) and the sorters that carry records from
-// one stage to the next. PlanState is owned by RunPlan (planner.cc) and passed to each
-// stage in turn; single-threaded. Memory: PlanOptions::memory split among the sorters
-// and stores, plus the flags and a detail offset per file.
+// What the planner's stages share.
+// The options, the plan header being built and the file details.
+// One flag per file: changed since --since, dropped, destination, named by an operation.
+// The sorters that carry records from one stage to the next.
+// RunPlan (planner.cc) owns it and passes it to each stage; single-threaded.
+// Memory: the budget table (budget.h) splits --memory among the stores.
 #pragma once
 
 #include <atomic>
@@ -12,6 +12,7 @@
 
 #include "lib/base/observer.h"
 #include "lib/base/spill.h"
+#include "lib/plan/budget.h"
 #include "lib/plan/details.h"
 #include "lib/plan/identity.h"
 #include "lib/plan/keys.h"
@@ -32,6 +33,7 @@ struct PlanState {
   Observer* observer;
   PlanStats* stats;
   std::string dir;                    // temporary files
+  MemoryBudget budget;
   PlanHeader header;
   Details details;
   FilesystemIds fs_ids;               // (UUID, subvolume) -> id, for --since
@@ -48,7 +50,16 @@ struct PlanState {
   ExternalSorter<BlockKey, BlockLess> blocks;  // load -> blocks
   ExternalSorter<AnchorKey, AnchorLess> anchors;  // load -> anchors (4 KiB partial matches)
   RecordStore sums;                            // sector sums of files with anchors
-  ChunkedArray<uint64_t> sums_at;              // by file id: where its sums are in `sums`
+  // Where the sums of each file with sums are in `sums`, in id order.
+  struct SumsAt {
+    uint32_t id;
+    uint64_t at;
+  };
+  ChunkedArray<SumsAt> sums_at;
+  // Records the sums of file `id`, which comes after every file with sums so far.
+  Status AddSums(uint32_t id, const std::string& sector_sums);
+  // Where the sums of file `id` are in `sums`.
+  Result<uint64_t> SumsOf(uint32_t id) const;
   ExternalSorter<OpKey, OpLess> ops;           // source, blocks -> rounds (via ops.h)
   RecordStore op_store;                        // operations with several destinations
 };

@@ -40,11 +40,10 @@ using Args = cli::ApplyCommandLine;
 // set by signals among them); returns -1 to go on, or the exit code.
 int Complete(Args& a, std::atomic<bool>* stop_flag) {
   ApplyOptions& o = a.o;
-  const std::string &prefetch = a.prefetch, &order = a.order, &storage = a.storage, &link = a.link,
+  const std::string &prefetch = a.prefetch, &storage = a.storage, &link = a.link,
                     &until = a.until, &io_class = a.io_class;
   uint64_t& deadline_s = a.deadline_s;
   o.prefetch = prefetch == "on";
-  o.order = order == "none" ? ApplyOrder::kShuffled : ApplyOrder::kPhysical;
   o.storage = storage == "ssd" ? StorageChoice::kSsd : storage == "hdd" ? StorageChoice::kHdd : StorageChoice::kAuto;
   o.stop = stop_flag;
   cli::InstallSignalHandlers(stop_flag);

@@ -11,13 +11,6 @@ void AddApplyOptions(CLI::App& app, ApplyCommandLine* c) {
                "Check every file and print the operations as JSON lines on stdout; change nothing");
   app.add_option("--prefetch", c->prefetch, "Read each round into the page cache before deduping it: on or off")
       ->check(CLI::IsMember({"on", "off"}));
-  app.add_option("--order", c->order,
-                 "physical (default): the plan's order, rounds sweeping the disk upward and each round read "
-                 "ahead by physical offset. none: rounds and each round's reads in a fixed pseudo-random order "
-                 "(seed " + std::to_string(kDefaultOrderSeed) +
-                     ", the same on every run; resumes like physical), to measure what disk order is worth; "
-                     "reads the whole plan into memory first")
-      ->check(CLI::IsMember({"physical", "none"}));
   app.add_option("--storage", c->storage,
                  "Storage kind: auto, ssd or hdd (default auto: sysfs plus a seek test). On ssd the next round's "
                  "files are opened while a round is read ahead; on hdd after it, and (with prefetch) the filesystem is "

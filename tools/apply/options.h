@@ -15,7 +15,7 @@ namespace oans::cli {
 
 struct ApplyCommandLine {
   ApplyOptions o;
-  std::string plan_path, prefetch = "on", order = "physical", progress = "auto", journal_path, until;
+  std::string plan_path, prefetch = "on", progress = "auto", journal_path, until;
   std::string io_class = "best-effort", storage = "auto", link = "reflink", summary_file;
   std::vector<std::string> relax;
   bool quiet = false, json = false, no_journal = false;

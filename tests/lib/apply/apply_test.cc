@@ -849,151 +849,10 @@ TEST_F(ApplyTest, TruncatedPlanIsAnErrorAfterTheRoundsItHolds) {
   EXPECT_FALSE(stats.interrupted);
 }
 
-TEST(ShuffledOrderTest, IsAFixedPermutation) {
-  EXPECT_TRUE(ShuffledOrder(0, 1).empty());
-  EXPECT_EQ(ShuffledOrder(1, 1), std::vector<size_t>{0});
-  for (size_t n : {2u, 7u, 100u}) {
-    auto p = ShuffledOrder(n, kDefaultOrderSeed);
-    auto sorted = p;
-    std::sort(sorted.begin(), sorted.end());
-    std::vector<size_t> all(n);
-    for (size_t i = 0; i < n; ++i) all[i] = i;
-    EXPECT_EQ(sorted, all) << "not a permutation of " << n;
-    EXPECT_EQ(p, ShuffledOrder(n, kDefaultOrderSeed)) << "not repeatable";
-    if (n > 2) {
-      EXPECT_NE(p, all) << "left in order";
-      EXPECT_NE(p, ShuffledOrder(n, kDefaultOrderSeed + 1)) << "the seed changes nothing";
-    }
-  }
-  // SplitMix64 + Fisher-Yates: the same values on every platform and standard library.
-  EXPECT_EQ(ShuffledOrder(8, 1), (std::vector<size_t>{4, 3, 2, 7, 5, 6, 0, 1}));
-}
-
 TEST_F(ApplyTest, PhysicalOrderRunsRoundsAsPlanned) {
   ApplyStats stats;
   ASSERT_OK(Apply(Header(12), Rounds(12), &stats));
   EXPECT_EQ(RoundsRun(), Iota(12));
-}
-
-TEST_F(ApplyTest, ShuffledOrderRunsEveryRoundOnceInAnotherOrder) {
-  auto rounds = Rounds(12);
-  ApplyOptions o;
-  o.order = ApplyOrder::kShuffled;
-  ApplyStats stats;
-  ASSERT_OK(Apply(Header(12), rounds, &stats, o));
-  const auto first = RoundsRun();
-  EXPECT_EQ(first, ShuffledOrder(12, kDefaultOrderSeed));
-  EXPECT_NE(first, Iota(12));
-  auto sorted = first;
-  std::sort(sorted.begin(), sorted.end());
-  EXPECT_EQ(sorted, Iota(12)) << "a round ran twice or not at all";
-  EXPECT_EQ(stats.rounds_done, 12u);
-  EXPECT_EQ(stats.ops, 12u);
-  EXPECT_EQ(stats.bytes_deduped, 12u * 8192);
-  EXPECT_EQ(stats.bytes_prefetched, 12u * 2 * 8192);
-  // The same order again; another seed, another order.
-  sys_.ClearRecords();
-  ApplyStats again;
-  ASSERT_OK(Apply(Header(12), rounds, &again, o));
-  EXPECT_EQ(RoundsRun(), first);
-  sys_.ClearRecords();
-  o.order_seed = 99;
-  ApplyStats other;
-  ASSERT_OK(Apply(Header(12), rounds, &other, o));
-  EXPECT_NE(RoundsRun(), first);
-  EXPECT_EQ(other.rounds_done, 12u);
-}
-
-TEST_F(ApplyTest, ShuffledOrderResumesFromTheJournal) {
-  const auto rounds = Rounds(12);
-  const std::string jpath = parent_.Join("p.plan.journal");
-  std::string notice;
-  // First run: stopped during its fourth round.
-  std::atomic<bool> stop{false};
-  sys_.on_dedupe = [&](const Call& c, std::vector<DedupeDest>* dests) {
-    if (sys_.calls().size() >= 4) stop.store(true);
-    for (auto& d : *dests) {
-      d.status = kDedupeSame;
-      d.bytes_deduped = c.length;
-    }
-    return Status::Ok();
-  };
-  ApplyOptions o;
-  o.order = ApplyOrder::kShuffled;
-  o.stop = &stop;
-  {
-    auto j = Journal::Open(jpath, Header(12), &notice);
-    ASSERT_OK(j.status());
-    o.journal = j->get();
-    ApplyStats stats;
-    EXPECT_TRUE(StatusIs(Apply(Header(12), rounds, &stats, o), Status::Code::kInterrupted));
-    EXPECT_EQ(stats.rounds_done, 4u);
-  }
-  const auto perm = ShuffledOrder(12, kDefaultOrderSeed);
-  const auto run1 = RoundsRun();
-  EXPECT_EQ(run1, std::vector<size_t>(perm.begin(), perm.begin() + 4));
-  // Second run, from the journal on disk: the other eight, in the same permutation.
-  sys_.ClearRecords();
-  stop.store(false);
-  sys_.on_dedupe = nullptr;
-  {
-    auto j = Journal::Open(jpath, Header(12), &notice);
-    ASSERT_OK(j.status());
-    EXPECT_EQ((*j)->done_count(), 4u);
-    o.journal = j->get();
-    ApplyStats stats;
-    ASSERT_OK(Apply(Header(12), rounds, &stats, o));
-    EXPECT_EQ(stats.rounds_from_journal, 4u);
-    EXPECT_EQ(stats.rounds_done, 8u);
-  }
-  EXPECT_EQ(RoundsRun(), std::vector<size_t>(perm.begin() + 4, perm.end()));
-  // Third run, in plan order: nothing left to do.
-  sys_.ClearRecords();
-  {
-    auto j = Journal::Open(jpath, Header(12), &notice);
-    ASSERT_OK(j.status());
-    o.journal = j->get();
-    o.order = ApplyOrder::kPhysical;
-    ApplyStats stats;
-    ASSERT_OK(Apply(Header(12), rounds, &stats, o));
-    EXPECT_EQ(stats.rounds_from_journal, 12u);
-    EXPECT_EQ(stats.rounds_done, 0u);
-  }
-  EXPECT_TRUE(sys_.calls().empty());
-  EXPECT_EQ(sys_.preads(), 0);  // rounds from the journal are not even opened
-  // Every round is in the journal exactly once.
-  std::ifstream in(jpath);
-  std::string line;
-  std::getline(in, line);
-  std::multiset<uint64_t> done;
-  while (std::getline(in, line))
-    if (!line.empty()) done.insert(std::stoull(line.substr(5)));
-  EXPECT_EQ(done, (std::multiset<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
-}
-
-TEST_F(ApplyTest, ShuffledOrderStopsAtTheDeadline) {
-  ApplyOptions o;
-  o.order = ApplyOrder::kShuffled;
-  o.deadline = std::chrono::steady_clock::now();  // passes during the first round
-  ApplyStats stats;
-  Status s = Apply(Header(12), Rounds(12), &stats, o);
-  EXPECT_TRUE(StatusIs(s, Status::Code::kInterrupted, "deadline reached after 1 rounds"));
-  EXPECT_TRUE(stats.deadline_reached);
-  EXPECT_EQ(stats.rounds_done, 1u);
-  EXPECT_EQ(RoundsRun(), std::vector<size_t>{ShuffledOrder(12, kDefaultOrderSeed)[0]});
-}
-
-TEST_F(ApplyTest, ShuffledOrderReadsTheWholePlanBeforeTheFirstRound) {
-  ApplyOptions o;
-  o.order = ApplyOrder::kShuffled;
-  ApplyStats stats;
-  Status s = Apply(Header(3),
-                   {Round(0, {Ref(P("s")), Ref(P("a"))}, {{0, {1}}}), Round(1, {Ref(P("b")), Ref(P("c"))}, {{0, {1}}})},
-                   &stats, o, /*finish=*/false);
-  EXPECT_TRUE(StatusIs(s, Status::Code::kCorrupt, "truncated"));
-  EXPECT_EQ(stats.rounds_done, 0u);
-  EXPECT_TRUE(sys_.calls().empty());
-  EXPECT_FALSE(sys_.Opened(P("s")));
 }
 
 TEST_F(ApplyTest, PrefetchReadOrder) {
@@ -1012,25 +871,6 @@ TEST_F(ApplyTest, PrefetchReadOrder) {
   const Reads physical = {{P("e"), 0}, {P("a"), 0}, {P("c"), 0}, {P("s"), 0}, {P("d"), 0}, {P("b"), 0}};
   EXPECT_EQ(sys_.reads(), physical);
   EXPECT_EQ(sys_.hints(), physical) << "the whole round is requested at once, in disk order";
-
-  ApplyOptions o;
-  o.order = ApplyOrder::kShuffled;
-  sys_.ClearRecords();
-  ApplyStats s1;
-  ASSERT_OK(Apply(Header(1), {r}, &s1, o));
-  const Reads shuffled = sys_.reads();
-  EXPECT_NE(shuffled, physical);
-  Reads a = shuffled, b = physical;
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  EXPECT_EQ(a, b) << "every range once";
-  EXPECT_EQ(s1.bytes_prefetched, 6u * 8192);
-  EXPECT_EQ(sys_.calls().size(), 2u);  // the dedupe calls themselves keep the plan's order
-  sys_.ClearRecords();
-  ApplyStats s2;
-  ASSERT_OK(Apply(Header(1), {r}, &s2, o));
-  EXPECT_EQ(sys_.reads(), shuffled) << "not repeatable";
-  EXPECT_TRUE(sys_.hints().empty()) << "no read-ahead hint without disk order";
 }
 
 // Each round is read from where the round before left the head, wrapping once: sources

@@ -169,6 +169,16 @@ TEST(Spill, RecordStoreBeforeAndAfterSpill) {
     return Status::Ok();
   }));
   EXPECT_EQ(seen, records.size());
+  // A record found from an earlier one: across reads, on file and in memory.
+  for (size_t i = 0; i + 40 < records.size(); i += 331) {
+    for (uint32_t skip : {0u, 1u, 31u, 40u}) {
+      ASSERT_OK(store.GetAfter(offsets[i], skip, &got));
+      ASSERT_EQ(got, records[i + skip]) << i << " + " << skip;
+    }
+  }
+  ASSERT_OK(store.GetAfter(offsets[offsets.size() - 3], 2, &got));
+  EXPECT_EQ(got, records.back());
+  EXPECT_TRUE(StatusIs(store.GetAfter(offsets.back(), 1, &got), Status::Code::kCorrupt, "out of range"));
   ASSERT_OK(store.Get(offsets.back(), &got));  // still in the write buffer
   EXPECT_EQ(got, records.back());
   EXPECT_TRUE(StatusIs(store.Get(store.bytes() + 10, &got), Status::Code::kCorrupt, "out of range"));

@@ -51,7 +51,6 @@ struct Partial {
       auto again = s.st->details.Add(d, "/r/x" + std::to_string(id));
       EXPECT_TRUE(again.ok());
       for (auto* v : {&s.st->changed, &s.st->dropped, &s.st->is_dest, &s.st->op_files}) v->push_back(v == &s.st->changed);
-      s.st->sums_at.push_back(UINT64_MAX);
       s.st->dropped[id] = true;
       s.SetSums(*again, sums);
       EXPECT_OK(AddAnchors(*s.st, sums, 1, *again));
@@ -62,7 +61,7 @@ struct Partial {
     return id;
   }
   uint64_t Plan() {
-    EXPECT_OK(PlanAnchors(*s.st));
+    EXPECT_OK(test::PlanAnchors(*s.st));
     return s.stats.planned_bytes;
   }
   // The planned operations: (source, offset, length, destination, offset).

@@ -49,7 +49,7 @@ TEST(Blocks, SharedUnchangedAndWholeFileDestinationsLeftOut) {
   AddBlocks(st, b, 1 << 30, {1, 5});   // block 0 already shares a's extent
   AddBlocks(st, c, 3u << 30, {6, 2});  // c: a whole-file destination elsewhere
   st.is_dest[c] = true;
-  ASSERT_OK(PlanBlocks(st));
+  ASSERT_OK(test::PlanBlocks(st));
   EXPECT_EQ(s.stats.planned_bytes, 0u);
   EXPECT_EQ(s.stats.shared_bytes, kBs);
   // Nothing new since --since: not even counted.
@@ -58,7 +58,7 @@ TEST(Blocks, SharedUnchangedAndWholeFileDestinationsLeftOut) {
   AddBlocks(*t.st, x, 1 << 30, {1});
   AddBlocks(*t.st, y, 2u << 30, {1});
   t.st->changed[x] = t.st->changed[y] = false;
-  ASSERT_OK(PlanBlocks(*t.st));
+  ASSERT_OK(test::PlanBlocks(*t.st));
   EXPECT_EQ(t.stats.block_groups, 0u);
 }
 
@@ -66,7 +66,7 @@ TEST(Blocks, ARunWithinOneFileDoesNotOverlapItsCopy) {
   test::Stage s;
   const uint32_t a = s.AddFile(4 * kBs, 1 << 30);
   AddBlocks(*s.st, a, 1 << 30, {1, 1, 1, 1});  // the same block four times
-  ASSERT_OK(PlanBlocks(*s.st));
+  ASSERT_OK(test::PlanBlocks(*s.st));
   std::string scratch;
   ASSERT_OK(s.st->ops.ForEach([&](const OpKey& k) {
     PlanOp op;

@@ -57,7 +57,8 @@ TEST(Details, StoreInMemoryAndSpilledWithPreload) {
   std::vector<bool> needed(2000, false);
   for (size_t i = 0; i < needed.size(); i += 7) needed[i] = true;
   ASSERT_OK(details.Preload(needed, 1 << 20, true));
-  for (uint32_t i : {0u, 7u, 3u, 1999u, 700u}) {
+  // Ids off the stride of stored offsets are found from the one before.
+  for (uint32_t i : {0u, 7u, 3u, 31u, 32u, 33u, 1999u, 700u, 1001u}) {
     auto d = details.Get(i);
     ASSERT_OK(d.status());
     EXPECT_EQ((*d)->ino, Sample(i).ino);
@@ -72,6 +73,7 @@ TEST(Details, StoreInMemoryAndSpilledWithPreload) {
     return Status::Ok();
   }));
   EXPECT_EQ(seen, 2000u);
+  EXPECT_TRUE(test::StatusIs(details.Get(2000).status(), Status::Code::kCorrupt, "no file 2000"));
 }
 
 TEST(Details, PreloadStopsOnceAsked) {

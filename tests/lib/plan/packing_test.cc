@@ -36,11 +36,11 @@ struct Packed {
 
 // Packs `ops` (in the given order) into rounds of `round_size`; `several` gives the
 // destinations of operations with more than one.
-Packed Pack(const std::vector<OpKey>& ops, uint64_t round_size, uint64_t memory = 64 * kMiB,
+Packed Pack(const std::vector<OpKey>& ops, uint64_t round_size,
             std::map<uint64_t, std::vector<uint64_t>> several = {}) {
   Packed p;
   RoundPacker packer(
-      round_size, memory,
+      round_size,
       [&](const OpKey& k, std::vector<uint64_t>* out) {
         *out = several.at(k.seq);
         return Status::Ok();
@@ -156,7 +156,7 @@ TEST(RoundPacker, NextToAnyOfSeveralDestinations) {
   several.dests = 2;
   const auto p = Pack({several, Op(1, 10 * kMiB, 200 * kMiB), Op(2, 201 * kMiB, 300 * kMiB),
                        Op(3, 51 * kMiB, 301 * kMiB)},
-                      6 * kMiB, 64 * kMiB, {{0, {50 * kMiB, 100 * kMiB}}});
+                      6 * kMiB, {{0, {50 * kMiB, 100 * kMiB}}});
   // Round 0: operation 0 (3 MiB), then operation 3 next to its destination at 50 MiB
   // (2 MiB); operation 1 no longer fits.
   EXPECT_EQ(p.rounds, (Rounds{{0, 3}, {1, 2}}));
@@ -196,7 +196,7 @@ TEST(RoundPacker, RunsFoundTogetherFitTogether) {
   std::vector<OpKey> ops = {two, Op(1, kMiB, 300 * kMiB, 2 * q)};
   for (uint64_t i = 0; i < 4; ++i) ops.push_back(Op(2 + i, 100 * kMiB + (2 + i) * q, 1000 * kMiB + i * kMiB, q));
   for (uint64_t i = 0; i < 4; ++i) ops.push_back(Op(6 + i, 200 * kMiB + (2 + i) * q, 2000 * kMiB + i * kMiB, q));
-  const auto p = Pack(ops, 4 * kMiB, 64 * kMiB, {{0, {100 * kMiB, 200 * kMiB}}});
+  const auto p = Pack(ops, 4 * kMiB, {{0, {100 * kMiB, 200 * kMiB}}});
   EXPECT_EQ(p.rounds, (Rounds{{0, 2, 3, 4, 5}, {1, 6, 7, 8, 9}}));
 }
 
@@ -210,23 +210,28 @@ TEST(RoundPacker, FoundFromTwoDestinationsCountsOnce) {
   three.dests = 3;
   std::vector<OpKey> ops = {three, Op(1, 100 * kMiB + q, 500 * kMiB, q), Op(2, 150 * kMiB, 700 * kMiB, 2 * q)};
   for (uint64_t i = 0; i < 5; ++i) ops.push_back(Op(3 + i, 200 * kMiB + (1 + i) * q, 600 * kMiB + i * kMiB, q));
-  const auto p = Pack(ops, 4 * kMiB, 64 * kMiB, {{0, {100 * kMiB, 100 * kMiB + 2 * q, 200 * kMiB}}});
+  const auto p = Pack(ops, 4 * kMiB, {{0, {100 * kMiB, 100 * kMiB + 2 * q, 200 * kMiB}}});
   EXPECT_EQ(p.rounds, (Rounds{{0, 1, 3, 4, 5, 6, 7}, {2}}));
 }
 
 TEST(RoundPacker, ABatchEndsARound) {
-  // With the least memory, a batch holds kMinBatchBytes: the last operation's source lies
-  // next to operation 0's destination but is in a later batch.
-  const uint64_t k = 4096, n = 4 * RoundPacker::kMinBatchBytes / 256;  // at least 256 bytes held per operation
-  std::vector<OpKey> ops;
-  for (uint64_t i = 0; i < n; ++i) ops.push_back(Op(i, i * k, 5000 * kMiB + 2 * i * k, k));
-  ops.push_back(Op(n, 5000 * kMiB + k, 9000 * kMiB, k));
-  const auto p = Pack(ops, 4096 * kMiB, 0);
+  // A batch holds kBatchBytes, whatever --memory says.
+  // The last operation's source lies next to operation 0's destination.
+  // Past a batch, it goes into a later round.
+  const auto ops_of = [](uint64_t n) {
+    const uint64_t k = 4096;
+    std::vector<OpKey> ops;
+    for (uint64_t i = 0; i < n; ++i) ops.push_back(Op(i, i * k, 5000 * kMiB + 2 * i * k, k));
+    ops.push_back(Op(n, 5000 * kMiB + k, 9000 * kMiB, k));
+    return ops;
+  };
+  const uint64_t n = 4 * RoundPacker::kBatchBytes / 256;  // at least 256 bytes held per operation
+  const auto p = Pack(ops_of(n), 4096 * kMiB);
   ASSERT_GT(p.rounds.size(), 1u);
   EXPECT_EQ(p.alongside, 0u);
   EXPECT_EQ(p.rounds.back().back(), n);
-  // With memory for more, one batch, and the last operation goes into round 0.
-  const auto q = Pack(ops, 4096 * kMiB, 8192 * kMiB);
+  // Within one batch, the last operation goes into round 0.
+  const auto q = Pack(ops_of(RoundPacker::kBatchBytes / 1024), 4096 * kMiB);
   ASSERT_EQ(q.rounds.size(), 1u);
   EXPECT_EQ(q.alongside, 1u);
 }

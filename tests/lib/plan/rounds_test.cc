@@ -24,7 +24,7 @@ TEST(Rounds, PackedWithinTheRoundSizeInPhysicalOrder) {
   const std::string path = s.dir.Join("out.plan");
   auto out = OutputFile::Open(path);
   ASSERT_OK(out.status());
-  ASSERT_OK(WriteRounds(*s.st, out->get()));
+  ASSERT_OK(WriteRounds(*s.st, *counted, out->get()));
   ASSERT_OK((*out)->Commit());
   EXPECT_EQ(s.stats.rounds, 10u);
   EXPECT_EQ(s.stats.ops, 20u);
@@ -46,7 +46,9 @@ TEST(Rounds, AReportWritesNothing) {
   test::Stage s;
   const uint32_t a = s.AddFile(8192, 1 << 20), b = s.AddFile(8192, 2 << 20);
   ASSERT_OK(AddOps(*s.st, Unit{a, 0, 8192, {{b, 0, 0}}}));
-  ASSERT_OK(WriteRounds(*s.st, nullptr));
+  auto counted = CountRounds(*s.st);
+  ASSERT_OK(counted.status());
+  ASSERT_OK(WriteRounds(*s.st, *counted, nullptr));
   EXPECT_EQ(s.st->header.rounds, 1u);
   EXPECT_EQ(s.st->header.planned_bytes, 8192u);
 }

@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "lib/plan/anchors.h"
+#include "lib/plan/blocks.h"
 #include "lib/plan/state.h"
 #include "tests/lib/test_util.h"
 
@@ -33,14 +35,11 @@ struct Stage {
     auto id = st->details.Add(d, "/r/f" + std::to_string(st->details.size()));
     EXPECT_TRUE(id.ok());
     for (auto* v : {&st->changed, &st->dropped, &st->is_dest, &st->op_files}) v->push_back(v == &st->changed);
-    st->sums_at.push_back(UINT64_MAX);
     return *id;
   }
   // Sector sums for file `id` (4 bytes each), stored as the load stage stores them.
   void SetSums(uint32_t id, const std::string& sums) {
-    auto at = st->sums.Add(sums);
-    EXPECT_TRUE(at.ok());
-    st->sums_at[id] = *at;
+    EXPECT_TRUE(st->AddSums(id, sums).ok());
   }
   TempDir dir;
   PlanOptions options;
@@ -48,5 +47,23 @@ struct Stage {
   PlanStats stats;
   std::unique_ptr<PlanState> st;
 };
+
+// The block steps, as RunPlan runs them.
+inline Status PlanBlocks(PlanState& st) {
+  ExternalSorter<PairKey, PairLess> pairs(st.dir, st.budget[Use::kPairs]);
+  ExternalSorter<RunKey, RunLess> runs(st.dir, st.budget[Use::kRuns]);
+  OANS_RETURN_IF_ERROR(PairBlocks(st, &pairs));
+  OANS_RETURN_IF_ERROR(RunsOfPairs(st, &pairs, &runs));
+  return UnitsOfRuns(st, &runs);
+}
+
+// The anchor steps, as RunPlan runs them.
+inline Status PlanAnchors(PlanState& st) {
+  ExternalSorter<PairKey, PairLess> pairs(st.dir, st.budget[Use::kPairs]);
+  ExternalSorter<RunKey, RunLess> runs(st.dir, st.budget[Use::kRuns]);
+  OANS_RETURN_IF_ERROR(PairsOfAnchors(st, &pairs));
+  OANS_RETURN_IF_ERROR(RunsOfAnchors(st, &pairs, &runs));
+  return UnitsOfRuns(st, &runs);
+}
 
 }  // namespace oans::test

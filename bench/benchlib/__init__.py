@@ -1,6 +1,6 @@
-"""benchlib: what scripts/bench-dedupe and scripts/bench-scale share.
+"""benchlib: what bench/bench-dedupe and bench/bench-scale share.
 
-The scripts import it by path (they put scripts/ first on sys.path):
+The scripts import it by path (they put bench/ first on sys.path):
 
   common   errors (Fatal, Interrupted), logging to stderr (and a log file),
            running commands, sizes and counts, signals, the entry point,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/benchlib and the two benchmark scripts built on it.
+"""bench/benchlib and the two benchmark scripts built on it.
 
 The pure parts of the module (sizes, counts, /usr/bin/time figures, medians,
 ratios, growth exponents, table cells, package and loop-device selection,
@@ -22,16 +22,15 @@ import tempfile
 import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                       "scripts")
-sys.path.insert(0, SCRIPTS)
+BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, BENCH)
 
 from benchlib import common, diskmodel, image, memcap, plot, timing, trace  # noqa: E402
 
 
 def load_script(name):
     """The script as a module (its main() does not run)."""
-    loader = importlib.machinery.SourceFileLoader(name.replace("-", "_"), os.path.join(SCRIPTS, name))
+    loader = importlib.machinery.SourceFileLoader(name.replace("-", "_"), os.path.join(BENCH, name))
     module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
     loader.exec_module(module)
     return module
@@ -507,8 +506,7 @@ DEDUPE_RUNS = {
                                   ("stat", "treeread", 4, 0.2), ("stat", "find", 1, 0.3)]],
     "order_read": [{"order": o, "rc": 0, "wall": w} for o, w in [("physical", 0.28), ("shuffled", 0.31)]],
     "order_hdd": [{"tool": t, "order": o, "rc": 0, "wall": w, "disk_busy_s": b}
-                  for t, o, w, b in [("scan", "physical", 0.3, 0.25), ("scan", "none", 0.33, None),
-                                     ("apply", "physical", 0.14, 0.1), ("apply", "none", 0.26, 0.2)]],
+                  for t, o, w, b in [("scan", "physical", 0.3, 0.25), ("scan", "none", 0.33, None)]],
 }
 
 SCALE_REPORT = """\
@@ -556,13 +554,10 @@ shuffled / physical: 1.11x
 order-hdd oans-scan  --order=physical: median 0.30 s (min 0.30, max 0.30), disk busy 0.25 s
 order-hdd oans-scan  --order=none    : median 0.33 s (min 0.33, max 0.33)
 order-hdd oans-scan  none / physical: 1.10x
-order-hdd oans-apply --order=physical: median 0.14 s (min 0.14, max 0.14), disk busy 0.10 s
-order-hdd oans-apply --order=none    : median 0.26 s (min 0.26, max 0.26), disk busy 0.20 s
-order-hdd oans-apply none / physical: 1.86x
 
 """
 
-DEDUPE_SUMMARY = '{"table": [{"candidate": "oans", "scenario": "cold", "runs": 3, "failed": 0, "wall_median": 3.0, "wall_min": 1.0, "wall_max": 3.5, "user_median": 0.375, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 65000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 2.667, "vs_floor": {"bound": "read", "times": 1, "wall_s": 0.375, "wall_ratio": 8.0, "floor_beaten": false}}, {"candidate": "duperemove", "scenario": "cold", "runs": 1, "failed": 0, "wall_median": 8.0, "wall_min": 8.0, "wall_max": 8.0, "user_median": 4.0, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": null, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 1.0, "vs_floor": {"bound": "read", "times": 1, "wall_s": 0.375, "wall_ratio": 21.333, "floor_beaten": false}}, {"candidate": "oans", "scenario": "hash", "runs": 1, "failed": 0, "wall_median": 0.5, "wall_min": 0.5, "wall_max": 0.5, "user_median": 0.1, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 64000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "vs_floor": {"bound": "read", "times": 1, "wall_s": 0.375, "wall_ratio": 1.333, "floor_beaten": false}}, {"candidate": "duperemove", "scenario": "hash", "runs": 1, "failed": 1}, {"candidate": "duperemove", "scenario": "warm", "runs": 1, "failed": 0, "wall_median": 4.0, "wall_min": 4.0, "wall_max": 4.0, "user_median": 1.0, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 1048576, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 1.0, "vs_floor": {"bound": "stat", "times": 1, "wall_s": 0.2, "wall_ratio": 20.0, "floor_beaten": false}}, {"candidate": "oans", "scenario": "warm", "runs": 1, "failed": 0, "wall_median": 0.25, "wall_min": 0.25, "wall_max": 0.25, "user_median": 0.05, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 60000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 16.0, "vs_floor": {"bound": "stat", "times": 1, "wall_s": 0.2, "wall_ratio": 1.25, "floor_beaten": false}}], "bounds": {"read": {"median_by_reader": {"treeread x1": 0.5, "treeread x4": 0.375, "xargs-cat x4": 0.45}, "best_reader": "treeread x4", "best_wall_median": 0.375}, "stat": {"median_by_reader": {"treeread x1": 0.25, "treeread x4": 0.2, "find x1": 0.3}, "best_reader": "treeread x4", "best_wall_median": 0.2}}, "order_read": {"physical": {"wall_median": 0.28, "wall_min": 0.28, "wall_max": 0.28, "runs": 1}, "shuffled": {"wall_median": 0.31, "wall_min": 0.31, "wall_max": 0.31, "runs": 1}, "shuffled_over_physical": 1.107}, "order_hdd": {"scan": {"physical": {"wall_median": 0.3, "wall_min": 0.3, "wall_max": 0.3, "disk_busy_s_median": 0.25, "runs": 1}, "none": {"wall_median": 0.33, "wall_min": 0.33, "wall_max": 0.33, "disk_busy_s_median": null, "runs": 1}, "none_over_physical": 1.1}, "apply": {"physical": {"wall_median": 0.14, "wall_min": 0.14, "wall_max": 0.14, "disk_busy_s_median": 0.1, "runs": 1}, "none": {"wall_median": 0.26, "wall_min": 0.26, "wall_max": 0.26, "disk_busy_s_median": 0.2, "runs": 1}, "none_over_physical": 1.857}}}'
+DEDUPE_SUMMARY = '{"table": [{"candidate": "oans", "scenario": "cold", "runs": 3, "failed": 0, "wall_median": 3.0, "wall_min": 1.0, "wall_max": 3.5, "user_median": 0.375, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 65000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 2.667, "vs_floor": {"bound": "read", "times": 1, "wall_s": 0.375, "wall_ratio": 8.0, "floor_beaten": false}}, {"candidate": "duperemove", "scenario": "cold", "runs": 1, "failed": 0, "wall_median": 8.0, "wall_min": 8.0, "wall_max": 8.0, "user_median": 4.0, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": null, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 1.0, "vs_floor": {"bound": "read", "times": 1, "wall_s": 0.375, "wall_ratio": 21.333, "floor_beaten": false}}, {"candidate": "oans", "scenario": "hash", "runs": 1, "failed": 0, "wall_median": 0.5, "wall_min": 0.5, "wall_max": 0.5, "user_median": 0.1, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 64000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "vs_floor": {"bound": "read", "times": 1, "wall_s": 0.375, "wall_ratio": 1.333, "floor_beaten": false}}, {"candidate": "duperemove", "scenario": "hash", "runs": 1, "failed": 1}, {"candidate": "duperemove", "scenario": "warm", "runs": 1, "failed": 0, "wall_median": 4.0, "wall_min": 4.0, "wall_max": 4.0, "user_median": 1.0, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 1048576, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 1.0, "vs_floor": {"bound": "stat", "times": 1, "wall_s": 0.2, "wall_ratio": 20.0, "floor_beaten": false}}, {"candidate": "oans", "scenario": "warm", "runs": 1, "failed": 0, "wall_median": 0.25, "wall_min": 0.25, "wall_max": 0.25, "user_median": 0.05, "sys_median": 0.5, "maxrss_kib_median": 12000, "inputs_bytes_median": 31457280, "index_bytes_median": 60000, "cgroup_peak_bytes_median": null, "disk_busy_s_median": null, "speedup_vs_baseline": 16.0, "vs_floor": {"bound": "stat", "times": 1, "wall_s": 0.2, "wall_ratio": 1.25, "floor_beaten": false}}], "bounds": {"read": {"median_by_reader": {"treeread x1": 0.5, "treeread x4": 0.375, "xargs-cat x4": 0.45}, "best_reader": "treeread x4", "best_wall_median": 0.375}, "stat": {"median_by_reader": {"treeread x1": 0.25, "treeread x4": 0.2, "find x1": 0.3}, "best_reader": "treeread x4", "best_wall_median": 0.2}}, "order_read": {"physical": {"wall_median": 0.28, "wall_min": 0.28, "wall_max": 0.28, "runs": 1}, "shuffled": {"wall_median": 0.31, "wall_min": 0.31, "wall_max": 0.31, "runs": 1}, "shuffled_over_physical": 1.107}, "order_hdd": {"scan": {"physical": {"wall_median": 0.3, "wall_min": 0.3, "wall_max": 0.3, "disk_busy_s_median": 0.25, "runs": 1}, "none": {"wall_median": 0.33, "wall_min": 0.33, "wall_max": 0.33, "disk_busy_s_median": null, "runs": 1}, "none_over_physical": 1.1}}}'
 
 
 class Reports(unittest.TestCase):

@@ -1,4 +1,4 @@
-/* treeread: the floors of scripts/bench-dedupe, at the least CPU per file.
+/* treeread: the floors of bench/bench-dedupe, at the least CPU per file.
  *
  *   treeread read ROOT N    reads every regular file under ROOT once
  *   treeread stat ROOT N    lstat()s every entry under ROOT
