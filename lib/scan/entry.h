@@ -14,7 +14,7 @@
 #include "lib/scan/csum.h"
 #include "lib/scan/previous.h"
 #include "lib/scan/scan.h"
-#include "lib/scan/tree_map.h"
+#include "lib/btrfs/tree_map.h"
 #include "lib/scan/walk.h"
 
 namespace oans {
@@ -37,7 +37,7 @@ bool ReadOpen(Sys& sys, int fd, bool mapped, const std::string& fs_key, const Pr
               const ScanOptions& o, Checksums* checksums, std::vector<char>* buffer,
               std::atomic<uint64_t>* bytes_read, FileEntry* e);
 
-// Fills e, whose identity comes from `map` (its items, lib/scan/tree_map.h), without
+// Fills e, whose identity comes from `map` (its items, lib/btrfs/tree_map.h), without
 // opening the file, where `checksums` is usable on btrfs: its extents and flags from the
 // map, then hashes reused from the previous index when unchanged, else the keys of its
 // inline data, else its sums from the checksum tree (Checksums::FillUnopened), searched

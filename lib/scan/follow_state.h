@@ -21,7 +21,7 @@
 #include "lib/format/frame_stream.h"
 #include "lib/format/index_file.h"
 #include "lib/scan/csum.h"
-#include "lib/scan/follow_changes.h"
+#include "lib/btrfs/changes.h"
 #include "lib/scan/path_map.h"
 #include "lib/scan/previous.h"
 #include "lib/scan/scan.h"

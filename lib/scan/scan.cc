@@ -21,8 +21,8 @@
 #include "lib/scan/previous.h"
 #include "lib/scan/roots.h"
 #include "lib/scan/sink.h"
-#include "lib/base/tree_ahead.h"
-#include "lib/scan/tree_map.h"
+#include "lib/btrfs/tree_ahead.h"
+#include "lib/btrfs/tree_map.h"
 #include "lib/scan/walk.h"
 
 namespace oans {
