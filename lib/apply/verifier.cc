@@ -4,7 +4,7 @@
 
 #include "lib/apply/errors.h"
 #include "lib/base/paths.h"
-#include "lib/base/tree_ahead.h"
+#include "lib/btrfs/tree_ahead.h"
 
 namespace oans {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "lib/base/sys.h"
-#include "lib/base/tree_ahead.h"
+#include "lib/btrfs/tree_ahead.h"
 #include "lib/format/plan_file.h"
 
 namespace oans {
@@ -54,7 +54,7 @@ class Verifier {
 Status CheckPlanFilesystems(Sys& sys, const PlanHeader& header);
 
 // On a spinning disk, before the first round: the extent and free space trees of each
-// btrfs filesystem of the plan's roots, read in disk order (lib/base/tree_ahead.h) when
+// btrfs filesystem of the plan's roots, read in disk order (lib/btrfs/tree_ahead.h) when
 // they take at most `budget` bytes in all, so that the dedupes' lookups of extent items
 // find them in memory instead of seeking between the rounds' reads. Returns the bytes
 // read; a tree that cannot be read so (not btrfs, not root, a striped or mirrored

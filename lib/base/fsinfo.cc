@@ -1,10 +1,8 @@
 #include "lib/base/fsinfo.h"
 
-#include "lib/base/btrfs_search.h"
+#include "lib/btrfs/search.h"
 
 #include <fcntl.h>
-#include <linux/btrfs.h>
-#include <linux/btrfs_tree.h>
 #include <linux/magic.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -173,30 +171,19 @@ Result<FsIdentity> IdentifyFilesystem(int fd) {
     }
   }
   if (id.type == "btrfs") {
-    struct btrfs_ioctl_fs_info_args info;
-    std::memset(&info, 0, sizeof info);
-    if (::ioctl(fd, BTRFS_IOC_FS_INFO, &info) == 0) {
-      id.uuid = UuidString(info.fsid);
-      if (info.sectorsize) id.block_size = info.sectorsize;
+    const BtrfsIdentity b = BtrfsIdentityOf(fd);
+    if (!b.uuid.empty()) {
+      id.uuid = b.uuid;
+      if (b.sector_size) id.block_size = b.sector_size;
       namespace fs = std::filesystem;
       std::error_code ec;
       for (auto& e : fs::directory_iterator("/sys/fs/btrfs/" + id.uuid + "/devices", ec))
         id.devices.push_back(WholeDisk(e.path().filename().string()));
     }
-    struct btrfs_ioctl_ino_lookup_args look;
-    std::memset(&look, 0, sizeof look);
-    look.objectid = BTRFS_FIRST_FREE_OBJECTID;
-    if (::ioctl(fd, BTRFS_IOC_INO_LOOKUP, &look) == 0) id.subvolume = look.treeid;
-    // Unprivileged since Linux 4.18; without it nothing is known of changes.
-    struct btrfs_ioctl_get_subvol_info_args sub;
-    std::memset(&sub, 0, sizeof sub);
-    const int got = ::ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &sub);
-    if (got == 0) {
-      id.subvolume_uuid = UuidString(sub.uuid);
-      id.generation = sub.generation;
-    }
-    // Linux 6.18 answers 1 with the fields filled; the root item's flags are read then too.
-    if (got >= 0) id.read_only = sub.flags & BTRFS_ROOT_SUBVOL_RDONLY;
+    id.subvolume = b.subvolume;
+    id.subvolume_uuid = b.subvolume_uuid;
+    id.generation = b.generation;
+    id.read_only = b.read_only;
   } else {
     struct fsuuid2 u;
     std::memset(&u, 0, sizeof u);
@@ -219,23 +206,6 @@ Result<FsIdentity> IdentifyFilesystem(int fd) {
     }
   }
   return id;
-}
-
-Status BtrfsChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) {
-  inodes->clear();
-  BtrfsSearch search;
-  search.min = {first, 0, 0};
-  search.max = {last, 255, ~uint64_t(0)};
-  search.min_transid = since;
-  OANS_RETURN_IF_ERROR(BtrfsTreeSearch(fd, search, [&](const BtrfsItem& item) {
-    if (item.transid >= since && (item.key.type == kBtrfsInodeItem || item.key.type == kBtrfsExtentData) &&
-        (inodes->empty() || inodes->back() != item.key.objectid))
-      inodes->push_back(item.key.objectid);
-    return true;
-  }));
-  std::sort(inodes->begin(), inodes->end());
-  inodes->erase(std::unique(inodes->begin(), inodes->end()), inodes->end());
-  return Status::Ok();
 }
 
 Result<int> OpenBlockDeviceFile(const std::string& path) {

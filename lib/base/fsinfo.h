@@ -15,15 +15,6 @@ namespace oans {
 // the block devices behind it.
 Result<FsIdentity> IdentifyFilesystem(int fd);
 
-// btrfs: the inodes numbered first..last of fd's subvolume with an inode or extent item
-// in a tree block written in transaction `since` or later (BTRFS_IOC_TREE_SEARCH_V2 with
-// min_transid, which skips every older subtree), sorted and unique. A superset of the
-// files whose extents changed since `since`: a block holds many inodes' items. Needs
-// CAP_SYS_ADMIN. Disjoint ranges may be searched at once from several threads.
-inline constexpr uint64_t kBtrfsFirstInode = 256;             // BTRFS_FIRST_FREE_OBJECTID
-inline constexpr uint64_t kBtrfsLastInode = ~uint64_t(0) - 255;  // BTRFS_LAST_FREE_OBJECTID
-Status BtrfsChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes);
-
 // The real Sys::DetectStorage. Reads /sys/block/<dev>/queue/rotational for every device. Where sysfs says rotational,
 // times a few scattered O_DIRECT reads on the first device: virtual disks claim to be
 // rotational but answer in well under a millisecond; a real spinning disk needs several.

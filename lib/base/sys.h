@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "lib/base/btrfs_search.h"
+#include "lib/btrfs/search.h"
 #include "lib/base/status.h"
 
 namespace oans {
@@ -164,7 +164,7 @@ class Sys {
     (void)fd, (void)since, (void)first, (void)last, (void)inodes;
     return Status::Invalid("changed-inode search is not supported here");
   }
-  // btrfs tree searches and facts (lib/base/btrfs_search.h); CAP_SYS_ADMIN. Elsewhere,
+  // btrfs tree searches and facts (lib/btrfs/search.h); CAP_SYS_ADMIN. Elsewhere,
   // or when refused, an error.
   virtual Status TreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& visit) {
     (void)fd, (void)search, (void)visit;

@@ -32,9 +32,9 @@
 // What it cannot see: extents placed by an earlier clone at another offset are not
 // recognised as parts of one extent; runs of several source files into one destination
 // extent are weighed pair by pair, so such an extent is left alone; inside one file, the
-// sources of all eligible runs count as kept; and the extents of a file mapped from the
-// btrfs trees carry no SHARED flag, so an extent also referenced from outside the scanned
-// roots (a snapshot, a reflinked copy) is taken to go free when it does not, as with any
+// sources of all eligible runs count as kept; and btrfs records carry no SHARED flag
+// (lib/scan/builder.h), so an extent also referenced from outside the scanned roots (a
+// snapshot, a reflinked copy) is taken to go free when it does not, as with any
 // whole-file dedupe of such a file. A pair with more runs than PairRuns holds is weighed
 // a part at a time, and its parts may choose different destinations.
 #pragma once

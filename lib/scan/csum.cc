@@ -30,18 +30,6 @@ namespace {
 constexpr uint32_t kNoCowFlag = 0x00800000;     // FS_NOCOW_FL
 constexpr uint32_t kExtentNotAligned = 0x100;   // FIEMAP_EXTENT_NOT_ALIGNED
 
-std::atomic<uint64_t> next_instance{1};
-
-// The checksums one thread found in its last search: sectors [start, end) by address.
-struct Window {
-  uint64_t instance = 0;
-  const void* fs = nullptr;
-  uint64_t start = 0, end = 0;
-  std::vector<uint32_t> sums;
-  std::vector<uint8_t> have;
-};
-thread_local Window window;
-
 // How extent x's sectors get their sums, or why they are read.
 bool Usable(const FiemapExtent& x, ReadWhy* why) {
   if (x.flags & kExtentEncoded) *why = ReadWhy::kCompressed;
@@ -106,95 +94,45 @@ Result<bool> ReadSectors(Sys& sys, int fd, uint64_t size, uint64_t sector, uint6
 
 }  // namespace
 
-Checksums::Checksums(Sys& sys, bool read_data) : sys_(sys), read_data_(read_data), instance_(next_instance++) {}
+Checksums::Checksums(Sys& sys, bool read_data) : sys_(sys), read_data_(read_data) {}
 
 ChecksumCounts Checksums::counts() const {
   ChecksumCounts c;
   c.files = files_.load();
   c.bytes = bytes_.load();
   c.hole_bytes = hole_bytes_.load();
-  c.searches = searches_.load();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, fs] : fs_)
+      if (fs->tree) c.searches += fs->tree->searches();
+  }
   c.inline_bytes = inline_bytes_.load();
   for (size_t i = 0; i < c.read.size(); ++i) c.read[i] = read_[i].load();
   return c;
 }
 
-// The first file met on a filesystem: syncfs, its checksum facts, and a search of
-// nothing to learn whether the checksum tree may be searched at all.
+// The first file met on a filesystem: its checksum facts (lib/btrfs/csum.h).
 const Checksums::Fs& Checksums::FsOf(const std::string& fs_key, int fd) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& slot = fs_[fs_key];
   if (slot) return *slot;
   slot = std::make_unique<Fs>();
   Fs& fs = *slot;
-  auto info = sys_.BtrfsInfoOf(fd);
-  if (!info.ok()) return fs;  // kNotBtrfs
-  fs.kind = SumKindOfBtrfs(info->csum_type);
-  fs.csum_size = info->csum_size;
+  const CsumTreeFacts facts = ProbeCsumTree(sys_, fd);
+  if (!facts.btrfs) return fs;  // kNotBtrfs
+  fs.kind = SumKindOfBtrfs(facts.csum_type);
   fs.why = ReadWhy::kOther;
-  if (fs.kind == SumKind::kNone || info->sector_size != kSectorBytes || fs.csum_size < 4) return fs;
-  fs.span = uint64_t(std::max<uint32_t>(info->node_size, 4096)) / fs.csum_size * kSectorBytes;
-  // A failure leaves unwritten data as delalloc extents (read), and files unmapped from
-  // the trees (which would not hold that data yet).
-  if (sys_.Syncfs(fd).ok()) {
-    auto after = sys_.BtrfsInfoOf(fd);
-    if (after.ok()) fs.committed = after->generation;
-  }
-  BtrfsSearch probe;
-  probe.tree_id = kBtrfsCsumTree;
-  probe.min = probe.max = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 0};
-  if (!sys_.TreeSearch(fd, probe, [](const BtrfsItem&) { return true; }).ok()) {
+  if (!facts.layout) return fs;
+  // A failed syncfs leaves unwritten data as delalloc extents (read), and files unmapped
+  // from the trees (which would not hold that data yet).
+  fs.committed = facts.committed;
+  if (!facts.permitted) {
     fs.why = ReadWhy::kNotPermitted;
     return fs;
   }
+  fs.tree = std::make_unique<CsumTree>(sys_, facts);
   fs.usable = true;
   return fs;
-}
-
-// The checksums of sectors [logical, logical + sectors * 4096), through this thread's
-// window: a search from `span` before (an item covering the start may begin there) to a
-// few MiB past the end.
-Status Checksums::Lookup(int fd, const Fs& fs, uint64_t logical, uint64_t sectors, std::vector<uint32_t>* sums,
-                         std::vector<uint8_t>* have) {
-  Window& w = window;
-  const uint64_t end = logical + sectors * kSectorBytes;
-  if (w.instance != instance_ || w.fs != &fs || logical < w.start || end > w.end) {
-    w.instance = instance_;
-    w.fs = &fs;
-    w.start = logical;
-    w.end = std::max(end, logical + (4u << 20));
-    const size_t n = size_t((w.end - w.start) / kSectorBytes);
-    w.sums.assign(n, 0);
-    w.have.assign(n, 0);
-    BtrfsSearch s;
-    s.tree_id = kBtrfsCsumTree;
-    s.min = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, logical > fs.span ? logical - fs.span : 0};
-    s.max = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, w.end - 1};
-    searches_.fetch_add(1, std::memory_order_relaxed);
-    Status st = sys_.TreeSearch(fd, s, [&](const BtrfsItem& it) {
-      if (it.key.objectid != kBtrfsExtentCsumObjectid || it.key.type != kBtrfsExtentCsum) return true;
-      const uint64_t count = it.data.size() / fs.csum_size, at = it.key.offset;
-      // Only the item's sums inside the window: an item can start far before it.
-      const uint64_t first = at >= w.start ? 0 : (w.start - at + kSectorBytes - 1) / kSectorBytes;
-      const uint64_t last = at >= w.end ? 0 : std::min(count, (w.end - at + kSectorBytes - 1) / kSectorBytes);
-      for (uint64_t i = first; i < last; ++i) {
-        const uint64_t addr = at + i * kSectorBytes;
-        if (addr < w.start || addr >= w.end) continue;
-        const size_t k = size_t((addr - w.start) / kSectorBytes);
-        w.sums[k] = StoredSum(it.data.substr(size_t(i * fs.csum_size), fs.csum_size));
-        w.have[k] = 1;
-      }
-      return true;
-    });
-    if (!st.ok()) {
-      w.instance = 0;
-      return st;
-    }
-  }
-  const size_t from = size_t((logical - w.start) / kSectorBytes);
-  sums->assign(w.sums.begin() + long(from), w.sums.begin() + long(from + sectors));
-  have->assign(w.have.begin() + long(from), w.have.begin() + long(from + sectors));
-  return Status::Ok();
 }
 
 const Checksums::Fs* Checksums::Eligible(int fd, const std::string& fs_key, const FileEntry& e,
@@ -251,8 +189,7 @@ Result<bool> Checksums::FillFrom(int read_fd, int search_fd, const Fs& fs, const
   SumKeys keys(fs.kind, e->size, block_size);
   std::array<uint64_t, size_t(ReadWhy::kCount)> read{};
   uint64_t from_sums = 0, holes = 0;
-  std::vector<uint32_t> sums;
-  std::vector<uint8_t> have;
+  CsumRun run;
   for (const auto& s : segments) {
     if (stop && stop->load(std::memory_order_relaxed)) return Status::Interrupted("stopped while reading");
     if (s.type == Segment::kHole) {
@@ -269,7 +206,9 @@ Result<bool> Checksums::FillFrom(int read_fd, int search_fd, const Fs& fs, const
     // Long extents are looked up a window at a time.
     for (uint64_t done = 0; done < s.count;) {
       const uint64_t n = std::min<uint64_t>(s.count - done, 1u << 15);
-      OANS_RETURN_IF_ERROR(Lookup(search_fd, fs, s.physical + done * kSectorBytes, n, &sums, &have));
+      OANS_RETURN_IF_ERROR(fs.tree->Lookup(search_fd, s.physical + done * kSectorBytes, n, &run));
+      const auto& sums = run.sums;
+      const auto& have = run.have;
       for (uint64_t i = 0; i < n;) {
         if (have[i]) {
           keys.Add(sums[i]);

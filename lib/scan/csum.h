@@ -2,8 +2,7 @@
 // syncfs of the filesystem (checksums are inserted once written data reaches disk), each
 // uncompressed regular extent's sectors have their checksums at the extent's btrfs
 // logical address, which FIEMAP gives as `physical`; they are found with a search of the
-// checksum tree (BTRFS_IOC_TREE_SEARCH_V2, tree 7, through Sys::TreeSearch) over that
-// range. Data is read only where there is no usable checksum: compressed extents (their
+// checksum tree over that range (lib/btrfs/csum.h). Data is read only where there is no usable checksum: compressed extents (their
 // checksums cover the compressed bytes), inline data, sectors with no checksum
 // (nodatasum), extents FIEMAP does not describe exactly; holes and preallocated extents
 // (which read as zeros, and which HashFile skips as SEEK_DATA does) are neither read nor
@@ -11,10 +10,7 @@
 // described this way in the filesystem's kind (sha256 and blake2 are not computed
 // here), a nodatacow file, another filesystem, a search refused (not root) and
 // --read-data leave the file to HashFile, as before, and say why.
-//
-// Each thread keeps the checksums of the last range it searched (the extent's and a few
-// MiB past it): files written one after another lie one after another, so most files
-// cost no search of their own. Thread-safe; one object per scan.
+// Thread-safe; one object per scan.
 #pragma once
 
 #include <array>
@@ -28,6 +24,7 @@
 
 #include "lib/base/status.h"
 #include "lib/base/sys.h"
+#include "lib/btrfs/csum.h"
 #include "lib/format/index_file.h"
 #include "lib/scan/sector_sums.h"
 
@@ -105,9 +102,8 @@ class Checksums {
     bool usable = false;
     ReadWhy why = ReadWhy::kNotBtrfs;
     SumKind kind = SumKind::kNone;
-    uint32_t csum_size = 4;
-    uint64_t span = 0;  // most bytes of data one checksum item can cover
     uint64_t committed = 0;  // the filesystem's generation after the syncfs; 0 when it failed
+    std::unique_ptr<CsumTree> tree;  // when usable
   };
   const Fs& FsOf(const std::string& fs_key, int fd);
   // The checks both fills make first: --read-data, a filesystem without usable checksums,
@@ -115,18 +111,15 @@ class Checksums {
   // must be read; else its filesystem, and its segments in *segments.
   const Fs* Eligible(int fd, const std::string& fs_key, const FileEntry& e, std::vector<Segment>* segments,
                      ReadWhy* why);
-  Status Lookup(int fd, const Fs& fs, uint64_t logical, uint64_t sectors, std::vector<uint32_t>* sums,
-                std::vector<uint8_t>* have);
   Result<bool> FillFrom(int read_fd, int search_fd, const Fs& fs, const std::vector<Segment>& segments, uint32_t block_size,
                         std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read, const std::atomic<bool>* stop,
                         FileEntry* e, ReadWhy* why);
 
   Sys& sys_;
   const bool read_data_;
-  const uint64_t instance_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Fs>> fs_;
-  std::atomic<uint64_t> files_{0}, bytes_{0}, hole_bytes_{0}, searches_{0}, inline_bytes_{0};
+  std::atomic<uint64_t> files_{0}, bytes_{0}, hole_bytes_{0}, inline_bytes_{0};
   std::array<std::atomic<uint64_t>, size_t(ReadWhy::kCount)> read_{};
 };
 

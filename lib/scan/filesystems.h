@@ -43,6 +43,10 @@ class Filesystems {
     std::lock_guard<std::mutex> lock(mu_);
     return keys_[i];
   }
+  bool IsBtrfs(uint32_t i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return list_[i].type == "btrfs";
+  }
   std::vector<FsRecord> list() {
     std::lock_guard<std::mutex> lock(mu_);
     return list_;

@@ -9,7 +9,7 @@
 
 #include "lib/base/paths.h"
 #include "lib/base/spill.h"
-#include "lib/scan/follow_changes.h"
+#include "lib/btrfs/changes.h"
 #include "lib/scan/follow_state.h"
 
 namespace oans {

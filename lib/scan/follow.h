@@ -1,6 +1,6 @@
 // A scan that follows btrfs changes instead of walking the tree. With --previous on
 // btrfs, as root, the previous index's subvolumes are searched for tree blocks written
-// since its generation (lib/scan/follow_changes.h); only the inodes found there are
+// since its generation (lib/btrfs/changes.h); only the inodes found there are
 // looked at, by their current links, and only the directories that changed are read.
 // Every other record of the previous index is carried into the new one as it was, with
 // its paths rewritten below directories that were renamed or moved, and dropped below

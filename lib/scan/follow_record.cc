@@ -52,16 +52,6 @@ bool SameExtents(const std::vector<FiemapExtent>& a, const std::vector<FiemapExt
   return true;
 }
 
-// The keys (and sector sums) of `from`, a record of the same data.
-void TakeKeys(const FileEntry& from, FileEntry* e) {
-  e->hash = from.hash;
-  e->block_hashes = from.block_hashes;
-  e->sum_kind = from.sum_kind;
-  e->key_kind = from.key_kind;
-  e->sector_sums = from.sector_sums;
-  e->hashed = e->reused = true;
-}
-
 // Whether a changed inode's new record says all its previous one said.
 bool SameRecord(const FileEntry& a, const FileEntry& b) {
   return a.path == b.path && a.other_paths == b.other_paths && a.size == b.size && a.mtime_ns == b.mtime_ns &&
@@ -193,25 +183,24 @@ std::string FollowState::FinishChanged() {
 
 bool FollowState::HashFile(ChangedFile* f) {
   FileEntry& e = f->entry;
+  FileAt at(f->root->id.uuid + "/" + std::to_string(f->root->id.subvolume), true);
+  at.mapped = f->mapped;
   auto before = before_.find({f->root->fs, f->ino});
   if (f->mapped && before != before_.end() && before->second.hashed &&
       FileIdentity::Of(e).HashesStillValid(FileIdentity::Of(before->second))) {
-    TakeKeys(before->second, &e);
+    at.same_data = &before->second;
     f->same_extents = false;  // counted as the same inode's
-    return true;
+  } else if (f->mapped && f->same_extents) {
+    at.same_data = &f->keys;
   }
-  if (f->mapped && f->same_extents) {
-    TakeKeys(f->keys, &e);
-    return true;
-  }
+  if (at.same_data) return builder_.Build(at, &e) == Built::kDone;
   if (o_.stop && o_.stop->load()) return false;
   auto fd = sys_.OpenNoFollow(f->paths[0]);
   if (!fd.ok()) return false;
-  thread_local std::vector<char> buffer;
-  const std::string key = f->root->id.uuid + "/" + std::to_string(f->root->id.subvolume);
-  const bool done = ReadOpen(sys_, *fd, f->mapped, key, nothing_, o_, &checksums_, &buffer, &bytes_read_, &e);
+  at.fd = *fd;
+  const Built built = builder_.Build(at, &e);
   sys_.Close(*fd);
-  return done;
+  return built != Built::kStopped;
 }
 
 Status FollowState::Add(FileEntry e) {

@@ -20,8 +20,9 @@
 #include "lib/base/sys.h"
 #include "lib/format/frame_stream.h"
 #include "lib/format/index_file.h"
+#include "lib/scan/builder.h"
 #include "lib/scan/csum.h"
-#include "lib/scan/follow_changes.h"
+#include "lib/btrfs/changes.h"
 #include "lib/scan/path_map.h"
 #include "lib/scan/previous.h"
 #include "lib/scan/scan.h"
@@ -145,8 +146,9 @@ class FollowState {
   uint64_t changed_at_ = 0;  // where FinishChanged's records start in the file spool
   Status write_status_;
   Checksums checksums_;    // sector sums from btrfs instead of data, as in a walk
-  PreviousIndex nothing_;  // ReadOpen's reuse source: changed files are matched here
+  PreviousIndex nothing_;  // the builder's index: changed files are matched here, not there
   std::atomic<uint64_t> bytes_read_{0};
+  const RecordBuilder builder_{sys_, o_, nothing_, &checksums_, &bytes_read_};
 };
 
 }  // namespace oans

@@ -25,9 +25,8 @@ struct Item {
 };
 
 // The parallel stage: opens kept file `c` without following symlinks and reads it.
-Item* ReadOne(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Filesystems& filesystems, Candidate& c,
-              size_t i, Checksums* checksums, std::atomic<uint64_t>* bytes_read) {
-  thread_local std::vector<char> buffer;
+Item* ReadOne(const KeptRun& job, Candidate& c, size_t i) {
+  Sys& sys = job.sys;
   auto* it = new Item{i, EntryOf(c.entry, c.fs)};
   it->e.other_paths = std::move(c.other_paths);
   auto fd = sys.OpenNoFollow(c.entry.path);
@@ -35,7 +34,9 @@ Item* ReadOne(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Filesys
     FailEntry(&it->e, fd.status());
     return it;
   }
-  it->finished = ReadOpen(sys, *fd, false, filesystems.Key(c.fs), prev, o, checksums, &buffer, bytes_read, &it->e);
+  FileAt at(job.filesystems.Key(c.fs), job.filesystems.IsBtrfs(c.fs));
+  at.fd = *fd;
+  it->finished = job.builder.Build(at, &it->e) != Built::kStopped;
   sys.Close(*fd);
   return it;
 }
@@ -74,9 +75,10 @@ std::vector<Candidate> MergeKept(std::vector<WalkEntry>* walked, Filesystems& fi
   return cands;
 }
 
-Status ReadKept(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Filesystems& filesystems,
-                std::vector<Candidate>& kept, uint64_t found, Checksums* checksums, std::atomic<uint64_t>* bytes_read,
-                IndexWriter* writer, Observer* observer, ScanStats* stats, KeptProgress* progress) {
+Status ReadKept(const KeptRun& job, std::vector<Candidate>& kept, KeptProgress* progress) {
+  const ScanOptions& o = job.o;
+  ScanStats* stats = job.stats;
+  Observer* observer = job.observer;
   // Readers wait on I/O, so there may be more of them than cores.
   tbb::global_control allow(tbb::global_control::max_allowed_parallelism,
                             size_t(std::max<int>(stats->threads, int(std::thread::hardware_concurrency()))));
@@ -99,7 +101,7 @@ Status ReadKept(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Files
   auto read = [&](size_t i) -> Item* {
     OANS_TSAN_ACQUIRE(&order.start);
     OANS_TSAN_ACQUIRE(&kept[i]);
-    Item* it = ReadOne(sys, o, prev, filesystems, kept[i], i, checksums, bytes_read);
+    Item* it = ReadOne(job, kept[i], i);
     if (it) OANS_TSAN_RELEASE(it);
     return it;
   };
@@ -117,12 +119,12 @@ Status ReadKept(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Files
     }
     stats->files++;
     stats->bytes += it->e.size;
-    if (write_status.ok()) write_status = writer->Add(std::move(it->e));
+    if (write_status.ok()) write_status = job.writer->Add(std::move(it->e));
     if (!write_status.ok()) write_failed.store(true);
     auto now = std::chrono::steady_clock::now();
     if (now - last_progress > std::chrono::milliseconds(200)) {
       last_progress = now;
-      observer->Progress({"hash", progress->done, progress->total, stats->files, found});
+      observer->Progress({"hash", progress->done, progress->total, stats->files, job.found});
     }
   };
   OANS_TSAN_RELEASE(&order.start);

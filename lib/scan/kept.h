@@ -17,7 +17,7 @@
 #include "lib/base/status.h"
 #include "lib/base/sys.h"
 #include "lib/format/index_file.h"
-#include "lib/scan/csum.h"
+#include "lib/scan/builder.h"
 #include "lib/scan/filesystems.h"
 #include "lib/scan/previous.h"
 #include "lib/scan/scan.h"
@@ -43,10 +43,21 @@ struct KeptProgress {
   uint64_t total = 0;
 };
 
-// Reads `kept` in order and writes their records to `writer`, until done, a write
-// fails or options.stop is set. Returns the first write error.
-Status ReadKept(Sys& sys, const ScanOptions& o, const PreviousIndex& prev, Filesystems& filesystems,
-                std::vector<Candidate>& kept, uint64_t found, Checksums* checksums, std::atomic<uint64_t>* bytes_read,
-                IndexWriter* writer, Observer* observer, ScanStats* stats, KeptProgress* progress);
+// What the kept files' pipeline works with; RunScan owns all of it.
+struct KeptRun {
+  Sys& sys;
+  const ScanOptions& o;
+  const RecordBuilder& builder;
+  Filesystems& filesystems;
+  IndexWriter* writer;
+  Observer* observer;
+  ScanStats* stats;
+  uint64_t found;  // files the walk found, for progress
+};
+
+// Reads `kept` in order, each record filled by job.builder, and writes the records to
+// job.writer, until done, a write fails or options.stop is set. Returns the first write
+// error.
+Status ReadKept(const KeptRun& job, std::vector<Candidate>& kept, KeptProgress* progress);
 
 }  // namespace oans

@@ -13,16 +13,18 @@
 #include "lib/base/paths.h"
 #include "lib/base/spill.h"
 #include "lib/base/version.h"
+#include "lib/scan/builder.h"
 #include "lib/scan/entry.h"
 #include "lib/scan/estimate.h"
 #include "lib/scan/filesystems.h"
 #include "lib/scan/follow.h"
 #include "lib/scan/kept.h"
 #include "lib/scan/previous.h"
+#include "lib/scan/reading.h"
 #include "lib/scan/roots.h"
 #include "lib/scan/sink.h"
-#include "lib/base/tree_ahead.h"
-#include "lib/scan/tree_map.h"
+#include "lib/btrfs/tree_ahead.h"
+#include "lib/btrfs/tree_map.h"
 #include "lib/scan/walk.h"
 
 namespace oans {
@@ -71,28 +73,6 @@ Status LoadPrevious(const ScanOptions& o, Observer* observer, ScanStats* stats,
   return Status::Ok();
 }
 
-// Storage kind, threads and order, from the roots' filesystems.
-void ChooseReading(Sys& sys, const ScanOptions& o, const std::vector<std::string>& roots, Filesystems* filesystems,
-                   Observer* observer, ScanStats* stats) {
-  for (uint32_t i = 0; i < roots.size(); ++i) {
-    auto st = sys.StatAt(AT_FDCWD, roots[i]);
-    if (st.ok()) filesystems->Of(st->dev, -1, roots[i], i);
-  }
-  if (o.storage == StorageChoice::kAuto) {
-    stats->storage = sys.DetectStorage(filesystems->devices());
-  } else {
-    stats->storage.kind = o.storage == StorageChoice::kHdd ? StorageKind::kHdd : StorageKind::kSsd;
-    stats->storage.reason = "set by --storage";
-  }
-  const bool hdd = stats->storage.kind == StorageKind::kHdd;
-  stats->threads = o.io_threads > 0 ? o.io_threads : (hdd ? 1 : 8);
-  filesystems->SetSearchThreads(stats->threads);
-  stats->order = o.order != ReadOrder::kAuto ? o.order : (hdd ? ReadOrder::kPhysical : ReadOrder::kNone);
-  observer->Notice("storage: " + std::string(StorageKindName(stats->storage.kind)) + " (" +
-                   stats->storage.reason + "); " + std::to_string(stats->threads) + " reader thread(s), " +
-                   ReadOrderName(stats->order) + " order");
-}
-
 // What the walk's hooks share; it lives in RunScan while the walk runs.
 struct WalkState {
   Sys& sys;
@@ -101,6 +81,7 @@ struct WalkState {
   Filesystems& filesystems;
   Sink& sink;
   Checksums& checksums;
+  const RecordBuilder* builder = nullptr;  // set once the state is made: it counts into bytes_read
   std::vector<std::string> mounts{};  // mount points below the roots, sorted
   bool map_from_trees = true;       // false when the mount points are not known
   // In walk order, files are read while the walk has them open, by the walk's threads,
@@ -108,6 +89,9 @@ struct WalkState {
   bool read_in_walk = false;
   bool trees_on_ssd = false;  // every root on btrfs, files mapped from its trees
   std::atomic<uint64_t> found{0}, bytes_read{0}, unopened{0}, tree_mapped{0}, walked_bytes{0};
+
+  // Where the builder finds a file of filesystem `fs`, as far as that tells.
+  FileAt At(uint32_t fs) { return FileAt(filesystems.Key(fs), filesystems.IsBtrfs(fs)); }
 };
 
 // Each file is mapped while the walk has it open. Unchanged files (and, in walk order,
@@ -128,15 +112,17 @@ bool OnOpenFile(WalkState& s, int fd, WalkEntry* w) {
   FileEntry e = EntryOf(*w, fs);
   e.extents = std::move(extents);
   e.inode_flags = flags;
-  const std::string key = s.filesystems.Key(fs);
-  if (mapped && s.prev.Reuse(key, &e)) {
-    s.sink.Add(std::move(e), s.walked_bytes.load(), s.found.load());
-    return true;
+  FileAt at = s.At(fs);
+  at.fd = fd;
+  at.mapped = mapped;
+  at.reuse_only = true;  // first without a stat: a file reused needs none
+  Built b = s.builder->Build(at, &e);
+  if (b == Built::kOpenIt && !s.read_in_walk) return false;  // kept: read after the walk
+  if (b == Built::kOpenIt) {
+    at.reuse_only = false;
+    b = s.builder->Build(at, &e);
   }
-  if (!s.read_in_walk) return false;
-  thread_local std::vector<char> buffer;
-  if (ReadOpen(s.sys, fd, mapped, key, s.prev, s.o, &s.checksums, &buffer, &s.bytes_read, &e))
-    s.sink.Add(std::move(e), s.walked_bytes.load(), s.found.load());
+  if (b == Built::kDone) s.sink.Add(std::move(e), s.walked_bytes.load(), s.found.load());
   return true;
 }
 
@@ -158,7 +144,9 @@ bool FinishFromPrevious(WalkState& s, int dirfd, const std::string& name, uint64
   w->st = *st;
   const uint32_t fs = s.filesystems.Of(st->dev, -1, w->path, w->root);
   FileEntry e = EntryOf(*w, fs);
-  if (!s.prev.Reuse(s.filesystems.Key(fs), &e, true, s.filesystems.UnchangedExtents(fs, st->ino))) return false;
+  FileAt at = s.At(fs);
+  at.extents_unchanged = s.filesystems.UnchangedExtents(fs, st->ino);
+  if (s.builder->Build(at, &e) != Built::kDone) return false;
   s.unopened.fetch_add(1, std::memory_order_relaxed);
   s.walked_bytes.fetch_add(st->size, std::memory_order_relaxed);
   s.sink.Add(std::move(e), s.walked_bytes.load(), s.found.load());
@@ -198,7 +186,13 @@ bool FinishFromTree(WalkState& s, int dirfd, uint64_t ino, uint32_t dir_fs, Walk
     return false;
   w->st = st;
   FileEntry e = EntryOf(*w, dir_fs);
-  if (!FillFromTree(dirfd, key, std::move(map), s.prev, s.o, &s.checksums, &e)) return false;
+  e.extents = std::move(map.extents);
+  e.inode_flags = map.inode_flags;
+  FileAt at = s.At(dir_fs);
+  at.dirfd = dirfd;
+  at.mapped = true;
+  at.inline_data = map.inline_data;
+  if (s.builder->Build(at, &e) != Built::kDone) return false;
   s.tree_mapped.fetch_add(1, std::memory_order_relaxed);
   if (e.reused) s.unopened.fetch_add(1, std::memory_order_relaxed);
   s.walked_bytes.fetch_add(st.size, std::memory_order_relaxed);
@@ -306,16 +300,17 @@ Status RecordProblems(const WalkResult& w, const ScanOptions& o, IndexWriter* wr
   return Status::Ok();
 }
 
-}  // namespace
-
-const char* ReadOrderName(ReadOrder o) {
-  switch (o) {
-    case ReadOrder::kPhysical: return "physical";
-    case ReadOrder::kInode: return "inode";
-    case ReadOrder::kNone: return "none";
-    default: return "auto";
-  }
+// The mount points below the roots: files the trees would map are the ones below them.
+void FindMounts(Sys& sys, const std::vector<std::string>& roots, WalkState* state) {
+  auto mounts = sys.MountPoints();
+  state->map_from_trees = mounts.ok();  // not knowing which files are mount points: open them all
+  for (const auto& m : mounts.ok() ? *mounts : std::vector<std::string>())
+    for (const auto& r : roots)
+      if (m != r && PathWithin(m, r)) state->mounts.push_back(m);
+  std::sort(state->mounts.begin(), state->mounts.end());
 }
+
+}  // namespace
 
 Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observer, ScanStats* stats) {
   Observer quiet;
@@ -332,7 +327,11 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   std::unique_ptr<PreviousIndex> prev;
   OANS_RETURN_IF_ERROR(LoadPrevious(o, observer, stats, &prev));
   Filesystems filesystems(sys, header.roots, *prev, !o.refresh_extents, observer);
-  ChooseReading(sys, o, header.roots, &filesystems, observer, stats);
+  const Reading reading = ChooseReading(sys, o, header.roots, &filesystems);
+  stats->storage = reading.storage;
+  stats->threads = reading.threads;
+  stats->order = reading.order;
+  observer->Notice(DescribeReading(reading));
   header.spinning = stats->storage.kind == StorageKind::kHdd;  // for the plan's round size
 
   auto spool = TempFile::Create(TempDirectory(o.temp_dir));
@@ -344,15 +343,10 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
             EstimateWalk(sys, header.roots, stats->previous_records, stats->previous_bytes, previous_whole));
   Checksums checksums(sys, o.read_data);
   WalkState state{sys, o, *prev, filesystems, sink, checksums};
+  const RecordBuilder builder(sys, o, *prev, &checksums, &state.bytes_read);
+  state.builder = &builder;
   state.read_in_walk = stats->order == ReadOrder::kNone;
-  if (header.mounts_below) {
-    auto mounts = sys.MountPoints();
-    state.map_from_trees = mounts.ok();  // not knowing which files are mount points: open them all
-    for (const auto& m : mounts.ok() ? *mounts : std::vector<std::string>())
-      for (const auto& r : header.roots)
-        if (m != r && PathWithin(m, r)) state.mounts.push_back(m);
-    std::sort(state.mounts.begin(), state.mounts.end());
-  }
+  if (header.mounts_below) FindMounts(sys, header.roots, &state);
   if (stats->storage.kind == StorageKind::kHdd && !o.read_data && state.map_from_trees)
     ReadAhead(sys, o, header.roots, filesystems, checksums, observer, stats);
   const auto listed = filesystems.list();
@@ -377,8 +371,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   IndexWriter writer(out);
   OANS_RETURN_IF_ERROR(WriteStart(header, filesystems, sink, &writer));
   KeptProgress progress;
-  Status written = ReadKept(sys, o, *prev, filesystems, kept, found, &checksums, &state.bytes_read, &writer,
-                            observer, stats, &progress);
+  Status written = ReadKept({sys, o, builder, filesystems, &writer, observer, stats, found}, kept, &progress);
   stats->bytes_read = state.bytes_read.load();
   stats->checksums = checksums.counts();
   OANS_RETURN_IF_ERROR(written);

@@ -67,7 +67,7 @@ struct ScanStats {
   uint64_t hashed = 0;         // files read and hashed
   uint64_t reused = 0;         // files whose hashes came from the previous index
   uint64_t unopened = 0;       // of those, finished from a stat alone: extents known unchanged
-  uint64_t tree_mapped = 0;    // files mapped and keyed from btrfs's trees, never opened (lib/scan/tree_map.h)
+  uint64_t tree_mapped = 0;    // files mapped and keyed from btrfs's trees, never opened (lib/btrfs/tree_map.h)
   uint64_t tree_ahead_bytes = 0;   // on a spinning disk, btrfs tree blocks read before the walk (tree_ahead.h)
   uint64_t tree_ahead_leaves = 0;  // of those, leaves read in disk order
   bool tree_ahead_cut = false;     // that read stopped at --memory

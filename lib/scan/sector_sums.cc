@@ -1,5 +1,7 @@
 #include "lib/scan/sector_sums.h"
 
+#include "lib/btrfs/csum.h"
+
 #include <xxhash.h>
 
 #include <algorithm>
@@ -49,10 +51,10 @@ const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
 
 SumKind SumKindOfBtrfs(uint16_t csum_type) {
   switch (csum_type) {
-    case 0: return SumKind::kCrc32c;
-    case 1: return SumKind::kXxhash64;
-    case 2: return SumKind::kSha256;
-    case 3: return SumKind::kBlake2;
+    case kBtrfsCsumCrc32c: return SumKind::kCrc32c;
+    case kBtrfsCsumXxhash: return SumKind::kXxhash64;
+    case kBtrfsCsumSha256: return SumKind::kSha256;
+    case kBtrfsCsumBlake2: return SumKind::kBlake2;
     default: return SumKind::kNone;
   }
 }
@@ -85,12 +87,6 @@ uint32_t ZeroSectorSum(SumKind k) {
   static const uint32_t crc = SectorSum(SumKind::kCrc32c, zeros, kSectorBytes);
   static const uint32_t xxh = SectorSum(SumKind::kXxhash64, zeros, kSectorBytes);
   return k == SumKind::kXxhash64 ? xxh : crc;
-}
-
-uint32_t StoredSum(std::string_view csum) {
-  uint32_t v = 0;
-  for (size_t i = 0; i < 4 && i < csum.size(); ++i) v |= uint32_t(uint8_t(csum[i])) << (8 * i);
-  return v;
 }
 
 SumKeys::SumKeys(SumKind kind, uint64_t size, uint32_t block_size)

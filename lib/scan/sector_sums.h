@@ -36,8 +36,6 @@ uint32_t Crc32c(uint32_t crc, const void* data, size_t len);
 uint32_t SectorSum(SumKind k, const char* data, size_t len);
 // The fingerprint of an all-zero sector.
 uint32_t ZeroSectorSum(SumKind k);
-// The fingerprint in a checksum as btrfs stores it (at least 4 bytes).
-uint32_t StoredSum(std::string_view csum);
 
 // The keys of a file made from its sector sums, fed in order. Whole key: XXH3-128 over
 // the size, the kind, the sums and, for a file with holes, where they are (so a sparse

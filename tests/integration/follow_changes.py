@@ -6,7 +6,6 @@
 """
 import json, os, random, subprocess, sys
 
-SHARED = 0x2000  # FIEMAP_EXTENT_SHARED: a property of the extent's other owners, not of the file
 
 
 def data(r, n):
@@ -147,7 +146,6 @@ def load(path):
     for line in open(path):
         j = json.loads(line)
         if j["type"] == "file":
-            j["extents"] = [[a, b, c, fl & ~SHARED] for a, b, c, fl in j["extents"]]
             for k in ("reused", "fs", "dev"):
                 j.pop(k, None)
             recs[j["path"]] = j

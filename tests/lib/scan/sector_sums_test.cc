@@ -1,5 +1,6 @@
 // Sector fingerprints and the keys made from them (lib/scan/sector_sums.h).
 #include "lib/scan/sector_sums.h"
+#include "lib/btrfs/csum.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

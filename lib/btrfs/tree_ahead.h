@@ -1,5 +1,5 @@
 // Tree read-ahead for spinning disks. On btrfs, as root, the scan maps every file from
-// the subvolume's tree (lib/scan/tree_map.h) and keys it from the checksum tree
+// the subvolume's tree (lib/btrfs/tree_map.h) and keys it from the checksum tree
 // (lib/scan/csum.h): many small searches from eight walkers in directory order, each
 // reading the tree blocks it meets as it meets them; apply's dedupes look up and change
 // the extent items of every extent they share or free. On a spinning disk each of those

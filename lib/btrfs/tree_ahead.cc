@@ -1,4 +1,4 @@
-#include "lib/base/tree_ahead.h"
+#include "lib/btrfs/tree_ahead.h"
 
 #include <linux/btrfs_tree.h>
 
@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "lib/base/btrfs_search.h"
+#include "lib/btrfs/search.h"
 
 namespace oans {
 namespace {

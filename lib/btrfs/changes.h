@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "lib/base/btrfs_search.h"
+#include "lib/btrfs/search.h"
 #include "lib/base/status.h"
 #include "lib/base/sys.h"
 

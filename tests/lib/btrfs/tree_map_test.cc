@@ -1,6 +1,6 @@
-// Files mapped from their btrfs items (lib/scan/tree_map.h), against a fake subvolume
+// Files mapped from their btrfs items (lib/btrfs/tree_map.h), against a fake subvolume
 // tree of raw items: the maps FIEMAP would give, the flags FS_IOC_GETFLAGS would.
-#include "lib/scan/tree_map.h"
+#include "lib/btrfs/tree_map.h"
 
 #include <dirent.h>
 #include <gtest/gtest.h>

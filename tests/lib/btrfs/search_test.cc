@@ -1,4 +1,4 @@
-#include "lib/base/btrfs_search.h"
+#include "lib/btrfs/search.h"
 
 #include <gtest/gtest.h>
 #include <linux/btrfs_tree.h>

@@ -1,4 +1,4 @@
-#include "lib/base/btrfs_search.h"
+#include "lib/btrfs/search.h"
 
 #include <endian.h>
 #include <linux/btrfs.h>
@@ -25,7 +25,10 @@ T Le(const char* p) {
   else return v;
 }
 
-int64_t TimeNs(const char* p) { return int64_t(Le<uint64_t>(p)) * 1000000000 + int64_t(Le<uint32_t>(p + 8)); }
+int64_t TimeNs(const char* p) {
+  return int64_t(Le<uint64_t>(p + offsetof(btrfs_timespec, sec))) * 1000000000 +
+         int64_t(Le<uint32_t>(p + offsetof(btrfs_timespec, nsec)));
+}
 
 std::string Uuid(const uint8_t* u) {
   char buf[40];
@@ -34,7 +37,44 @@ std::string Uuid(const uint8_t* u) {
   return buf;
 }
 
+// A key as a tree holds it.
+BtrfsKey KeyAt(const char* p) {
+  return {Le<uint64_t>(p + offsetof(btrfs_disk_key, objectid)), uint8_t(p[offsetof(btrfs_disk_key, type)]),
+          Le<uint64_t>(p + offsetof(btrfs_disk_key, offset))};
+}
+
+// struct btrfs_header and struct btrfs_key_ptr, which the uapi headers leave out, as the
+// kernel lays them out (fs/btrfs/accessors.h): packed, little-endian, like every item.
+struct DiskHeader {
+  uint8_t csum[BTRFS_CSUM_SIZE];
+  uint8_t fsid[BTRFS_FSID_SIZE];
+  uint64_t bytenr, flags;
+  uint8_t chunk_tree_uuid[BTRFS_UUID_SIZE];
+  uint64_t generation, owner;
+  uint32_t nritems;
+  uint8_t level;
+} __attribute__((packed));
+struct DiskKeyPtr {
+  btrfs_disk_key key;
+  uint64_t blockptr, generation;
+} __attribute__((packed));
+static_assert(sizeof(DiskHeader) == 101 && sizeof(DiskKeyPtr) == 33, "the kernel's on-disk tree block layout");
+static_assert(sizeof(btrfs_disk_key) == 17);
+
 }  // namespace
+
+// The item types and tree ids this file names, as the kernel's headers have them.
+static_assert(kBtrfsInodeItem == BTRFS_INODE_ITEM_KEY && kBtrfsInodeRef == BTRFS_INODE_REF_KEY &&
+              kBtrfsInodeExtref == BTRFS_INODE_EXTREF_KEY && kBtrfsXattrItem == BTRFS_XATTR_ITEM_KEY &&
+              kBtrfsDirItem == BTRFS_DIR_ITEM_KEY && kBtrfsDirIndex == BTRFS_DIR_INDEX_KEY &&
+              kBtrfsExtentData == BTRFS_EXTENT_DATA_KEY && kBtrfsExtentCsum == BTRFS_EXTENT_CSUM_KEY &&
+              kBtrfsRootItem == BTRFS_ROOT_ITEM_KEY && kBtrfsRootBackref == BTRFS_ROOT_BACKREF_KEY &&
+              kBtrfsRootRef == BTRFS_ROOT_REF_KEY && kBtrfsChunkItem == BTRFS_CHUNK_ITEM_KEY);
+static_assert(kBtrfsRootTree == BTRFS_ROOT_TREE_OBJECTID && kBtrfsExtentTree == BTRFS_EXTENT_TREE_OBJECTID &&
+              kBtrfsChunkTree == BTRFS_CHUNK_TREE_OBJECTID && kBtrfsFsTree == BTRFS_FS_TREE_OBJECTID &&
+              kBtrfsCsumTree == BTRFS_CSUM_TREE_OBJECTID && kBtrfsFreeSpaceTree == BTRFS_FREE_SPACE_TREE_OBJECTID &&
+              kBtrfsFirstChunkTreeObjectid == BTRFS_FIRST_CHUNK_TREE_OBJECTID &&
+              kBtrfsExtentCsumObjectid == uint64_t(BTRFS_EXTENT_CSUM_OBJECTID));
 
 bool BtrfsKey::Next(BtrfsKey* next) const {
   *next = *this;
@@ -125,6 +165,49 @@ Result<BtrfsInfo> BtrfsInfoOf(int fd) {
   return info;
 }
 
+BtrfsIdentity BtrfsIdentityOf(int fd) {
+  BtrfsIdentity id;
+  btrfs_ioctl_fs_info_args info;
+  std::memset(&info, 0, sizeof info);
+  if (::ioctl(fd, BTRFS_IOC_FS_INFO, &info) == 0) {
+    id.uuid = Uuid(info.fsid);
+    id.sector_size = info.sectorsize;
+  }
+  btrfs_ioctl_ino_lookup_args look;
+  std::memset(&look, 0, sizeof look);
+  look.objectid = BTRFS_FIRST_FREE_OBJECTID;
+  if (::ioctl(fd, BTRFS_IOC_INO_LOOKUP, &look) == 0) id.subvolume = look.treeid;
+  btrfs_ioctl_get_subvol_info_args sub;
+  std::memset(&sub, 0, sizeof sub);
+  const int got = ::ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &sub);
+  if (got == 0) {
+    id.subvolume_uuid = Uuid(sub.uuid);
+    id.generation = sub.generation;
+  }
+  // Linux 6.18 answers 1 with the fields filled; the root item's flags are read then too.
+  if (got >= 0) id.read_only = sub.flags & BTRFS_ROOT_SUBVOL_RDONLY;
+  return id;
+}
+
+Status BtrfsChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) {
+  inodes->clear();
+  BtrfsSearch search;
+  search.min = {first, 0, 0};
+  search.max = {last, 255, ~uint64_t(0)};
+  search.min_transid = since;
+  OANS_RETURN_IF_ERROR(BtrfsTreeSearch(fd, search, [&](const BtrfsItem& item) {
+    if (item.transid >= since && (item.key.type == kBtrfsInodeItem || item.key.type == kBtrfsExtentData) &&
+        (inodes->empty() || inodes->back() != item.key.objectid))
+      inodes->push_back(item.key.objectid);
+    return true;
+  }));
+  std::sort(inodes->begin(), inodes->end());
+  inodes->erase(std::unique(inodes->begin(), inodes->end()), inodes->end());
+  return Status::Ok();
+}
+
+static_assert(kBtrfsFirstInode == BTRFS_FIRST_FREE_OBJECTID && kBtrfsLastInode == uint64_t(BTRFS_LAST_FREE_OBJECTID));
+
 Result<std::string> BtrfsDirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino) {
   btrfs_ioctl_ino_lookup_args a;
   std::memset(&a, 0, sizeof a);
@@ -168,31 +251,24 @@ bool DecodeChunk(std::string_view d, BtrfsChunk* out) {
 }
 
 bool DecodeNode(std::string_view d, BtrfsNode* out) {
-  // struct btrfs_header and btrfs_key_ptr (fs/btrfs/accessors.h; not in the uapi
-  // headers): csum[32] fsid[16] bytenr flags chunk_tree_uuid[16] generation owner
-  // nritems(le32) level(u8), 101 bytes; a key pointer is a disk key (17 bytes), blockptr
-  // and generation, 33 bytes.
-  constexpr size_t kHeader = 101, kPtr = 33;
-  if (d.size() < kHeader) return false;
+  if (d.size() < sizeof(DiskHeader)) return false;
   const char* p = d.data();
-  out->fsid = Uuid(reinterpret_cast<const uint8_t*>(p + 32));
-  out->bytenr = Le<uint64_t>(p + 48);
-  out->generation = Le<uint64_t>(p + 80);
-  out->owner = Le<uint64_t>(p + 88);
-  const uint32_t n = Le<uint32_t>(p + 96);
-  out->level = uint8_t(p[100]);
+  out->fsid = Uuid(reinterpret_cast<const uint8_t*>(p + offsetof(DiskHeader, fsid)));
+  out->bytenr = Le<uint64_t>(p + offsetof(DiskHeader, bytenr));
+  out->generation = Le<uint64_t>(p + offsetof(DiskHeader, generation));
+  out->owner = Le<uint64_t>(p + offsetof(DiskHeader, owner));
+  const uint32_t n = Le<uint32_t>(p + offsetof(DiskHeader, nritems));
+  out->level = uint8_t(p[offsetof(DiskHeader, level)]);
   out->ptrs.clear();
   if (out->level == 0) return true;
-  if (n > (d.size() - kHeader) / kPtr) return false;
+  if (n > (d.size() - sizeof(DiskHeader)) / sizeof(DiskKeyPtr)) return false;
   out->ptrs.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {
-    const char* k = p + kHeader + i * kPtr;
+    const char* k = p + sizeof(DiskHeader) + i * sizeof(DiskKeyPtr);
     BtrfsNodePtr ptr;
-    ptr.key.objectid = Le<uint64_t>(k);
-    ptr.key.type = uint8_t(k[8]);
-    ptr.key.offset = Le<uint64_t>(k + 9);
-    ptr.bytenr = Le<uint64_t>(k + 17);
-    ptr.generation = Le<uint64_t>(k + 25);
+    ptr.key = KeyAt(k + offsetof(DiskKeyPtr, key));
+    ptr.bytenr = Le<uint64_t>(k + offsetof(DiskKeyPtr, blockptr));
+    ptr.generation = Le<uint64_t>(k + offsetof(DiskKeyPtr, generation));
     out->ptrs.push_back(ptr);
   }
   return true;
@@ -249,10 +325,7 @@ bool DecodeDirItems(std::string_view d, const std::function<void(const BtrfsDirE
     if (off + sizeof(btrfs_dir_item) > d.size()) return false;
     const char* p = d.data() + off;
     BtrfsDirEntry e;
-    const char* loc = p + offsetof(btrfs_dir_item, location);
-    e.location.objectid = Le<uint64_t>(loc + offsetof(btrfs_disk_key, objectid));
-    e.location.type = uint8_t(loc[offsetof(btrfs_disk_key, type)]);
-    e.location.offset = Le<uint64_t>(loc + offsetof(btrfs_disk_key, offset));
+    e.location = KeyAt(p + offsetof(btrfs_dir_item, location));
     e.type = uint8_t(p[offsetof(btrfs_dir_item, type)]);
     const uint16_t name_len = Le<uint16_t>(p + offsetof(btrfs_dir_item, name_len));
     const uint16_t data_len = Le<uint16_t>(p + offsetof(btrfs_dir_item, data_len));

@@ -79,6 +79,32 @@ struct BtrfsInfo {
 };
 Result<BtrfsInfo> BtrfsInfoOf(int fd);
 
+// What identifies a btrfs filesystem and the subvolume of fd, each part empty (0) when
+// its ioctl fails: the filesystem's UUID and sector size (BTRFS_IOC_FS_INFO), the
+// subvolume's id (BTRFS_IOC_INO_LOOKUP), and its UUID and generation
+// (BTRFS_IOC_GET_SUBVOL_INFO, unprivileged since Linux 4.18), and whether it is
+// read-only (a snapshot, as snapper and NAS boxes make them).
+struct BtrfsIdentity {
+  std::string uuid;
+  uint32_t sector_size = 0;
+  uint64_t subvolume = 0;
+  std::string subvolume_uuid;
+  uint64_t generation = 0;
+  bool read_only = false;
+};
+BtrfsIdentity BtrfsIdentityOf(int fd);
+
+// Inode numbers of files and directories (BTRFS_FIRST_FREE_OBJECTID, _LAST_FREE_).
+inline constexpr uint64_t kBtrfsFirstInode = 256;
+inline constexpr uint64_t kBtrfsLastInode = ~uint64_t(0) - 255;
+
+// The inodes numbered first..last of fd's subvolume with an inode or extent item in a
+// tree block written in transaction `since` or later (min_transid, which skips every
+// older subtree), sorted and unique. A superset of the files whose extents changed
+// since `since`: a block holds many inodes' items. Disjoint ranges may be searched at
+// once from several threads.
+Status BtrfsChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes);
+
 // The path of directory `dir_ino` relative to the root of subvolume `tree_id`, "" for the
 // root itself, without a leading or trailing slash.
 Result<std::string> BtrfsDirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino);

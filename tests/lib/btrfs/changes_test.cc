@@ -1,4 +1,4 @@
-#include "lib/scan/follow_changes.h"
+#include "lib/btrfs/changes.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,9 @@
-#include "lib/scan/tree_map.h"
+#include "lib/btrfs/tree_map.h"
 
 #include <dirent.h>
+#include <linux/btrfs_tree.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 
 #include <algorithm>
 #include <memory>
@@ -9,8 +12,15 @@ namespace oans {
 namespace {
 
 constexpr uint64_t kSector = 4096;
-constexpr uint32_t kNotAligned = 0x100;  // FIEMAP_EXTENT_NOT_ALIGNED
-constexpr uint8_t kInline = 0, kRegular = 1, kPrealloc = 2;
+constexpr uint32_t kNotAligned = FIEMAP_EXTENT_NOT_ALIGNED;
+constexpr uint8_t kInline = BTRFS_FILE_EXTENT_INLINE, kRegular = BTRFS_FILE_EXTENT_REG,
+                  kPrealloc = BTRFS_FILE_EXTENT_PREALLOC;
+
+// BTRFS_INODE_* flags of an inode item (fs/btrfs/btrfs_inode.h; not in the uapi headers).
+constexpr uint64_t kBtrfsInodeNodatacow = 1u << 1, kBtrfsInodeNocompress = 1u << 3, kBtrfsInodeSync = 1u << 5,
+                   kBtrfsInodeImmutable = 1u << 6, kBtrfsInodeAppend = 1u << 7, kBtrfsInodeNodump = 1u << 8,
+                   kBtrfsInodeNoatime = 1u << 9, kBtrfsInodeDirsync = 1u << 10, kBtrfsInodeCompress = 1u << 11,
+                   kBtrfsInodeVerity = uint64_t(1) << 32;  // ro_flags, shifted up
 
 uint64_t RoundUp(uint64_t x) { return (x + kSector - 1) / kSector * kSector; }
 
@@ -96,16 +106,16 @@ FileStat TreeMap::Stat(uint64_t dev) const {
 uint32_t FsFlagsOfBtrfs(uint64_t f) {
   // fs/btrfs/ioctl.c, btrfs_inode_flags_to_fsflags; read-only flags in the upper half.
   uint32_t out = 0;
-  if (f & (1u << 5)) out |= 0x00000008;             // SYNC
-  if (f & (1u << 6)) out |= 0x00000010;             // IMMUTABLE
-  if (f & (1u << 7)) out |= 0x00000020;             // APPEND
-  if (f & (1u << 8)) out |= 0x00000040;             // NODUMP
-  if (f & (1u << 9)) out |= 0x00000080;             // NOATIME
-  if (f & (1u << 10)) out |= 0x00010000;            // DIRSYNC
-  if (f & (1u << 1)) out |= 0x00800000;             // NODATACOW: FS_NOCOW_FL
-  if (f & (uint64_t(1) << 32)) out |= 0x00100000;   // VERITY
-  if (f & (1u << 3)) out |= 0x00000400;             // NOCOMPRESS
-  else if (f & (1u << 11)) out |= 0x00000004;       // COMPRESS
+  if (f & kBtrfsInodeSync) out |= FS_SYNC_FL;
+  if (f & kBtrfsInodeImmutable) out |= FS_IMMUTABLE_FL;
+  if (f & kBtrfsInodeAppend) out |= FS_APPEND_FL;
+  if (f & kBtrfsInodeNodump) out |= FS_NODUMP_FL;
+  if (f & kBtrfsInodeNoatime) out |= FS_NOATIME_FL;
+  if (f & kBtrfsInodeDirsync) out |= FS_DIRSYNC_FL;
+  if (f & kBtrfsInodeNodatacow) out |= FS_NOCOW_FL;
+  if (f & kBtrfsInodeVerity) out |= FS_VERITY_FL;
+  if (f & kBtrfsInodeNocompress) out |= FS_NOCOMP_FL;
+  else if (f & kBtrfsInodeCompress) out |= FS_COMPR_FL;
   return out;
 }
 

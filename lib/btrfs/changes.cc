@@ -1,6 +1,5 @@
-#include "lib/scan/follow_changes.h"
+#include "lib/btrfs/changes.h"
 
-#include "lib/base/fsinfo.h"
 
 namespace oans {
 

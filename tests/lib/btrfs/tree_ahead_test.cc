@@ -1,7 +1,7 @@
-// The tree read-ahead of spinning disks (lib/base/tree_ahead.h): trees laid out from
+// The tree read-ahead of spinning disks (lib/btrfs/tree_ahead.h): trees laid out from
 // their internal nodes and read leaf by leaf in disk order; key order when they cannot
 // be; where --memory stops it.
-#include "lib/base/tree_ahead.h"
+#include "lib/btrfs/tree_ahead.h"
 
 #include <gtest/gtest.h>
 #include <linux/btrfs_tree.h>
@@ -10,7 +10,7 @@
 #include <map>
 #include <vector>
 
-#include "lib/base/btrfs_search.h"
+#include "lib/btrfs/search.h"
 #include "tests/lib/test_util.h"
 
 namespace oans {

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/base/btrfs_search.h"
+#include "lib/btrfs/search.h"
 #include "lib/base/status.h"
 #include "lib/base/sys.h"
 
