@@ -35,7 +35,9 @@ struct RunRecord {
 
 // The record as written: its fields, then the totals taken from the steps' summaries
 // (files_scanned, files_read, bytes_planned, bytes_deduped, bytes_linked, bytes_skipped
-// and skipped, bytes by reason), each only when the step that counts it ran.
+// and skipped, bytes by reason; the space apply measured: data_freed_bytes,
+// metadata_grown_bytes, net_freed_bytes, space_approximate), each only when the step
+// that counts it ran.
 Json RecordJson(const RunRecord& r);
 
 // Keeps the record of the run in a state directory up to date. Writing it is best

@@ -116,4 +116,20 @@ bool FillFromTree(int dirfd, const std::string& fs_key, TreeMap&& map, const Pre
   return done.ok() && *done;
 }
 
+Status RecordProblems(const WalkResult& w, const ScanOptions& o, IndexWriter* writer, Observer* observer,
+                      ScanStats* stats) {
+  for (auto& p : w.problems) {
+    if (o.stop && o.stop->load()) break;
+    FileEntry e;
+    e.path = p.path;
+    e.error = p.status.message();
+    e.errnum = p.status.errnum();
+    stats->errors++;
+    stats->files++;
+    observer->FileNotice(p.path, p.status.message());
+    OANS_RETURN_IF_ERROR(writer->Add(std::move(e)));
+  }
+  return Status::Ok();
+}
+
 }  // namespace oans

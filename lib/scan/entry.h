@@ -46,4 +46,9 @@ bool ReadOpen(Sys& sys, int fd, bool mapped, const std::string& fs_key, const Pr
 bool FillFromTree(int dirfd, const std::string& fs_key, TreeMap&& map, const PreviousIndex& prev,
                   const ScanOptions& o, Checksums* checksums, FileEntry* e);
 
+// Records each directory the walk could not read as an error record, so that it is
+// counted and noticed.
+Status RecordProblems(const WalkResult& w, const ScanOptions& o, IndexWriter* writer, Observer* observer,
+                      ScanStats* stats);
+
 }  // namespace oans

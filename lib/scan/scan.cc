@@ -13,6 +13,7 @@
 #include "lib/base/paths.h"
 #include "lib/base/spill.h"
 #include "lib/base/version.h"
+#include "lib/scan/census.h"
 #include "lib/scan/entry.h"
 #include "lib/scan/estimate.h"
 #include "lib/scan/filesystems.h"
@@ -277,32 +278,18 @@ void CountWalk(const WalkResult& w, ScanStats* stats) {
 }
 
 // The header, now that the walk has met every filesystem, then the spooled records.
-Status WriteStart(IndexHeader& header, Filesystems& filesystems, Sink& sink, IndexWriter* writer) {
+Status WriteStart(Sys& sys, IndexHeader& header, Filesystems& filesystems, Sink& sink, RefCensus* census,
+                  IndexWriter* writer) {
   header.filesystems = filesystems.list();
   if (header.filesystems.empty()) {
     FsRecord r;
     r.uuid = "none";
     header.filesystems.push_back(r);
   }
+  census->Describe(sys, &header);
+  writer->OnAdd([census](const FileEntry& e) { census->Note(e); });  // the records read later
   OANS_RETURN_IF_ERROR(writer->WriteHeader(header));
   return sink.CopyInto(writer);
-}
-
-// Directories that could not be read are recorded as errors too, so they are counted.
-Status RecordProblems(const WalkResult& w, const ScanOptions& o, IndexWriter* writer, Observer* observer,
-                      ScanStats* stats) {
-  for (auto& p : w.problems) {
-    if (o.stop && o.stop->load()) break;
-    FileEntry e;
-    e.path = p.path;
-    e.error = p.status.message();
-    e.errnum = p.status.errnum();
-    stats->errors++;
-    stats->files++;
-    observer->FileNotice(p.path, p.status.message());
-    OANS_RETURN_IF_ERROR(writer->Add(std::move(e)));
-  }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -333,7 +320,6 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   Filesystems filesystems(sys, header.roots, *prev, !o.refresh_extents, observer);
   ChooseReading(sys, o, header.roots, &filesystems, observer, stats);
   header.spinning = stats->storage.kind == StorageKind::kHdd;  // for the plan's round size
-
   auto spool = TempFile::Create(TempDirectory(o.temp_dir));
   if (!spool.ok()) return spool.status();
   auto dir_spool = TempFile::Create(TempDirectory(o.temp_dir));
@@ -341,6 +327,8 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   const bool previous_whole = !o.previous.empty() && !stats->previous_truncated && !stats->previous_damaged;
   Sink sink(std::move(*spool), std::move(*dir_spool), stats, observer,
             EstimateWalk(sys, header.roots, stats->previous_records, stats->previous_bytes, previous_whole));
+  RefCensus census(o.memory / 96);  // ranges of 24 bytes: a hundredth of --memory
+  sink.OnAdd([&census](const FileEntry& e) { census.Note(e); });
   Checksums checksums(sys, o.read_data);
   WalkState state{sys, o, *prev, filesystems, sink, checksums};
   state.read_in_walk = stats->order == ReadOrder::kNone;
@@ -374,7 +362,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
 
   std::vector<Candidate> kept = MergeKept(&w.files, filesystems, stats);
   IndexWriter writer(out);
-  OANS_RETURN_IF_ERROR(WriteStart(header, filesystems, sink, &writer));
+  OANS_RETURN_IF_ERROR(WriteStart(sys, header, filesystems, sink, &census, &writer));
   KeptProgress progress;
   Status written = ReadKept(sys, o, *prev, filesystems, kept, found, &checksums, &state.bytes_read, &writer,
                             observer, stats, &progress);
@@ -392,6 +380,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     OANS_RETURN_IF_ERROR(writer.Flush());
     return Status::Interrupted("scan interrupted");
   }
+  OANS_RETURN_IF_ERROR(census.Write(header, o.stop, observer, &writer));
   return writer.Finish();
 }
 
