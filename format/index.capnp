@@ -38,6 +38,28 @@ struct IndexHeader {
   spinning @19 :Bool;            # the roots are on a spinning disk (detected, or --storage=hdd):
                                  # oans-plan then makes larger rounds by default
   owners @20 :Bool;              # every FileRecord has uid and gid (oans-plan --same-owner)
+  refsKnown @21 :Bool;           # btrfs: batches after the files list every data extent
+                                 # the records name (IndexBatch.extents), with its references
+  subvolumes @22 :List(Subvolume);  # btrfs: by filesystem, as IndexHeader.filesystems
+                                 # (empty, or one per filesystem; zero where not btrfs)
+}
+
+struct Subvolume {
+  # What the plan's space estimate needs of a btrfs subvolume (docs/format.md).
+  readOnly @0 :Bool;             # a read-only subvolume (a snapshot, as snapper makes them)
+  shared @1 :Bool;               # its tree blocks may be shared: a snapshot, or snapshotted
+  treeBytes @2 :UInt64;          # its tree's size (ROOT_ITEM bytes_used)
+  nodeSize @3 :UInt32;           # tree block size
+  metadataCopies @4 :UInt32;     # copies the metadata profile keeps (DUP: 2)
+}
+
+struct DataExtent {
+  # One btrfs data extent that file records reference, and every reference to it.
+  fs @0 :UInt32;                 # index into IndexHeader.filesystems (its filesystem)
+  bytenr @1 :UInt64;             # its logical address; FileRecord extents point into it
+  diskBytes @2 :UInt64;          # bytes on disk (the compressed size when compressed)
+  refs @3 :UInt32;               # distinct (subvolume, inode) referencing it, scanned or not
+  roRefs @4 :UInt32;             # of those, in read-only subvolumes
 }
 
 struct InodeRef {
@@ -82,6 +104,7 @@ struct DirRecord {
 struct IndexBatch {
   files @0 :List(FileRecord);    # at most a few thousand records per batch
   dirs @1 :List(DirRecord);      # directories read (IndexHeader.directories)
+  extents @2 :List(DataExtent);  # after the last file record (IndexHeader.refsKnown)
 }
 
 struct IndexFrame {

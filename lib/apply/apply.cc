@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "lib/apply/executor.h"
+#include "lib/apply/measure.h"
 #include "lib/apply/prefetch.h"
 #include "lib/apply/reflink.h"
 #include "lib/base/fsinfo.h"
@@ -237,6 +238,8 @@ Status Run::Go() {
   OANS_RETURN_IF_ERROR(CheckPlanFilesystems(sys_, h_));
   stats_->open_ahead = StorageOfRoots(sys_, h_.roots, o_.storage).kind == StorageKind::kSsd;
   OANS_RETURN_IF_ERROR(RecoverLinks());
+  SpaceMeter meter;
+  if (!o_.dry_run && h_.rounds > 0) meter.Before(sys_, h_);
   if (!stats_->open_ahead && Prefetching() && h_.rounds > 0)
     stats_->tree_ahead_bytes = ReadPlanTreesAhead(sys_, h_, kTreeAheadBudget, [this] {
       return ShouldStop() || (o_.deadline != Clock::time_point{} && Clock::now() >= o_.deadline);
@@ -270,6 +273,7 @@ Status Run::Go() {
     std::unique_ptr<PreparedRound> left = next_.get();
     if (left && !left->from_journal) Verifier::CloseAll(sys_, left.get());
   }
+  if (!o_.dry_run && h_.rounds > 0) meter.After(sys_, stats_);
   OANS_RETURN_IF_ERROR(journal_error_);
   OANS_RETURN_IF_ERROR(plan_error_);
   if ((stopped_early_ && ShouldStop()) || discarded_) stats_->interrupted = true;

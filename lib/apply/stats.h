@@ -33,6 +33,13 @@ struct ApplyStats {
   // not hold, not an error (the exit code does not count them).
   std::map<std::string, uint64_t> not_rewritten;
   uint64_t errors = 0;  // destinations that failed (not counting "differs"/changed)
+  // Space measured before and after (lib/apply/measure.h); not in a dry run.
+  bool space_measured = false;
+  bool space_split = false;        // btrfs: data and metadata told apart
+  int64_t data_freed = 0;          // data in use before minus after
+  int64_t metadata_grown = 0;      // metadata in use after minus before, with copies
+  bool space_approximate = false;  // moved more than the apply's operations explain
+  int64_t net_freed() const { return data_freed - metadata_grown; }
   bool interrupted = false;
   bool deadline_reached = false;
   uint64_t bytes_skipped() const {

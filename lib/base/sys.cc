@@ -192,6 +192,7 @@ class PosixSys final : public Sys {
     if (sfs.f_files > sfs.f_ffree) u.used_inodes = uint64_t(sfs.f_files - sfs.f_ffree);
     return u;
   }
+  Result<SpaceUse> MeasureSpace(int fd) override { return oans::MeasureSpace(fd); }
   Status ChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) override {
     return BtrfsChangedInodes(fd, since, first, last, inodes);
   }

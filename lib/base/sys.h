@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lib/btrfs/search.h"
+#include "lib/btrfs/space.h"
 #include "lib/base/status.h"
 
 namespace oans {
@@ -149,6 +150,12 @@ class Sys {
   virtual Result<FsUsage> Usage(int fd) {
     (void)fd;
     return Status::Invalid("filesystem usage is not known here");
+  }
+  // The space fd's filesystem has in use, after a commit (lib/btrfs/space.h). The
+  // default knows nothing.
+  virtual Result<SpaceUse> MeasureSpace(int fd) {
+    (void)fd;
+    return Status::Invalid("filesystem space is not measured here");
   }
   // lseek(SEEK_DATA) (hole = false) or lseek(SEEK_HOLE) (hole = true) from `offset`;
   // UINT64_MAX when there is no further data. The default knows of no holes.

@@ -81,4 +81,8 @@ std::string FormatDuration(double seconds) {
   return buf;
 }
 
+std::string FormatSignedSize(int64_t bytes) {
+  return bytes < 0 ? "-" + FormatSize(uint64_t(0) - uint64_t(bytes)) : FormatSize(uint64_t(bytes));
+}
+
 }  // namespace oans

@@ -17,6 +17,8 @@ Result<uint64_t> ParseSize(const std::string& text);
 Result<uint64_t> ParseDurationSeconds(const std::string& text);
 // "1.2 GiB" style rendering for messages.
 std::string FormatSize(uint64_t bytes);
+// FormatSize with a minus sign for a negative size.
+std::string FormatSignedSize(int64_t bytes);
 // "1h02m", "3m05s", "12.3s".
 std::string FormatDuration(double seconds);
 

@@ -70,6 +70,16 @@ Status IndexWriter::WriteHeader(const IndexHeader& h) {
   hb.setChangedAt(h.changed_at);
   hb.setSpinning(h.spinning);
   hb.setOwners(h.owners);
+  hb.setRefsKnown(h.refs_known);
+  auto subs = hb.initSubvolumes(unsigned(h.subvolumes.size()));
+  for (unsigned i = 0; i < h.subvolumes.size(); ++i) {
+    const IndexSubvolume& v = h.subvolumes[i];
+    subs[i].setReadOnly(v.read_only);
+    subs[i].setShared(v.shared);
+    subs[i].setTreeBytes(v.tree_bytes);
+    subs[i].setNodeSize(v.node_size);
+    subs[i].setMetadataCopies(v.metadata_copies);
+  }
   auto changed = hb.initChangedFiles(unsigned(h.changed_files.size()));
   for (unsigned i = 0; i < h.changed_files.size(); ++i) {
     changed[i].setFs(h.changed_files[i].first);
@@ -79,6 +89,7 @@ Status IndexWriter::WriteHeader(const IndexHeader& h) {
 }
 
 Status IndexWriter::Add(FileEntry entry) {
+  if (on_add_) on_add_(entry);
   batch_bytes_ += EstimateBytes(entry);
   totals_.records++;
   if (!entry.error.empty()) totals_.errors++;
@@ -97,8 +108,15 @@ Status IndexWriter::AddDir(IndexDir dir) {
   return Status::Ok();
 }
 
+Status IndexWriter::AddExtent(const IndexExtent& e) {
+  batch_bytes_ += 40;
+  pending_extents_.push_back(e);
+  if (pending_extents_.size() >= batch_records_ * 16) return FlushBatch();
+  return Status::Ok();
+}
+
 Status IndexWriter::FlushBatch() {
-  if (pending_.empty() && pending_dirs_.empty()) return Status::Ok();
+  if (pending_.empty() && pending_dirs_.empty() && pending_extents_.empty()) return Status::Ok();
   OANS_RETURN_IF_ERROR(FlushCopy());  // frames appended before these records
   // One segment for the whole batch, sized from the estimate with room to spare: a
   // reader then follows no pointer into another segment (each costs a lookup).
@@ -113,6 +131,18 @@ Status IndexWriter::FlushBatch() {
       dirs[i].setIno(pending_dirs_[i].ino);
     }
     pending_dirs_.clear();
+  }
+  if (!pending_extents_.empty()) {
+    auto ext = batch.initExtents(unsigned(pending_extents_.size()));
+    for (unsigned i = 0; i < pending_extents_.size(); ++i) {
+      const IndexExtent& e = pending_extents_[i];
+      ext[i].setFs(e.fs);
+      ext[i].setBytenr(e.bytenr);
+      ext[i].setDiskBytes(e.disk_bytes);
+      ext[i].setRefs(e.refs);
+      ext[i].setRoRefs(e.ro_refs);
+    }
+    pending_extents_.clear();
   }
   auto files = batch.initFiles(unsigned(pending_.size()));
   for (unsigned i = 0; i < pending_.size(); ++i) {
@@ -213,6 +243,14 @@ struct IndexReading {
     if (options.on_dirs && b.getDirs().size() > 0) {
       OANS_RETURN_IF_ERROR(DecodeDirs(b, name, header, &dirs, &seen));
       OANS_RETURN_IF_ERROR(options.on_dirs(header, dirs));
+    }
+    if (options.on_extents && b.getExtents().size() > 0) {
+      std::vector<IndexExtent> ext;
+      for (auto e : b.getExtents()) {
+        if (e.getFs() >= header.filesystems.size()) return Status::Corrupt(name + " is damaged (a data extent of no filesystem)");
+        ext.push_back({e.getFs(), e.getBytenr(), e.getDiskBytes(), e.getRefs(), e.getRoRefs()});
+      }
+      OANS_RETURN_IF_ERROR(options.on_extents(header, ext));
     }
     seen.batches++;
     if (options.keep_encoded) {

@@ -38,6 +38,20 @@ struct FsRecord {
   std::string Key() const { return uuid + "/" + std::to_string(subvolume); }
 };
 
+// A btrfs subvolume's facts for the plan's space estimate (lib/btrfs/backrefs.h).
+struct IndexSubvolume {
+  bool read_only = false, shared = false;
+  uint64_t tree_bytes = 0;
+  uint32_t node_size = 0, metadata_copies = 1;
+};
+
+// A btrfs data extent the records reference and its references (lib/btrfs/backrefs.h).
+struct IndexExtent {
+  uint32_t fs = 0;
+  uint64_t bytenr = 0, disk_bytes = 0;
+  uint32_t refs = 0, ro_refs = 0;
+};
+
 struct IndexHeader {
   uint32_t format_version = kIndexFormatVersion;
   std::string tool_version;
@@ -73,6 +87,10 @@ struct IndexHeader {
   bool spinning = false;
   // Every record has its owner and group (FileEntry::uid, gid); older indexes do not.
   bool owners = true;
+  // btrfs: batches after the records list the data extents they reference (IndexExtent);
+  // `subvolumes` is empty or one per filesystem.
+  bool refs_known = false;
+  std::vector<IndexSubvolume> subvolumes;
   // Whether a scan made this index by following btrfs changes since `old`, of the same
   // roots on the same machine.
   bool FollowedFrom(const IndexHeader& old) const {
@@ -158,11 +176,16 @@ class IndexWriter {
   Status WriteHeader(const IndexHeader& header);
   Status Add(FileEntry entry);
   Status AddDir(IndexDir dir);
+  // After every record: one data extent (IndexHeader::refs_known).
+  Status AddExtent(const IndexExtent& e);
   // Flushes the last batch and writes the trailer.
   Status Finish();
   // Writes the pending batch without a trailer (an interrupted scan).
   Status Flush();
   const IndexTotals& totals() const { return totals_; }
+  // Called with each record Add is given, before it is kept (the scan's census of
+  // data extents, lib/scan/census.h).
+  void OnAdd(std::function<void(const FileEntry&)> f) { on_add_ = std::move(f); }
   // After the header: copies the batches another writer wrote to `spool` (flushed, no
   // header or trailer) and counts them, described by that writer's totals.
   Status AppendFrames(const TempFile& spool, const IndexTotals& spooled);
@@ -185,6 +208,8 @@ class IndexWriter {
   size_t batch_bytes_ = 0;
   std::vector<FileEntry> pending_;
   std::vector<IndexDir> pending_dirs_;
+  std::vector<IndexExtent> pending_extents_;
+  std::function<void(const FileEntry&)> on_add_;
   IndexTotals totals_;
 };
 
@@ -220,6 +245,8 @@ struct IndexReadOptions {
   // Called with each batch's directory records (IndexHeader::directories), before the
   // batch's files; unset, they are skipped.
   std::function<Status(const IndexHeader&, std::vector<IndexDir>&)> on_dirs;
+  // Called with each batch's data extents (IndexHeader::refs_known); unset, skipped.
+  std::function<Status(const IndexHeader&, const std::vector<IndexExtent>&)> on_extents;
   // When set, filled before each batch is handed out.
   FrameSpan* span = nullptr;
   // When set, asked of each batch frame after its directories went to on_dirs, its

@@ -1,5 +1,6 @@
 #include "lib/format/index_record.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
@@ -184,6 +185,13 @@ Status DecodeHeader(schema::IndexHeader::Reader h, const std::string& name, Inde
   header->changed_at = h.getChangedAt();
   header->spinning = h.getSpinning();
   header->owners = h.getOwners();
+  header->refs_known = h.getRefsKnown();
+  for (auto v : h.getSubvolumes())
+    header->subvolumes.push_back({v.getReadOnly(), v.getShared(), v.getTreeBytes(), v.getNodeSize(),
+                                  std::max<uint32_t>(1, v.getMetadataCopies())});
+  if (!header->subvolumes.empty() && header->subvolumes.size() != header->filesystems.size())
+    return Status::Corrupt(name + " is damaged (its header has facts of " + std::to_string(header->subvolumes.size()) +
+                           " subvolumes for " + std::to_string(header->filesystems.size()) + " filesystems)");
   if (h.getChangedFiles().size() > kMaxChangedListed)
     return Status::Corrupt(name + " is damaged (its header lists " + std::to_string(h.getChangedFiles().size()) +
                            " changed files, more than a scan writes)");

@@ -67,6 +67,10 @@ Status Loader::Section(const std::string& path, const IndexHeader& h) {
     }
     remap_.push_back(it->second);
     pairs_of_section_.push_back(pair_index_.emplace(f.uuid, uint32_t(pair_index_.size())).first->second);
+    const size_t n = header.filesystems.size();
+    st_.fs_uuid.resize(n), st_.subvolumes.resize(n), st_.max_ino.resize(n);
+    st_.fs_uuid[it->second] = pairs_of_section_.back();
+    if (h.refs_known && !h.subvolumes.empty()) st_.subvolumes[it->second] = h.subvolumes[remap_.size() - 1];
   }
   ids_of_section_ = st_.fs_ids.Of(h.filesystems);
   if (std::find(header.indexes.begin(), header.indexes.end(), path) == header.indexes.end())
@@ -105,6 +109,7 @@ Status Loader::File(FileEntry& e) {
   d.mtime_ns = e.mtime_ns;
   d.nlink = e.nlink;
   d.extents = std::move(e.extents);
+  st_.max_ino[d.fs] = std::max(st_.max_ino[d.fs], d.ino);
   std::sort(d.extents.begin(), d.extents.end(),
             [](const FiemapExtent& a, const FiemapExtent& b) { return a.logical < b.logical; });
   OANS_ASSIGN_OR_RETURN(auto id, st_.details.Add(d, e.path, e.other_paths));
@@ -205,6 +210,13 @@ Status Loader::Run() {
     if (truncated) st_.observer->Notice("warning: " + st_.o.since + " is incomplete; files missing from it count as new");
   }
   IndexReadOptions ro;
+  // The census of data extents (space.h), where the scan made one.
+  ro.on_extents = [&](const IndexHeader& h, const std::vector<IndexExtent>& ext) {
+    if (!h.refs_known) return Status::Ok();
+    for (const auto& e : ext)
+      st_.census.push_back({pairs_of_section_[e.fs], e.bytenr, e.disk_bytes, e.refs, e.ro_refs});
+    return Status::Ok();
+  };
   if (listed_) {
     // A batch with no file to take is passed by undecoded (its records checked in place).
     ro.keep_encoded = [&](const IndexHeader&, const BatchView& v) { return !listed_->AnyWanted(v); };

@@ -99,14 +99,17 @@ Status AddOps(PlanState& st, const Unit& u) {
 Status OpOfKey(PlanState& st, const OpKey& k, std::string* scratch, PlanOp* op) {
   if (k.dests > 1) {
     OANS_RETURN_IF_ERROR(st.op_store.Get(k.stored(), scratch));
-    return DecodeOp(*scratch, op);
+    OANS_RETURN_IF_ERROR(DecodeOp(*scratch, op));
+  } else {
+    *op = PlanOp();
+    op->source = k.source;
+    op->offset = k.offset;
+    op->length = k.length;
+    op->physical = k.physical;
+    op->dests.push_back({k.dest, k.dest_offset, k.dest_physical});
   }
-  *op = PlanOp();
-  op->source = k.source;
-  op->offset = k.offset;
-  op->length = k.length;
-  op->physical = k.physical;
-  op->dests.push_back({k.dest, k.dest_offset, k.dest_physical});
+  if (!st.left_alone.empty())
+    std::erase_if(op->dests, [&](const PlanDest& d) { return d.file < st.left_alone.size() && st.left_alone[d.file]; });
   return Status::Ok();
 }
 

@@ -19,7 +19,8 @@ Status AddOps(PlanState& st, const Unit& u);
 // An operation in the operation store, and back.
 std::string EncodeOp(const PlanOp& op);
 Status DecodeOp(const std::string& in, PlanOp* op);
-// The operation a key stands for (from the store when it has several destinations).
+// The operation a key stands for (from the store when it has several destinations),
+// without the destinations the snapshot policy leaves alone (none may be left).
 Status OpOfKey(PlanState& st, const OpKey& k, std::string* scratch, PlanOp* op);
 
 }  // namespace oans

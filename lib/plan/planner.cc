@@ -6,6 +6,7 @@
 #include "lib/plan/group.h"
 #include "lib/plan/load.h"
 #include "lib/plan/rounds.h"
+#include "lib/plan/snapshots.h"
 #include "lib/plan/state.h"
 
 namespace oans {
@@ -86,6 +87,9 @@ Status RunPlan(const PlanOptions& o, OutputFile* out, Observer* observer, PlanSt
     OANS_RETURN_IF_ERROR(st.CheckStop());
   }
   stats->spilled = st.details.spilled() || st.whole.runs() > 0 || st.ops.runs() > 0;
+  std::string said;
+  OANS_RETURN_IF_ERROR(ApplySnapshotPolicy(st, &said));
+  if (!said.empty()) st.observer->Notice(said);
   OANS_ASSIGN_OR_RETURN(auto rounds, CountRounds(st));
   OANS_RETURN_IF_ERROR(st.CheckStop());
   return WriteRounds(st, rounds, out);

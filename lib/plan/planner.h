@@ -38,6 +38,9 @@ namespace oans {
 inline constexpr uint32_t kMaxRewritePercent = 50;   // PlanOptions::max_rewrite: rewriting < freeing
 inline constexpr uint64_t kSpinningRoundSize = 48u << 20;  // kRoundSize (plan_file.h) on a spinning disk
 
+// Whether destinations in read-only snapshots are planned (lib/plan/snapshots.h).
+enum class SnapshotPolicy { kAuto, kAll, kNone };
+
 struct PlanOptions {
   std::vector<std::string> indexes;   // "-" is standard input
   // Bytes read per round, sources plus destinations; 0: kRoundSize, or kSpinningRoundSize
@@ -57,6 +60,7 @@ struct PlanOptions {
   // percent of its bytes is freed too: its other bytes are first copied into new extents
   // (frees.h). 0: never; at most kMaxRewritePercent.
   uint32_t max_rewrite = 10;
+  SnapshotPolicy snapshots = SnapshotPolicy::kAuto;
   std::string since;                  // only groups touching files new/changed since this index
   bool since_join = false;            // join with `since` even when the index lists its changes
   // Memory for the planner, split by the table of budget.h.
@@ -102,6 +106,15 @@ struct PlanStats {
   bool since_listed = false;
   uint64_t since_left_out = 0;
   bool spilled = false;          // records did not fit --memory and went to temporary files
+  // What the filesystem will give back (space.h): disk bytes freed now (net of
+  // rewrites), freed once read-only snapshots left alone expire, the metadata the
+  // plan adds (btrfs), and the net. refs_known: every destination extent's references
+  // were in the index's census (else such extents count as freed when covered).
+  uint64_t frees_bytes = 0, frees_later_bytes = 0, metadata_bytes = 0;
+  int64_t net_bytes = 0;
+  bool refs_known = false;
+  uint64_t leaves_rewritten = 0, leaves_shared = 0;  // of subvolume trees, estimated
+  uint64_t left_alone_bytes = 0;  // destination bytes the snapshot policy left alone
 };
 
 // A duplicate group for reports: one source and its destinations (whole files only).

@@ -4,6 +4,7 @@
 
 #include "lib/plan/ops.h"
 #include "lib/plan/packing.h"
+#include "lib/plan/snapshots.h"
 
 namespace oans {
 namespace {
@@ -16,6 +17,7 @@ class RoundBuilder {
   Status Add(const OpKey& k) {
     PlanOp op;
     OANS_RETURN_IF_ERROR(OpOfKey(st_, k, &scratch_, &op));
+    if (op.dests.empty()) return Status::Ok();  // every destination left alone
     OANS_ASSIGN_OR_RETURN(auto s, Local(op.source));
     op.source = s;
     for (auto& d : op.dests) {
@@ -69,6 +71,13 @@ RoundPacker Packer(PlanState& st, RoundPacker::OnRound round) {
   return RoundPacker(st.header.round_size, std::move(dests_of), std::move(round));
 }
 
+// Whether operation `k` still has a destination the snapshot policy did not leave alone.
+Result<bool> Kept(PlanState& st, const OpKey& k, std::string* scratch, PlanOp* op) {
+  if (st.left_alone.empty()) return true;
+  OANS_RETURN_IF_ERROR(OpOfKey(st, k, scratch, op));
+  return !op->dests.empty();
+}
+
 }  // namespace
 
 Result<uint64_t> CountRounds(PlanState& st) {
@@ -77,10 +86,17 @@ Result<uint64_t> CountRounds(PlanState& st) {
     rounds++;
     return Status::Ok();
   });
-  OANS_RETURN_IF_ERROR(st.ops.ForEach([&](const OpKey& k) { return packer.Add(k); }));
+  std::string scratch;
+  PlanOp op;
+  uint64_t kept = 0;
+  OANS_RETURN_IF_ERROR(st.ops.ForEach([&](const OpKey& k) -> Status {
+    OANS_ASSIGN_OR_RETURN(bool keep, Kept(st, k, &scratch, &op));
+    kept += keep;
+    return keep ? packer.Add(k) : Status::Ok();
+  }));
+  st.stats->ops = kept;
   OANS_RETURN_IF_ERROR(packer.Finish());
   st.stats->ops_alongside = packer.taken_alongside();
-  st.stats->ops = st.ops.size();
   st.stats->rounds = rounds;
   st.header.rounds = rounds;
   st.header.groups = st.stats->whole_groups + st.stats->block_groups;
@@ -106,9 +122,12 @@ Status WriteRounds(PlanState& st, uint64_t rounds, OutputFile* out) {
     return round.Emit();
   });
   uint64_t done = 0;
+  std::string scratch;
+  PlanOp op;
   OANS_RETURN_IF_ERROR(st.ops.Drain([&](const OpKey& k) -> Status {
     if (++done % PlanState::kStopEvery == 0) OANS_RETURN_IF_ERROR(st.CheckStop());
-    return packer.Add(k);
+    OANS_ASSIGN_OR_RETURN(bool keep, Kept(st, k, &scratch, &op));
+    return keep ? packer.Add(k) : Status::Ok();
   }));
   OANS_RETURN_IF_ERROR(packer.Finish());
   if (round.written() != rounds) return Status::Corrupt("planner: rounds written differ from rounds counted");

@@ -45,6 +45,21 @@ struct PlanState {
   // By file id: a member of a whole-file group, whose extents are or will be its twins'
   // too; never made the destination of a partial run (frees.h).
   std::vector<bool> grouped;
+  // For the space estimate (space.h), by plan filesystem: its filesystem (UUID) id,
+  // its btrfs subvolume's facts (node_size 0: unknown) and the highest inode loaded;
+  // and the index's census of data extents, by (UUID id, bytenr).
+  std::vector<uint32_t> fs_uuid;
+  std::vector<IndexSubvolume> subvolumes;
+  std::vector<uint64_t> max_ino;
+  struct CensusExtent {
+    uint32_t uuid = 0;
+    uint64_t bytenr = 0, disk_bytes = 0;
+    uint32_t refs = 0, ro_refs = 0;
+  };
+  std::vector<CensusExtent> census;
+  // By file id: a destination the snapshot policy leaves alone (snapshots.h); OpOfKey
+  // leaves it out of its operations. Empty: none.
+  std::vector<bool> left_alone;
   ExternalSorter<WholeKey, WholeLess> whole;   // load -> group
   ExternalSorter<InodeKey, InodeLess> inodes;  // load -> duplicate inodes
   ExternalSorter<BlockKey, BlockLess> blocks;  // load -> blocks

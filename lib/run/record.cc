@@ -64,6 +64,10 @@ void AddTotals(const RunRecord& r, Json* j) {
       copy("bytes_freed", "bytes_freed");
       copy("bytes_skipped", "bytes_skipped");
       copy("skipped", "skipped");
+      copy("data_freed_bytes", "data_freed_bytes");
+      copy("metadata_grown_bytes", "metadata_grown_bytes");
+      copy("net_freed_bytes", "net_freed_bytes");
+      copy("space_approximate", "space_approximate");
     }
   }
 }

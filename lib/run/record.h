@@ -37,9 +37,11 @@ struct RunRecord {
 
 // The record as written: its fields, then the totals taken from the steps' summaries
 // (files_scanned, files_read, bytes_planned, bytes_deduped, bytes_linked, bytes_skipped
-// and skipped, bytes by reason), each only when the step that counts it ran; then the
-// running totals over every generation (bytes_deduped_total, bytes_linked_total, and
-// bytes_freed_total once apply reports bytes_freed).
+// and skipped, bytes by reason; the space apply measured: data_freed_bytes,
+// metadata_grown_bytes, net_freed_bytes, space_approximate), each only when the step
+// that counts it ran; then the running totals over every generation
+// (bytes_deduped_total, bytes_linked_total, and bytes_freed_total once apply reports
+// bytes_freed).
 Json RecordJson(const RunRecord& r);
 
 // The running totals of the newest record in the state directory: its "..._total"

@@ -14,6 +14,7 @@
 #include "lib/base/spill.h"
 #include "lib/base/version.h"
 #include "lib/scan/builder.h"
+#include "lib/scan/census.h"
 #include "lib/scan/entry.h"
 #include "lib/scan/estimate.h"
 #include "lib/scan/filesystems.h"
@@ -272,13 +273,16 @@ void CountWalk(const WalkResult& w, ScanStats* stats) {
 }
 
 // The header, now that the walk has met every filesystem, then the spooled records.
-Status WriteStart(IndexHeader& header, Filesystems& filesystems, Sink& sink, IndexWriter* writer) {
+Status WriteStart(Sys& sys, IndexHeader& header, Filesystems& filesystems, Sink& sink, RefCensus* census,
+                  IndexWriter* writer) {
   header.filesystems = filesystems.list();
   if (header.filesystems.empty()) {
     FsRecord r;
     r.uuid = "none";
     header.filesystems.push_back(r);
   }
+  census->Describe(sys, &header);
+  writer->OnAdd([census](const FileEntry& e) { census->Note(e); });  // the records read later
   OANS_RETURN_IF_ERROR(writer->WriteHeader(header));
   return sink.CopyInto(writer);
 }
@@ -333,7 +337,6 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   stats->order = reading.order;
   observer->Notice(DescribeReading(reading));
   header.spinning = stats->storage.kind == StorageKind::kHdd;  // for the plan's round size
-
   auto spool = TempFile::Create(TempDirectory(o.temp_dir));
   if (!spool.ok()) return spool.status();
   auto dir_spool = TempFile::Create(TempDirectory(o.temp_dir));
@@ -341,6 +344,8 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   const bool previous_whole = !o.previous.empty() && !stats->previous_truncated && !stats->previous_damaged;
   Sink sink(std::move(*spool), std::move(*dir_spool), stats, observer,
             EstimateWalk(sys, header.roots, stats->previous_records, stats->previous_bytes, previous_whole));
+  RefCensus census(o.memory / 96);  // ranges of 24 bytes: a hundredth of --memory
+  sink.OnAdd([&census](const FileEntry& e) { census.Note(e); });
   Checksums checksums(sys, o.read_data);
   WalkState state{sys, o, *prev, filesystems, sink, checksums};
   const RecordBuilder builder(sys, o, *prev, &checksums, &state.bytes_read);
@@ -369,7 +374,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
 
   std::vector<Candidate> kept = MergeKept(&w.files, filesystems, stats);
   IndexWriter writer(out);
-  OANS_RETURN_IF_ERROR(WriteStart(header, filesystems, sink, &writer));
+  OANS_RETURN_IF_ERROR(WriteStart(sys, header, filesystems, sink, &census, &writer));
   KeptProgress progress;
   Status written = ReadKept({sys, o, builder, filesystems, &writer, observer, stats, found}, kept, &progress);
   stats->bytes_read = state.bytes_read.load();
@@ -386,6 +391,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     OANS_RETURN_IF_ERROR(writer.Flush());
     return Status::Interrupted("scan interrupted");
   }
+  OANS_RETURN_IF_ERROR(census.Write(header, o.stop, observer, &writer));
   return writer.Finish();
 }
 

@@ -27,6 +27,8 @@ class Sink {
       : spool_(std::move(spool)), writer_(spool_->fd(), "the scan's temporary spool"),
         dir_spool_(std::move(dir_spool)), dir_writer_(dir_spool_->fd(), "the scan's temporary spool"),
         stats_(stats), observer_(observer), estimate_(estimate) {}
+  // Called with each record spooled, under the sink's lock.
+  void OnAdd(std::function<void(const FileEntry&)> f) { writer_.OnAdd(std::move(f)); }
   // Spools one directory record.
   void AddDir(IndexDir d) {
     std::lock_guard<std::mutex> lock(mu_);

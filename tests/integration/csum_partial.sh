@@ -16,8 +16,9 @@
 #           nothing is planned; by default the differing blocks are first copied into
 #           new extents (about 1%), and then one file's old extents go free;
 #  - snap:  the same in a subvolume with a snapshot outside the scanned root: the
-#           snapshot keeps the old extents, so apply does not rewrite (FIEMAP says
-#           shared) and the filesystem's allocation does not grow.
+#           snapshot keeps the old extents, so the default plan leaves the file alone,
+#           and with --snapshots=all apply does not rewrite (FIEMAP says shared): the
+#           filesystem's allocation does not grow.
 # Every file's content is checked before and after; the scan reads none of this data.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
@@ -145,8 +146,15 @@ btrfs -q subvolume snapshot -r "$SNAP/vol" "$SNAP/vol-snapshot"
 used_snap=$(data_used "$SNAP")
 checksums "$SNAP" > "$WORK/before-snap"
 "$BIN/oans-scan" --quiet -o "$WORK/s.idx" "$SNAP/vol"
-"$BIN/oans-plan" --json "$WORK/s.idx" > "$WORK/s.plan" 2> "$WORK/s.json"
-[ "$(stat_of "$WORK/s.json" rewrite_bytes)" -gt 0 ] || fail "snap: no rewrite planned (the plan cannot see the snapshot)"
+# The default plan sees the snapshot's references (the scan's census) and leaves the
+# file alone: nothing it would do frees space now.
+"$BIN/oans-plan" --json "$WORK/s.idx" > /dev/null 2> "$WORK/s-auto.json"
+[ "$(json_field "$WORK/s-auto.json" planned_bytes)" = 0 ] && [ "$(json_field "$WORK/s-auto.json" net_bytes)" = 0 ] ||
+  fail "snap: the default plan shares into a file whose extents the snapshot keeps: $(cat "$WORK/s-auto.json")"
+# With --snapshots=all the plan shares and rewrites as it would without a snapshot, and
+# apply does not rewrite what FIEMAP calls shared.
+"$BIN/oans-plan" --json --snapshots=all "$WORK/s.idx" > "$WORK/s.plan" 2> "$WORK/s.json"
+[ "$(stat_of "$WORK/s.json" rewrite_bytes)" -gt 0 ] || fail "snap: no rewrite planned with --snapshots=all"
 "$BIN/oans-apply" "$WORK/s.plan" 2> "$WORK/s.log" ||
   fail "snap: apply exited $?, expected 0 (a rewrite not made is not data left unshared): $(cat "$WORK/s.log")"
 cat "$WORK/s.log"

@@ -161,6 +161,42 @@ data_used() {
   btrfs filesystem sync "$1" >/dev/null
   btrfs filesystem df -b "$1" | awk -F'used=' '/^Data/ {print $2+0}'
 }
+# df_used MNT -> bytes df calls used (data, and metadata with its copies), once the
+# filesystem's transactions are on disk: what oans-apply's net_freed_bytes measures
+df_used() {
+  if [ "$(stat -f -c %T "$1")" = btrfs ]; then btrfs filesystem sync "$1" >/dev/null; else sync -f "$1"; fi
+  df -B1 --output=used "$1" | tail -1 | tr -d ' '
+}
+# within A B PERCENT: whether A is within PERCENT percent of B (B not 0)
+within() {
+  python3 -c 'import sys; a, b, p = map(float, sys.argv[1:]); sys.exit(0 if abs(a - b) <= abs(b) * p / 100 else 1)' "$@"
+}
+# json_field FILE KEY: KEY of the last JSON object line of FILE (a tool's --json, among
+# its notices)
+json_field() {
+  python3 -c 'import json,sys
+line = [l for l in open(sys.argv[1]) if l.startswith("{")][-1]
+print(json.loads(line)[sys.argv[2]])' "$@"
+}
+# snapshot_tree DIR SMALL BIG: DIR holds SMALL files of 3-12 KiB of random bytes, a
+# hundred to a folder, and BIG files of 48 MiB (the same ones for the same arguments)
+snapshot_tree() {
+  python3 - "$@" <<'PY'
+import os, random, sys
+d, small, big = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+r = random.Random(35)
+for i in range(small):
+    sub = os.path.join(d, "src", "d%03d" % (i // 100))
+    os.makedirs(sub, exist_ok=True)
+    with open(os.path.join(sub, "f%05d.c" % i), "wb") as f:
+        f.write(r.randbytes(r.randint(3 << 10, 12 << 10)))
+os.makedirs(os.path.join(d, "media"), exist_ok=True)
+for i in range(big):
+    with open(os.path.join(d, "media", "big%d.bin" % i), "wb") as f:
+        for _ in range(48):
+            f.write(r.randbytes(1 << 20))
+PY
+}
 total_bytes() {
   btrfs filesystem du -s --raw "$1" | awk 'NR==2 {print $1}'
 }

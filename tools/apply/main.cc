@@ -122,7 +122,22 @@ Json SummaryJson(const ApplyStats& s, bool dry_run) {
               {"files_changed", s.files_mismatch},
               {"errors", s.errors},
               {"interrupted", s.interrupted},
-              {"dry_run", dry_run}};
+              {"dry_run", dry_run},
+              {"data_freed_bytes", s.space_measured ? Json(s.data_freed) : Json()},
+              {"metadata_grown_bytes", s.space_measured && s.space_split ? Json(s.metadata_grown) : Json()},
+              {"net_freed_bytes", s.space_measured ? Json(s.net_freed()) : Json()},
+              {"space_approximate", s.space_approximate}};
+}
+
+// What the filesystems measured before and after say was given back.
+void PrintSpace(const ApplyStats& s) {
+  if (!s.space_measured) return;
+  if (s.space_split)
+    std::fprintf(stderr, "  net freed %s: data %s freed, metadata %s grown\n", FormatSignedSize(s.net_freed()).c_str(),
+                 FormatSignedSize(s.data_freed).c_str(), FormatSignedSize(s.metadata_grown).c_str());
+  else
+    std::fprintf(stderr, "  net freed %s (space in use, data and metadata)\n", FormatSignedSize(s.net_freed()).c_str());
+  if (s.space_approximate) std::fputs("  approximate: other writes moved the space too\n", stderr);
 }
 
 void PrintTextSummary(const ApplyStats& s, const ApplyOptions& o, const std::string& elapsed) {
@@ -140,6 +155,7 @@ void PrintTextSummary(const ApplyStats& s, const ApplyOptions& o, const std::str
                                done_what})
                  .c_str(),
              stderr);
+  PrintSpace(s);
   for (auto& [reason, bytes] : s.skipped)
     std::fprintf(stderr, "  skipped %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
   for (auto& [reason, bytes] : s.not_rewritten)

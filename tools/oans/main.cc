@@ -111,6 +111,7 @@ struct RunArgs {
   uint64_t max_rate = 0, min_size = 0, deadline = 0, wait_lock = 0;
   std::string until, io_class, link, progress, metrics_file;
   bool quiet = false, show_config = false, same_owner = false;
+  std::string snapshots;  // oans-plan --snapshots
   std::vector<CLI::Option*> given;  // every option but --state-dir, to refuse with --show-config
 };
 
@@ -134,6 +135,9 @@ void AddStoredOptions(CLI::App& app, RunRequest* req, RunArgs* a) {
           ->check(CLI::IsMember({"best-effort", "idle"})),
       app.add_option("--link", a->link, "oans-apply --link: reflink (default) or hard (hardlinks, for ext4)")
           ->check(CLI::IsMember({"reflink", "hard"})),
+      app.add_option("--snapshots", a->snapshots,
+                     "oans-plan --snapshots: share into read-only snapshots: auto (default), all or none")
+          ->check(CLI::IsMember({"auto", "all", "none"})),
       app.add_flag("--same-owner", a->same_owner,
                    "oans-plan --same-owner: pair only files of one owner (trees that users who do not trust each "
                    "other write)"),
@@ -193,6 +197,7 @@ Status Settle(const RunArgs& a, RunRequest* req) {
   if (!a.io_class.empty()) c.apply_args.insert(c.apply_args.end(), {"--io-class", a.io_class});
   if (!a.link.empty()) c.apply_args.insert(c.apply_args.end(), {"--link", a.link});
   if (a.same_owner) c.plan_args.push_back("--same-owner");
+  if (!a.snapshots.empty()) c.plan_args.insert(c.plan_args.end(), {"--snapshots", a.snapshots});
   if (a.quiet) req->per_run_args.push_back("--quiet");
   req->wait_lock_seconds = a.wait_lock;
   if (!a.progress.empty()) req->per_run_args.push_back("--progress=" + a.progress);

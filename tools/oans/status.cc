@@ -54,6 +54,9 @@ void PrintRecord(const Json& g, const Json& running) {
                     std::to_string(Bytes(g, "files_read")) + " read");
   if (g.contains("bytes_planned")) parts.push_back("planned " + FormatSize(Bytes(g, "bytes_planned")));
   if (g.contains("bytes_deduped")) parts.push_back("deduped " + FormatSize(Bytes(g, "bytes_deduped")));
+  if (g.contains("net_freed_bytes") && g["net_freed_bytes"].is_number())
+    parts.push_back("net freed " + FormatSignedSize(g["net_freed_bytes"].get<int64_t>()) +
+                    (g.value("space_approximate", false) ? " (approximate)" : ""));
   if (Bytes(g, "bytes_linked")) parts.push_back("hardlinked " + FormatSize(Bytes(g, "bytes_linked")));
   if (g.contains("skipped"))
     for (const auto& [reason, bytes] : g["skipped"].items())

@@ -112,7 +112,7 @@ int Stopped() {
 struct Args {
   PlanOptions o;
   std::string output = "-", progress = "auto", format = "plan";
-  std::string fdupes, summary_file;
+  std::string fdupes, summary_file, snapshots = "auto";
   int64_t top = 0;  // signed, so that a negative number is refused by name, not wrapped
   bool stats_flag = false, json = false, quiet = false, no_blocks = false;
 };
@@ -159,6 +159,11 @@ void AddOptions(CLI::App& app, Args& a) {
                  "its other bytes into new extents; less is written than freed")
       ->type_name("PERCENT")
       ->check(CLI::Range(0u, kMaxRewritePercent));
+  app.add_option("--snapshots", a.snapshots,
+                 "On btrfs: share data into files of read-only snapshots: auto (default: only where the disk "
+                 "bytes freed exceed twice the metadata the snapshots' rewritten tree leaves cost, so the net is "
+                 "never negative), all, or none (the summary then tells what their expiry frees)")
+      ->check(CLI::IsMember({"auto", "all", "none"}));
   app.add_option("--format", format,
                  "What to write: plan (default), or a report of the whole-file duplicate groups instead: text, "
                  "json (one group per line) or fdupes (paths, a blank line between groups); or the directories "
@@ -218,6 +223,9 @@ int Complete(const CLI::App& app, Args& a, int argc, char** argv) {
     return cli::Fail("oans-plan", "--top takes a positive number of directories, such as 20 (without it: all)");
   if (o.min_run == 0 || o.min_run % 4096 != 0)
     return cli::Fail("oans-plan", "--min-run must be a positive multiple of 4K, such as 64K");
+  o.snapshots = a.snapshots == "all"    ? SnapshotPolicy::kAll
+                : a.snapshots == "none" ? SnapshotPolicy::kNone
+                                        : SnapshotPolicy::kAuto;
   if (!a.fdupes.empty())
     if (int rc = IndexFromList(a); rc >= 0) return rc;
   if (o.memory < (16u << 20)) return cli::Fail("oans-plan", "--memory must be at least 16M");
@@ -294,21 +302,34 @@ Json JsonStats(const PlanStats& s) {
               {"rounds", s.rounds},
               {"operations_alongside", s.ops_alongside},
               {"skipped_errors", s.skipped_errors},
-              {"skipped_inline", s.skipped_inline}};
+              {"skipped_inline", s.skipped_inline},
+              {"frees_bytes", s.frees_bytes}, {"frees_later_bytes", s.frees_later_bytes},
+              {"metadata_bytes", s.metadata_bytes}, {"net_bytes", s.net_bytes}, {"refs_known", s.refs_known},
+              {"leaves_rewritten", s.leaves_rewritten}, {"leaves_shared", s.leaves_shared},
+              {"left_alone_bytes", s.left_alone_bytes}};
+}
+
+// The space line that leads a summary: the net, then what makes it.
+std::string SpaceLine(const PlanStats& s) {
+  std::string line = "net " + FormatSignedSize(s.net_bytes) + " to free: " + FormatSize(s.frees_bytes) +
+                     " of data, metadata +" + FormatSize(s.metadata_bytes);
+  if (s.frees_later_bytes) line += "; " + FormatSize(s.frees_later_bytes) + " more once snapshots go";
+  if (!s.refs_known) line += " (references not known: from covered extents)";
+  return line;
 }
 
 void PrintStats(const PlanStats& s, const std::string& elapsed) {
+  std::fprintf(stderr, "oans-plan: %llu files on %llu filesystem(s) in %s\n  %s\n", (unsigned long long)s.files,
+               (unsigned long long)s.filesystems, elapsed.c_str(), SpaceLine(s).c_str());
   std::fprintf(stderr,
-               "oans-plan: %llu files on %llu filesystem(s) in %s\n"
                "  duplicate groups:   %llu (%llu whole-file, %llu block)\n"
                "  duplicate bytes:    %s (%s as 4 KiB partial matches)\n"
                "  partial, left:      %s (shorter than --min-run, or freeing no extent)\n"
                "  to rewrite:         %s (copied to new extents so that old ones go free)\n"
                "  already shared:     %s\n"
-               "  plan will reclaim:  %s in %llu operations, %llu rounds\n"
+               "  to dedupe:          %s in %llu operations, %llu rounds\n"
                "  packed alongside:   %llu operations (read with their neighbours on the disk)\n"
                "  not considered:     %llu files the scan could not read, %llu with inline data\n",
-               (unsigned long long)s.files, (unsigned long long)s.filesystems, elapsed.c_str(),
                (unsigned long long)(s.whole_groups + s.block_groups), (unsigned long long)s.whole_groups,
                (unsigned long long)s.block_groups, FormatSize(s.duplicate_bytes).c_str(),
                FormatSize(s.partial_bytes).c_str(), FormatSize(s.partial_left_bytes).c_str(),
@@ -321,7 +342,8 @@ void PrintSummary(const PlanStats& s, const std::string& elapsed) {
   using ull = unsigned long long;
   const std::string head = "oans-plan: found " + std::to_string(s.whole_groups + s.block_groups) +
                            " duplicate groups in " + std::to_string(s.files) + " files in " + elapsed;
-  std::vector<std::string> parts = {FormatSize(s.planned_bytes) + " to reclaim in " + std::to_string(s.rounds) +
+  std::vector<std::string> parts = {SpaceLine(s),
+                                    FormatSize(s.planned_bytes) + " to dedupe in " + std::to_string(s.rounds) +
                                         " rounds",
                                     FormatSize(s.shared_bytes) + " already shared"};
   if (s.rewrite_bytes)

@@ -52,6 +52,15 @@ class FakeSys : public test::ForwardingSys {
   std::set<std::string> shared;                  // paths whose extents FIEMAP calls shared
   int pwrite_error = 0;                          // errno of every write, when set
   std::function<void()> on_fiemap;
+  std::vector<SpaceUse> space;  // MeasureSpace's answers in turn; none: unmeasured
+  size_t space_asked = 0;
+
+  Result<SpaceUse> MeasureSpace(int fd) override {
+    (void)fd;
+    std::lock_guard<std::mutex> lk(mu_);
+    if (space_asked >= space.size()) return Status::Invalid("not measured");
+    return space[space_asked++];
+  }
 
   Result<int> OpenNoFollow(const std::string& path) override {
     auto fd = ForwardingSys::OpenNoFollow(path);
@@ -343,6 +352,55 @@ TEST_F(ApplyTest, RunsEveryOperation) {
   EXPECT_FALSE(stats.interrupted);
   // Every source and destination range was read ahead once.
   EXPECT_EQ(stats.bytes_prefetched, 3u * 8192 + 2 * 4096 + 2 * 4096);
+}
+
+// The filesystem is measured before the first round and after the last: data freed,
+// metadata grown with its copies, and their difference.
+TEST_F(ApplyTest, MeasuresTheSpaceFreed) {
+  SpaceUse before{true, 100 << 20, 10 << 20, 7}, after{true, (100 << 20) - 8192, (10 << 20) + 4096, 9};
+  sys_.space = {before, after};
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), Rounds(1), &stats));
+  EXPECT_EQ(sys_.space_asked, 2u);
+  EXPECT_TRUE(stats.space_measured);
+  EXPECT_TRUE(stats.space_split);
+  EXPECT_EQ(stats.data_freed, 8192);
+  EXPECT_EQ(stats.metadata_grown, 4096);
+  EXPECT_EQ(stats.net_freed(), 4096);
+  EXPECT_FALSE(stats.space_approximate);
+}
+
+// More data freed than the apply shared, or more written than it rewrote: someone else
+// wrote or removed data meanwhile, and the figure says it is approximate.
+TEST_F(ApplyTest, OtherWritersMakeTheMeasureApproximate) {
+  sys_.space = {{true, 100 << 20, 0, 1}, {true, 50 << 20, 0, 2}};
+  ApplyStats stats;
+  ASSERT_OK(Apply(Header(1), Rounds(1), &stats));
+  EXPECT_EQ(stats.data_freed, 50 << 20);
+  EXPECT_TRUE(stats.space_approximate);
+  sys_.space = {{true, 50 << 20, 0, 1}, {true, 100 << 20, 0, 2}};
+  sys_.space_asked = 0;
+  ApplyStats grown;
+  ASSERT_OK(Apply(Header(1), Rounds(1), &grown, {}, true));
+  EXPECT_EQ(grown.data_freed, -(50 << 20));
+  EXPECT_TRUE(grown.space_approximate);
+}
+
+// A dry run changes nothing and measures nothing; nor is a filesystem that cannot be
+// measured reported as freeing nothing.
+TEST_F(ApplyTest, DryRunAndUnmeasurableLeaveTheSpaceUnmeasured) {
+  sys_.space = {{true, 1, 0, 1}, {true, 1, 0, 1}};
+  ApplyOptions o;
+  o.dry_run = true;
+  o.on_dry_run = [](const std::string&) {};
+  ApplyStats dry;
+  ASSERT_OK(Apply(Header(1), Rounds(1), &dry, o));
+  EXPECT_EQ(sys_.space_asked, 0u);
+  EXPECT_FALSE(dry.space_measured);
+  sys_.space = {{true, 1, 0, 1}};  // the second measure fails
+  ApplyStats half;
+  ASSERT_OK(Apply(Header(1), Rounds(1), &half));
+  EXPECT_FALSE(half.space_measured);
 }
 
 TEST_F(ApplyTest, NoPrefetchReadsNothing) {

@@ -1,0 +1,49 @@
+// What btrfs will free: the data extents behind a set of file addresses and every
+// reference to each, in any subvolume, scanned or not. An extent goes free only when
+// its last reference goes; snapshots and reflinked copies outside the scanned roots
+// hold it too. Each extent is found in the extent tree (one search in key order over
+// the addresses' span, merged with them), and its references counted by
+// BTRFS_IOC_LOGICAL_INO_V2 with BTRFS_LOGICAL_INO_ARGS_IGNORE_OFFSET, which resolves
+// tree blocks shared between snapshots into each subvolume holding them. Subvolume
+// facts (read-only, shared tree, size) come from the root tree.
+// Needs CAP_SYS_ADMIN. LOGICAL_INO walks every back reference: run it apart from
+// dedupes of the same extents (bees saw the two deadlock).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "lib/base/status.h"
+
+namespace oans {
+
+// One data extent and its references.
+struct DataExtentRefs {
+  uint64_t bytenr = 0;      // its logical address (key objectid in the extent tree)
+  uint64_t disk_bytes = 0;  // bytes on disk (the compressed size for a compressed one)
+  uint32_t refs = 0;        // distinct (subvolume, inode) pairs referencing it
+  uint32_t ro_refs = 0;     // of those, in read-only subvolumes
+  bool complete = true;     // false: more references than could be listed
+};
+
+// The data extents overlapping the address ranges `ranges` ([start, end), sorted, not
+// overlapping) on the filesystem of `fd`, each once, in address order, appended to
+// `out`. `stop` (may be empty) is asked between extents.
+Status DataExtentsAt(int fd, const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                     const std::function<bool()>& stop, std::vector<DataExtentRefs>* out);
+
+// A subvolume as the root tree has it.
+struct SubvolumeFacts {
+  bool read_only = false;
+  // Its tree blocks may be shared with another subvolume's: it is a snapshot, or
+  // another subvolume is a snapshot of it.
+  bool shared = false;
+  uint64_t tree_bytes = 0;       // its tree's size (ROOT_ITEM bytes_used)
+  uint32_t node_size = 16384;
+  uint32_t metadata_copies = 1;  // the metadata profile's copies
+};
+Result<SubvolumeFacts> SubvolumeFactsOf(int fd, uint64_t subvolume);
+
+}  // namespace oans
