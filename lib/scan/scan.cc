@@ -12,6 +12,7 @@
 
 #include "lib/base/paths.h"
 #include "lib/base/spill.h"
+#include "lib/base/storage.h"
 #include "lib/base/version.h"
 #include "lib/scan/builder.h"
 #include "lib/scan/entry.h"
@@ -346,7 +347,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   state.builder = &builder;
   state.read_in_walk = stats->order == ReadOrder::kNone;
   if (header.mounts_below) FindMounts(sys, header.roots, &state);
-  if (stats->storage.kind == StorageKind::kHdd && !o.read_data && state.map_from_trees)
+  if (PolicyFor(stats->storage.kind).read_trees_ahead && !o.read_data && state.map_from_trees)
     ReadAhead(sys, o, header.roots, filesystems, checksums, observer, stats);
   const auto listed = filesystems.list();
   state.trees_on_ssd = stats->storage.kind == StorageKind::kSsd && !o.read_data && state.map_from_trees &&
