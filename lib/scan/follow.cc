@@ -81,8 +81,10 @@ bool MountedBelow(Sys& sys, const std::vector<std::string>& roots) {
   return false;
 }
 
-Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, OutputFile* out, Observer* observer,
-                  ScanStats* stats, bool* followed) {
+Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, const ScanOut& to, bool* followed) {
+  OutputFile* out = to.out;
+  Observer* observer = to.observer;
+  ScanStats* stats = to.stats;
   *followed = false;
   auto read = ReadIndexHeader(o.previous);
   if (!read.ok()) return Status::Ok();  // the walk says what is wrong with it

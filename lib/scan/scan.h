@@ -15,8 +15,9 @@
 // the header (which lists the filesystems met). Memory: flat in walk order; in physical
 // or inode order the kept list costs about 150 bytes plus the path per file.
 // The pieces: previous.h (the --previous index), filesystems.h (the filesystems met and
-// btrfs changes), entry.h (one file's record), sink.h (the walk's spool), kept.h (the
-// kept files' pipeline); scan.cc strings them together.
+// btrfs changes), reading.h (storage, threads, order), builder.h (the one code that fills
+// a record, for every source), entry.h (a record's identity), sink.h (the walk's spool),
+// kept.h (the kept files' pipeline); scan.cc strings them together.
 #pragma once
 
 #include <atomic>
