@@ -326,7 +326,9 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     bool followed = false;
     OANS_RETURN_IF_ERROR(FollowScan(sys, o, header, {out, observer, stats}, &followed));
     if (followed) return Status::Ok();
+    const NoFollow why = stats->not_followed;
     *stats = ScanStats();
+    stats->not_followed = why;
   }
   std::unique_ptr<PreviousIndex> prev;
   OANS_RETURN_IF_ERROR(LoadPrevious(o, observer, stats, &prev));

@@ -36,6 +36,15 @@ namespace oans {
 
 enum class ReadOrder { kAuto, kPhysical, kInode, kNone };
 
+// Why a scan given --previous did not follow btrfs changes and walked instead
+// (lib/scan/follow.h); kNone when it followed or was not asked to.
+enum class NoFollow : uint8_t {
+  kNone, kOldIndex, kOtherScan, kRefreshExtents, kMounts, kRoot, kNotBtrfs, kSubvolume, kGeneration, kCommit,
+  kTempFile, kSearch, kSubvolumeChanged, kTooManyChanges, kDirectory, kMovedIn, kDamagedIndex, kStopped, kUnreadRecord
+};
+// "not_btrfs", "too_many_changes"... ("" for kNone), for --json.
+const char* NoFollowName(NoFollow k);
+
 struct ScanOptions {
   std::vector<std::string> roots;  // as given: made canonical, each once, by roots.h
   uint32_t block_size = 128 * 1024;
@@ -78,6 +87,7 @@ struct ScanStats {
            excluded = 0;
   uint64_t previous_files = 0;
   bool followed = false;        // btrfs changes followed instead of a walk (lib/scan/follow.h)
+  NoFollow not_followed = NoFollow::kNone;  // why not, when --previous was given
   uint64_t changed_inodes = 0;  // inodes in tree blocks written since the previous index
   uint64_t same_extents = 0;    // of the files reused, those given the hashes of a record with the same extents
   uint64_t previous_records = 0, previous_bytes = 0;  // the previous index's totals (walk estimate)
