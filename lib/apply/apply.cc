@@ -102,6 +102,7 @@ class Run {
   uint64_t done_bytes_ = 0;     // stage 2
   std::atomic<uint64_t> deduped_{0};  // stage 2 writes, stage 1 reads: bytes deduped so far
   uint64_t committed_at_ = 0;   // stage 1: deduped_ at its last commit
+  StoragePolicy policy_ = kSsdPolicy;  // of the plan's roots' storage, set by Go
   uint64_t commits_ = 0;        // stage 1: commits it made
   Clock::time_point last_progress_ = Clock::now();  // stage 2
 };
@@ -143,7 +144,7 @@ PreparedRound* Run::Prepare(tbb::flow_control& fc) {
       // No thread to be had: the next round is opened here, after this one is read.
     }
   if (!p->from_journal && Prefetching()) {
-    if (!stats_->open_ahead) CommitIfDue(*p);
+    if (policy_.commit_between_rounds) CommitIfDue(*p);
     Prefetch(sys_, &rate_, &buffer_, &head_, p.get());
   }
   return p.release();
@@ -236,11 +237,12 @@ Status Run::Go() {
   stats_->rounds = h_.rounds;
   stats_->bytes_planned = h_.planned_bytes;
   OANS_RETURN_IF_ERROR(CheckPlanFilesystems(sys_, h_));
-  stats_->open_ahead = StorageOfRoots(sys_, h_.roots, o_.storage).kind == StorageKind::kSsd;
+  policy_ = PolicyFor(StorageOfRoots(sys_, h_.roots, o_.storage).kind);
+  stats_->open_ahead = policy_.open_next_round;
   OANS_RETURN_IF_ERROR(RecoverLinks());
   SpaceMeter meter;
   if (!o_.dry_run && h_.rounds > 0) meter.Before(sys_, h_);
-  if (!stats_->open_ahead && Prefetching() && h_.rounds > 0)
+  if (policy_.read_trees_ahead && Prefetching() && h_.rounds > 0)
     stats_->tree_ahead_bytes = ReadPlanTreesAhead(sys_, h_, kTreeAheadBudget, [this] {
       return ShouldStop() || (o_.deadline != Clock::time_point{} && Clock::now() >= o_.deadline);
     });

@@ -1,6 +1,8 @@
-// The storage behind a plan's roots: spinning or not, which sets whether apply opens the
-// next round's files while a round is read. (The scan measures the devices of the
-// filesystems it identifies, lib/scan/scan.cc, and records it in the index.)
+// The storage policy: what each kind of storage gets, decided in this one table, which
+// the scan, the plan and apply read (never the kind itself); and the storage behind a
+// plan's roots, for apply. The scan measures the devices of the filesystems it
+// identifies (lib/scan/reading.h) and records the kind in the index (`spinning`), from
+// which the plan takes its round size. docs/architecture.md, "Storage policy".
 #pragma once
 
 #include <string>
@@ -9,6 +11,21 @@
 #include "lib/base/sys.h"
 
 namespace oans {
+
+struct StoragePolicy {
+  int scan_readers;            // the scan's reader threads (--io-threads)
+  bool physical_order;         // the scan reads the files it keeps in disk order, not as walked
+  bool read_trees_ahead;       // btrfs trees read in disk order before the scan's walk and apply
+  uint64_t round_size;         // the plan's bytes read per round (--round-size)
+  bool open_next_round;        // apply opens the next round's files while a round is read
+  bool commit_between_rounds;  // apply commits (syncfs) between rounds (ApplyOptions::commit_every)
+};
+
+// An SSD serves many reads at once and seeks for nothing; a spinning disk serves one
+// well, and every seek costs milliseconds (docs/benchmarks.md).
+inline constexpr StoragePolicy kSsdPolicy{8, false, false, uint64_t(32) << 20, true, false};
+inline constexpr StoragePolicy kHddPolicy{1, true, true, uint64_t(48) << 20, false, true};
+constexpr const StoragePolicy& PolicyFor(StorageKind k) { return k == StorageKind::kHdd ? kHddPolicy : kSsdPolicy; }
 
 // As `choice` says, or with kAuto detected for the devices of the roots' filesystems
 // (Sys::DetectStorage: spinning if any of them spins; an SSD when none can be identified).

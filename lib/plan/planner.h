@@ -30,13 +30,15 @@
 
 #include "lib/format/index_file.h"
 #include "lib/base/observer.h"
+#include "lib/base/storage.h"
 #include "lib/format/plan_file.h"
 #include "lib/plan/ranges.h"
 
 namespace oans {
 
 inline constexpr uint32_t kMaxRewritePercent = 50;   // PlanOptions::max_rewrite: rewriting < freeing
-inline constexpr uint64_t kSpinningRoundSize = 48u << 20;  // kRoundSize (plan_file.h) on a spinning disk
+inline constexpr uint64_t kSpinningRoundSize = kHddPolicy.round_size;  // lib/base/storage.h
+static_assert(kSsdPolicy.round_size == kRoundSize, "a plan without a round size has the SSD's");
 
 // Whether destinations in read-only snapshots are planned (lib/plan/snapshots.h).
 enum class SnapshotPolicy { kAuto, kAll, kNone };

@@ -102,7 +102,7 @@ Built RecordBuilder::FromItems(const FileAt& at, FileEntry* e) const {
 Built RecordBuilder::FromOpen(const FileAt& at, FileEntry* e) const {
   if (!checksums_) return Read(at, e, ReadWhy::kNotBtrfs);
   ReadWhy why = ReadWhy::kNotBtrfs;
-  auto done = checksums_->Fill(at.fd, at.fs_key, o_.block_size, &buffer, bytes_read_, o_.stop, e, &why);
+  auto done = checksums_->Fill(at.fd, at.fs_key, {o_.block_size, &buffer, bytes_read_, o_.stop}, e, &why);
   if (done.status().code() == Status::Code::kInterrupted) return Built::kStopped;
   if (!done.ok()) return FailEntry(e, done.status()), Built::kDone;
   if (*done) return Unchanged(sys_, at.fd, e), Built::kDone;

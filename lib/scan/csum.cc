@@ -72,9 +72,19 @@ std::vector<Checksums::Segment> SegmentsOf(const FileEntry& e) {
 
 // Reads sectors [sector, sector + count) of fd (the file being `size` bytes) and feeds
 // their sums to keys. False when the file ended early.
-Result<bool> ReadSectors(Sys& sys, int fd, uint64_t size, uint64_t sector, uint64_t count, SumKind kind,
-                         std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read, SumKeys* keys,
-                         uint64_t* read) {
+struct SectorRun {
+  Sys& sys;
+  int fd;
+  uint64_t size, sector, count;
+};
+
+Result<bool> ReadSectors(const SectorRun& run, const ReadIo& io, SumKeys* keys, uint64_t* read) {
+  Sys& sys = run.sys;
+  const int fd = run.fd;
+  const uint64_t size = run.size, sector = run.sector, count = run.count;
+  const SumKind kind = keys->kind();
+  std::vector<char>* buffer = io.buffer;
+  std::atomic<uint64_t>* bytes_read = io.bytes_read;
   if (buffer->size() < (256u << 10)) buffer->assign(256u << 10, 0);
   const uint64_t end = std::min(size, (sector + count) * kSectorBytes);
   for (uint64_t off = sector * kSectorBytes; off < end;) {
@@ -152,9 +162,7 @@ const Checksums::Fs* Checksums::Eligible(int fd, const std::string& fs_key, cons
   return &fs;
 }
 
-Result<bool> Checksums::Fill(int fd, const std::string& fs_key, uint32_t block_size, std::vector<char>* buffer,
-                             std::atomic<uint64_t>* bytes_read, const std::atomic<bool>* stop, FileEntry* e,
-                             ReadWhy* why) {
+Result<bool> Checksums::Fill(int fd, const std::string& fs_key, const ReadIo& io, FileEntry* e, ReadWhy* why) {
   std::vector<Segment> segments;
   const Fs* fs = Eligible(fd, fs_key, *e, &segments, why);
   if (!fs) return false;
@@ -165,7 +173,7 @@ Result<bool> Checksums::Fill(int fd, const std::string& fs_key, uint32_t block_s
   if (!Computable(fs->kind))
     for (const auto& s : segments)
       if (s.type != Segment::kSums) return *why = s.type == Segment::kRead ? s.why : ReadWhy::kOther, false;
-  return FillFrom(fd, fd, *fs, segments, block_size, buffer, bytes_read, stop, e, why);
+  return FillFrom({fd, fd, *fs, segments}, io, e, why);
 }
 
 Result<bool> Checksums::FillUnopened(int dirfd, const std::string& fs_key, uint32_t block_size,
@@ -176,21 +184,22 @@ Result<bool> Checksums::FillUnopened(int dirfd, const std::string& fs_key, uint3
   if (!fs || e->extents.empty()) return false;
   for (const auto& s : segments)
     if (s.type == Segment::kRead) return false;  // nothing is read without the file open
-  return FillFrom(-1, dirfd, *fs, segments, block_size, nullptr, nullptr, stop, e, &why);
+  return FillFrom({-1, dirfd, *fs, segments}, {block_size, nullptr, nullptr, stop}, e, &why);
 }
 
 // The sums of every segment in order, then the keys. With an open file (`read_fd`), what
 // has no checksum is read and its extents are mapped again after, to see that they did
 // not move meanwhile; without one (-1), a sector without a checksum gives up, and the
 // map is not checked again (csum.h, FillUnopened). Searches go through `search_fd`.
-Result<bool> Checksums::FillFrom(int read_fd, int search_fd, const Fs& fs, const std::vector<Segment>& segments, uint32_t block_size,
-                                 std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read,
-                                 const std::atomic<bool>* stop, FileEntry* e, ReadWhy* why) {
-  SumKeys keys(fs.kind, e->size, block_size);
+Result<bool> Checksums::FillFrom(const FillJob& job, const ReadIo& io, FileEntry* e, ReadWhy* why) {
+  const int read_fd = job.read_fd, search_fd = job.search_fd;
+  const Fs& fs = job.fs;
+  const std::atomic<bool>* stop = io.stop;
+  SumKeys keys(fs.kind, e->size, io.block_size);
   std::array<uint64_t, size_t(ReadWhy::kCount)> read{};
   uint64_t from_sums = 0, holes = 0;
   CsumRun run;
-  for (const auto& s : segments) {
+  for (const auto& s : job.segments) {
     if (stop && stop->load(std::memory_order_relaxed)) return Status::Interrupted("stopped while reading");
     if (s.type == Segment::kHole) {
       keys.Hole(s.count);
@@ -198,8 +207,8 @@ Result<bool> Checksums::FillFrom(int read_fd, int search_fd, const Fs& fs, const
       continue;
     }
     if (s.type == Segment::kRead) {
-      OANS_ASSIGN_OR_RETURN(bool whole, ReadSectors(sys_, read_fd, e->size, s.sector, s.count, fs.kind, buffer,
-                                                    bytes_read, &keys, &read[size_t(s.why)]));
+      OANS_ASSIGN_OR_RETURN(bool whole, ReadSectors({sys_, read_fd, e->size, s.sector, s.count}, io, &keys,
+                                                    &read[size_t(s.why)]));
       if (!whole) return Status::Mismatch("file shrank while being read");
       continue;
     }
@@ -219,8 +228,8 @@ Result<bool> Checksums::FillFrom(int read_fd, int search_fd, const Fs& fs, const
         if (!Computable(fs.kind) || read_fd < 0) return *why = ReadWhy::kNoChecksum, false;
         uint64_t j = i;
         while (j < n && !have[j]) ++j;
-        OANS_ASSIGN_OR_RETURN(bool whole, ReadSectors(sys_, read_fd, e->size, s.sector + done + i, j - i, fs.kind, buffer,
-                                                      bytes_read, &keys, &read[size_t(ReadWhy::kNoChecksum)]));
+        OANS_ASSIGN_OR_RETURN(bool whole, ReadSectors({sys_, read_fd, e->size, s.sector + done + i, j - i}, io, &keys,
+                                                      &read[size_t(ReadWhy::kNoChecksum)]));
         if (!whole) return Status::Mismatch("file shrank while being read");
         i = j;
       }

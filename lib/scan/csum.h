@@ -53,6 +53,15 @@ struct ChecksumCounts {
   std::array<uint64_t, size_t(ReadWhy::kCount)> read{};  // bytes read, by reason
 };
 
+// How a file's data is read when it must be: the block size of its keys, this thread's
+// buffer, the scan's byte count (may be null) and stop flag (may be null).
+struct ReadIo {
+  uint32_t block_size;
+  std::vector<char>* buffer;
+  std::atomic<uint64_t>* bytes_read;
+  const std::atomic<bool>* stop;
+};
+
 class Checksums {
  public:
   // With read_data, every file is left to HashFile (ReadWhy::kAsked).
@@ -62,8 +71,7 @@ class Checksums {
   // whose extents and inode flags e already holds, reading only what has none; true when
   // done. False: the file is to be read whole by HashFile, for reason *why. kInterrupted
   // once `stop` is set. `bytes_read` counts what was read, for progress.
-  Result<bool> Fill(int fd, const std::string& fs_key, uint32_t block_size, std::vector<char>* buffer,
-                    std::atomic<uint64_t>* bytes_read, const std::atomic<bool>* stop, FileEntry* e, ReadWhy* why);
+  Result<bool> Fill(int fd, const std::string& fs_key, const ReadIo& io, FileEntry* e, ReadWhy* why);
 
   // When sums may come from checksums on this filesystem (not --read-data, btrfs with
   // checksum facts, the search permitted) and the syncfs that the first call per
@@ -111,9 +119,15 @@ class Checksums {
   // must be read; else its filesystem, and its segments in *segments.
   const Fs* Eligible(int fd, const std::string& fs_key, const FileEntry& e, std::vector<Segment>* segments,
                      ReadWhy* why);
-  Result<bool> FillFrom(int read_fd, int search_fd, const Fs& fs, const std::vector<Segment>& segments, uint32_t block_size,
-                        std::vector<char>* buffer, std::atomic<uint64_t>* bytes_read, const std::atomic<bool>* stop,
-                        FileEntry* e, ReadWhy* why);
+  // A file's segments, to be filled through `search_fd` and, where they have no
+  // checksum, read from `read_fd` (-1: not opened).
+  struct FillJob {
+    int read_fd;
+    int search_fd;
+    const Fs& fs;
+    const std::vector<Segment>& segments;
+  };
+  Result<bool> FillFrom(const FillJob& job, const ReadIo& io, FileEntry* e, ReadWhy* why);
 
   Sys& sys_;
   const bool read_data_;

@@ -34,8 +34,19 @@ Status ReadGroups(const std::string& list_path, std::vector<std::vector<std::str
 
 // The header's number of the filesystem of `path` (open as `fd`), added to the header on
 // its first file; its root is made the directory all its listed files share.
-uint32_t FilesystemOf(Sys& sys, int fd, const FileStat& st, const std::string& path, IndexHeader* header,
-                      std::map<uint64_t, uint32_t>* fs_of_dev) {
+// A listed file, open.
+struct Listed {
+  Sys& sys;
+  int fd;
+  const FileStat& st;
+  const std::string& path;
+};
+
+uint32_t FilesystemOf(const Listed& f, IndexHeader* header, std::map<uint64_t, uint32_t>* fs_of_dev) {
+  Sys& sys = f.sys;
+  const int fd = f.fd;
+  const FileStat& st = f.st;
+  const std::string& path = f.path;
   auto it = fs_of_dev->find(st.dev);
   if (it == fs_of_dev->end()) {
     auto id = sys.Identify(fd);
@@ -58,10 +69,10 @@ uint32_t FilesystemOf(Sys& sys, int fd, const FileStat& st, const std::string& p
 }
 
 // The record of a listed file, member of group `g`, the `serial`th file recorded.
-FileEntry ListedEntry(Sys& sys, int fd, const FileStat& st, const std::string& path, uint32_t fs, size_t g,
-                      uint64_t serial, uint32_t block_size) {
+FileEntry ListedEntry(const Listed& f, uint32_t fs, size_t g, uint64_t serial, uint32_t block_size) {
+  const FileStat& st = f.st;
   FileEntry e;
-  e.path = path;
+  e.path = f.path;
   e.fs = fs;
   e.dev = st.dev;
   e.ino = st.ino;
@@ -72,7 +83,7 @@ FileEntry ListedEntry(Sys& sys, int fd, const FileStat& st, const std::string& p
   e.uid = st.uid;
   e.gid = st.gid;
   std::vector<FiemapExtent> ext;
-  if (sys.Fiemap(fd, &ext).ok()) e.extents = std::move(ext);
+  if (f.sys.Fiemap(f.fd, &ext).ok()) e.extents = std::move(ext);
   // The group hash makes the group; the size keeps differently sized members apart.
   std::string key = "group " + std::to_string(g) + " size " + std::to_string(e.size);
   e.hash = HashBytes(key.data(), key.size());
@@ -127,8 +138,9 @@ Status IndexFromDuplicateList(Sys& sys, const std::string& list_path, uint32_t b
         // A hardlink of a file listed before: one record per inode, as a scan writes.
         skip("the same file as a path listed before (the same path again, or a hardlink)");
       } else if (st.ok() && S_ISREG(st->mode) && st->size > 0) {
-        const uint32_t fs = FilesystemOf(sys, *fd, *st, path, &header, &fs_of_dev);
-        entries.push_back(ListedEntry(sys, *fd, *st, path, fs, g, serial, block_size));
+        const Listed f{sys, *fd, *st, path};
+        const uint32_t fs = FilesystemOf(f, &header, &fs_of_dev);
+        entries.push_back(ListedEntry(f, fs, g, serial, block_size));
         serial++;
         stats->files++;
       } else {

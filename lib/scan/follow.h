@@ -28,7 +28,12 @@ namespace oans {
 // mount table cannot be read.
 bool MountedBelow(Sys& sys, const std::vector<std::string>& roots);
 
-Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, OutputFile* out, Observer* observer,
-                  ScanStats* stats, bool* followed);
+// Where a scan's results go: the index, notices and progress, counts.
+struct ScanOut {
+  OutputFile* out;
+  Observer* observer;
+  ScanStats* stats;
+};
+Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, const ScanOut& to, bool* followed);
 
 }  // namespace oans

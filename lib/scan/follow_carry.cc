@@ -7,11 +7,12 @@
 
 namespace oans {
 
-std::string FollowState::StreamPrevious(const IndexHeader& prev) {
+FollowWhy FollowState::StreamPrevious(const IndexHeader& prev) {
   root_of_fs_.assign(prev.filesystems.size(), -1);
   for (size_t i = 0; i < roots.size(); ++i) root_of_fs_[roots[i].fs] = int(i);
   int sections = 0;
-  const Status stop = Status::Interrupted("not following");
+  // Reading ends with the reason itself as its error, when there is one.
+  auto stop = [this] { return Status::Invalid("not following btrfs changes: " + why_.text); };
   IndexReadOptions ro;
   FrameSpan span;
   ro.span = &span;
@@ -20,8 +21,8 @@ std::string FollowState::StreamPrevious(const IndexHeader& prev) {
   ro.on_dirs = [&](const IndexHeader&, std::vector<IndexDir>& dirs) {
     frame_has_dirs = true;
     if (dirs_done_) {
-      why_ = "the previous index has directory records after file records";
-      return stop;
+      why_ = {NoFollow::kDamagedIndex, "the previous index has directory records after file records"};
+      return stop();
     }
     for (auto& d : dirs) prev_dirs_.push_back(std::move(d));
     return Status::Ok();
@@ -48,11 +49,11 @@ std::string FollowState::StreamPrevious(const IndexHeader& prev) {
       o_.previous, ro,
       [&](const IndexHeader&) {
         if (sections++ == 0) return Status::Ok();
-        why_ = "the previous index has several sections";
-        return stop;
+        why_ = {NoFollow::kDamagedIndex, "the previous index has several sections"};
+        return stop();
       },
       [&](const IndexHeader&, std::vector<FileEntry>& batch) {
-        if (!why_.empty()) return stop;
+        if (!why_.empty()) return stop();
         if (batch.empty()) return Status::Ok();
         if (!dirs_done_) {
           dirs_done_ = true;
@@ -66,24 +67,24 @@ std::string FollowState::StreamPrevious(const IndexHeader& prev) {
           batch[i].reused = true;
           KeepWrite(file_writer_->Add(std::move(batch[i])));
         }
-        if (!why_.empty()) return stop;
+        if (!why_.empty()) return stop();
         return Status::Ok();
       });
   if (!why_.empty()) return why_;
-  if (!r.ok()) return "the previous index cannot be read to its end";
-  if (r->truncated) return "the previous index is incomplete";
+  if (!r.ok()) return {NoFollow::kDamagedIndex, "the previous index cannot be read to its end"};
+  if (r->truncated) return {NoFollow::kDamagedIndex, "the previous index is incomplete"};
   if (!dirs_done_) {
     dirs_done_ = true;
     return FinishDirs();
   }
-  return "";
+  return {};
 }
 
 // With every directory record read: which of them were renamed, moved or removed
 // (PathMap), which changed directories are new, and the new directory records.
-std::string FollowState::FinishDirs() {
+FollowWhy FollowState::FinishDirs() {
   for (const auto& d : prev_dirs_) {
-    if (d.fs >= root_of_fs_.size() || root_of_fs_[d.fs] < 0) return "a directory record names no root's filesystem";
+    if (d.fs >= root_of_fs_.size() || root_of_fs_[d.fs] < 0) return {NoFollow::kDamagedIndex, "a directory record names no root's filesystem"};
     if (!roots[root_of_fs_[d.fs]].changed.count(d.ino)) continue;
     auto it = dirs_.find({d.fs, d.ino});
     if (it == dirs_.end()) {  // removed, moved out of the roots, or excluded now
@@ -110,7 +111,7 @@ std::string FollowState::FinishDirs() {
     // A new directory holds only new (changed) inodes, unless one was moved in from
     // outside the roots with everything below it: that needs a walk.
     for (const auto& [name, ino] : dir.entries)
-      if (!r.changed.count(ino)) return PathJoin(dir.path, name) + " was moved in from outside the scanned tree";
+      if (!r.changed.count(ino)) return {NoFollow::kMovedIn, PathJoin(dir.path, name) + " was moved in from outside the scanned tree"};
     KeepWrite(dir_writer_->AddDir({dir.path, key.first, key.second}));
   }
   for (auto& d : prev_dirs_) {
@@ -127,7 +128,7 @@ std::string FollowState::FinishDirs() {
   }
   stats_->dirs = dir_writer_->totals().dirs;
   std::vector<IndexDir>().swap(prev_dirs_);
-  return "";
+  return {};
 }
 
 namespace {
@@ -198,24 +199,24 @@ void FollowState::CountCarried(uint64_t records, uint64_t bytes, uint64_t hardli
 
 // One file record of the previous index: carried (paths mapped), set aside for the
 // changed files, or dropped with its last link.
-std::string FollowState::CarryFile(FileEntry& e, bool* untouched) {
-  if (o_.stop && o_.stop->load()) return "the scan was stopped";
-  if (e.ino == 0) return "the previous scan could not read " + e.path;
-  if (e.fs >= root_of_fs_.size() || root_of_fs_[e.fs] < 0) return "a file record names no root's filesystem";
+FollowWhy FollowState::CarryFile(FileEntry& e, bool* untouched) {
+  if (o_.stop && o_.stop->load()) return {NoFollow::kStopped, "the scan was stopped"};
+  if (e.ino == 0) return {NoFollow::kUnreadRecord, "the previous scan could not read " + e.path};
+  if (e.fs >= root_of_fs_.size() || root_of_fs_[e.fs] < 0) return {NoFollow::kDamagedIndex, "a file record names no root's filesystem"};
   FollowRoot& r = roots[root_of_fs_[e.fs]];
   if (r.changed.count(e.ino)) {
     // Looked at again; if it still holds the data its record names, a reflinked copy
     // made since may take its keys.
     if (!by_first_physical_.empty()) MatchIfUnchanged(e);
     before_[{e.fs, e.ino}] = std::move(e);
-    return "";
+    return {};
   }
   // Only an inode that is still there, unchanged, holds its recorded extents: the space
   // of a changed or removed one may have been freed and written again with other data.
   if (CarriedAsIs(EntryAt{e})) {
     if (!by_first_physical_.empty()) MatchExtents(e);
     *untouched = true;  // the caller counts and writes it
-    return "";
+    return {};
   }
   std::vector<std::string> paths;
   auto keep = [&](const std::string& p) {
@@ -226,20 +227,20 @@ std::string FollowState::CarryFile(FileEntry& e, bool* untouched) {
   keep(e.path);
   for (const auto& p : e.other_paths) keep(p);
   changes_++;                    // removed, its paths changed, or read again
-  if (paths.empty()) return "";  // removed
+  if (paths.empty()) return {};  // removed
   std::sort(paths.begin(), paths.end());
   e.path = paths[0];
   e.other_paths.assign(paths.begin() + 1, paths.end());
   // A file the previous scan could not read is tried again, at its paths now.
   if (!e.error.empty()) {
     retry_.push_back(std::move(e));
-    return "";
+    return {};
   }
   if (!by_first_physical_.empty()) MatchExtents(e);
   e.reused = true;
   stats_->unopened++;
   KeepWrite(Add(std::move(e)));
-  return "";
+  return {};
 }
 
 }  // namespace oans

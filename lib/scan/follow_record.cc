@@ -64,13 +64,13 @@ bool SameRecord(const FileEntry& a, const FileEntry& b) {
 
 }  // namespace
 
-std::string FollowState::MapChanged() {
+FollowWhy FollowState::MapChanged() {
   for (auto& r : roots)
     for (const auto& c : r.changes.inodes) {
       if (!c.exists || !S_ISREG(c.item.mode)) continue;
       ChangedFile f;
       for (const auto& [dir, name] : c.links) {
-        std::string why;
+        FollowWhy why;
         auto p = PathOf(r, dir, name, &why);
         if (!why.empty()) return why;
         if (p && !Excluded(r, *p)) f.paths.push_back(*p);
@@ -85,7 +85,7 @@ std::string FollowState::MapChanged() {
   for (size_t i = 0; i < files_.size(); ++i)
     if (files_[i].present && files_[i].mapped && PlainExtents(files_[i].entry.extents, files_[i].entry.inode_flags))
       by_first_physical_[files_[i].entry.extents[0].physical].push_back(i);
-  return "";
+  return {};
 }
 
 void FollowState::MapFile(ChangedFile* f) {
@@ -135,7 +135,7 @@ void FollowState::MatchIfUnchanged(const FileEntry& e) {
   }
 }
 
-std::string FollowState::FinishChanged() {
+FollowWhy FollowState::FinishChanged() {
   // The records written from here on start a frame of their own: a plan --since the
   // previous index finds them there (IndexHeader::changed_at).
   KeepWrite(file_writer_->Flush());
@@ -178,7 +178,7 @@ std::string FollowState::FinishChanged() {
   changes_ += before_.size() - matched;  // previous records of inodes gone or not recorded now
   stats_->bytes_read = bytes_read_.load();
   stats_->checksums = checksums_.counts();
-  return "";
+  return {};
 }
 
 bool FollowState::HashFile(ChangedFile* f) {

@@ -29,6 +29,16 @@
 
 namespace oans {
 
+// Why changes cannot be followed: the kind, and the words said once (naming the path or
+// the error).
+struct FollowWhy {
+  FollowWhy() = default;
+  FollowWhy(NoFollow k, std::string words) : kind(k), text(std::move(words)) {}
+  bool empty() const { return kind == NoFollow::kNone; }
+  NoFollow kind = NoFollow::kNone;
+  std::string text;
+};
+
 struct FollowRoot {
   std::string path;  // absolute, as in the index header
   std::string rel;   // the same directory within its subvolume ("" for the subvolume's root)
@@ -75,27 +85,27 @@ class FollowState {
   // Whether every record written equals one of the previous index and none is missing.
   bool unchanged() const { return changes_ == 0; }
 
-  // Each of these returns why the changes cannot be followed, or "".
+  // Each of these returns why the changes cannot be followed, or nothing (empty()).
   // The change search of every root's subvolume, and the changed directories read.
-  std::string FindChanges();
+  FollowWhy FindChanges();
   // The changed regular files below the roots, opened and mapped (in parallel).
-  std::string MapChanged();
+  FollowWhy MapChanged();
   // The previous index, streamed: directories, then files carried or set aside.
-  std::string StreamPrevious(const IndexHeader& prev);
+  FollowWhy StreamPrevious(const IndexHeader& prev);
   // The changed files (and those the previous scan could not read) hashed, or given the
   // hashes of the same inode unchanged in data or of a record with the same extents,
   // and recorded.
-  std::string FinishChanged();
+  FollowWhy FinishChanged();
   // The new index: `header` with the files changed since the previous index (up to
   // kMaxChangedListed, else none and changed_known false), then the spooled directories
   // and files, then the trailer (none when the scan was stopped).
   Status WriteInto(IndexHeader header, OutputFile* out);
 
  private:
-  std::string ReadChangedDir(FollowRoot& r, const ChangedInode& c);
-  std::string FinishDirs();
+  FollowWhy ReadChangedDir(FollowRoot& r, const ChangedInode& c);
+  FollowWhy FinishDirs();
   // Sets *untouched (and writes nothing) when the record is carried exactly as it was.
-  std::string CarryFile(FileEntry& e, bool* untouched);
+  FollowWhy CarryFile(FileEntry& e, bool* untouched);
   // Whether a previous record is carried exactly as it was: its inode unchanged and read
   // without error, each of its paths still a link to it, none below a renamed, moved or
   // removed directory. R: a decoded record (EntryAt) or one read in place (ViewAt).
@@ -110,7 +120,7 @@ class FollowState {
   void CountCarried(uint64_t records, uint64_t bytes, uint64_t hardlinks);
   // The path of `name` in directory `dir_ino` now, or nullopt outside the root or
   // excluded; *why is set when btrfs cannot say.
-  std::optional<std::string> PathOf(FollowRoot& r, uint64_t dir_ino, const std::string& name, std::string* why);
+  std::optional<std::string> PathOf(FollowRoot& r, uint64_t dir_ino, const std::string& name, FollowWhy* why);
   bool Excluded(const FollowRoot& r, const std::string& path) const;
   void MapFile(ChangedFile* f);
   bool HashFile(ChangedFile* f);
@@ -140,7 +150,7 @@ class FollowState {
   std::unordered_map<uint64_t, std::vector<size_t>> by_first_physical_;  // files_ with a plain extent map
   std::unique_ptr<TempFile> dir_spool_, file_spool_;
   std::unique_ptr<IndexWriter> dir_writer_, file_writer_;
-  std::string why_;
+  FollowWhy why_;
   uint64_t changes_ = 0;  // records (and directories) written otherwise than they were, or dropped
   std::vector<std::pair<uint32_t, uint64_t>> changed_files_;  // (fs, inode): IndexHeader::changed_files
   uint64_t changed_at_ = 0;  // where FinishChanged's records start in the file spool

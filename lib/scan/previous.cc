@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 namespace oans {
@@ -191,6 +192,23 @@ const PreviousIndex::Key* PreviousIndex::Find(const std::string& fs_key, uint64_
   auto k = std::lower_bound(keys_.begin(), keys_.end(), key);
   if (k == keys_.end() || k->fs != key.fs || k->ino != key.ino) return nullptr;
   return &*k;
+}
+
+// --previous, loaded; empty without it, or when it is damaged and the options say to
+// rescan then.
+Status LoadPrevious(const ScanOptions& o, Observer* observer, ScanStats* stats,
+                    std::unique_ptr<PreviousIndex>* loaded) {
+  *loaded = std::make_unique<PreviousIndex>(o.temp_dir, o.memory);
+  if (o.previous.empty()) return Status::Ok();
+  Status s = (*loaded)->Load(o.previous, o.block_size, o.read_data, stats, observer);
+  if (!s.ok() && !(!(*loaded)->damage().empty() && o.previous_damaged_rescan)) return s;
+  if (!s.ok()) {
+    observer->Notice("warning: --previous: " + (*loaded)->damage() + "; reusing nothing from it, every file is read");
+    *loaded = std::make_unique<PreviousIndex>(o.temp_dir, o.memory);
+    stats->previous_files = 0;
+    stats->previous_damaged = true;
+  }
+  return Status::Ok();
 }
 
 }  // namespace oans

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -96,5 +97,9 @@ class PreviousIndex {
   RecordStore store_;
   mutable std::atomic<uint64_t> unreadable_{0};
 };
+
+// --previous, loaded; empty without it, or when it is damaged and the options say to
+// rescan then (said once as a warning).
+Status LoadPrevious(const ScanOptions& o, Observer* observer, ScanStats* stats, std::unique_ptr<PreviousIndex>* loaded);
 
 }  // namespace oans

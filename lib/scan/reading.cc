@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include "lib/base/fsinfo.h"
+#include "lib/base/storage.h"
 
 namespace oans {
 
@@ -18,10 +19,10 @@ Reading ChooseReading(Sys& sys, const ScanOptions& o, const std::vector<std::str
     r.storage.kind = o.storage == StorageChoice::kHdd ? StorageKind::kHdd : StorageKind::kSsd;
     r.storage.reason = "set by --storage";
   }
-  const bool hdd = r.storage.kind == StorageKind::kHdd;
-  r.threads = o.io_threads > 0 ? o.io_threads : (hdd ? 1 : 8);
+  const StoragePolicy& policy = PolicyFor(r.storage.kind);
+  r.threads = o.io_threads > 0 ? o.io_threads : policy.scan_readers;
   filesystems->SetSearchThreads(r.threads);
-  r.order = o.order != ReadOrder::kAuto ? o.order : (hdd ? ReadOrder::kPhysical : ReadOrder::kNone);
+  r.order = o.order != ReadOrder::kAuto ? o.order : (policy.physical_order ? ReadOrder::kPhysical : ReadOrder::kNone);
   return r;
 }
 

@@ -12,6 +12,7 @@
 
 #include "lib/base/paths.h"
 #include "lib/base/spill.h"
+#include "lib/base/storage.h"
 #include "lib/base/version.h"
 #include "lib/scan/builder.h"
 #include "lib/scan/census.h"
@@ -54,23 +55,6 @@ Status StartHeader(Sys& sys, const ScanOptions& o, Observer* observer, IndexHead
   header->directories = true;
   header->read_data = o.read_data;
   header->roots = std::move(roots.roots);
-  return Status::Ok();
-}
-
-// --previous, loaded; empty without it, or when it is damaged and the options say to
-// rescan then.
-Status LoadPrevious(const ScanOptions& o, Observer* observer, ScanStats* stats,
-                    std::unique_ptr<PreviousIndex>* loaded) {
-  *loaded = std::make_unique<PreviousIndex>(o.temp_dir, o.memory);
-  if (o.previous.empty()) return Status::Ok();
-  Status s = (*loaded)->Load(o.previous, o.block_size, o.read_data, stats, observer);
-  if (!s.ok() && !(!(*loaded)->damage().empty() && o.previous_damaged_rescan)) return s;
-  if (!s.ok()) {
-    observer->Notice("warning: --previous: " + (*loaded)->damage() + "; reusing nothing from it, every file is read");
-    *loaded = std::make_unique<PreviousIndex>(o.temp_dir, o.memory);
-    stats->previous_files = 0;
-    stats->previous_damaged = true;
-  }
   return Status::Ok();
 }
 
@@ -130,13 +114,26 @@ bool OnOpenFile(WalkState& s, int fd, WalkEntry* w) {
 // Unchanged files are finished from one stat by name, without opening them, when
 // their extent map cannot have changed either: btrfs wrote none of their metadata
 // since the previous scan, or they held only inline data.
-bool FinishFromPrevious(WalkState& s, int dirfd, const std::string& name, uint64_t ino, uint32_t dir_fs,
-                        WalkEntry* w, bool* open_it) {
+// A file the walk offers unopened: its directory, name and inode, its entry so far and the
+// directory's filesystem.
+struct Unopened {
+  int dirfd;
+  const std::string& name;
+  uint64_t ino;
+  WalkEntry* w;
+  uint32_t dir_fs;
+};
+
+bool FinishFromPrevious(WalkState& s, const Unopened& u, bool* open_it) {
+  const int dirfd = u.dirfd;
+  const uint64_t ino = u.ino;
+  const uint32_t dir_fs = u.dir_fs;
+  WalkEntry* w = u.w;
   // The directory's filesystem is the file's but for a mount on the file itself,
   // which the stat below catches: files that will be opened anyway skip the stat.
   if (!s.prev.MayFinishUnopened(s.filesystems.Key(dir_fs), ino, s.filesystems.UnchangedExtents(dir_fs, ino)))
     return false;
-  auto st = s.sys.StatAt(dirfd, name);
+  auto st = s.sys.StatAt(dirfd, u.name);
   if (!st.ok() || !S_ISREG(st->mode) || st->nlink > 1 || st->size == 0 || st->size < s.o.min_size ||
       st->dev != w->st.dev) {
     *open_it = true;  // what the stat says now is what counts: not the trees' older state
@@ -159,18 +156,24 @@ thread_local BatchMaps batch_maps;
 
 // On btrfs, as root, the regular files of a directory batch are mapped before any is
 // handed out (BatchMaps).
-void OnBatch(WalkState& s, int dirfd, uint64_t dev, const std::string& path, uint32_t root,
-             const std::vector<DirEntry>& batch) {
+struct DirAt {
+  int fd;
+  uint64_t dev;
+  const std::string& path;
+  uint32_t root;
+};
+
+void OnBatch(WalkState& s, const DirAt& d, const std::vector<DirEntry>& batch) {
   batch_maps.Clear();
   if (s.o.read_data || !s.map_from_trees) return;
-  const uint32_t fs = s.filesystems.Of(dev, dirfd, path, root);
-  if (s.checksums.Committed(s.filesystems.Key(fs), dirfd)) batch_maps.Map(s.sys, dirfd, batch);
+  const uint32_t fs = s.filesystems.Of(d.dev, d.fd, d.path, d.root);
+  if (s.checksums.Committed(s.filesystems.Key(fs), d.fd)) batch_maps.Map(s.sys, d.fd, batch);
 }
 
-// On btrfs, as root, a regular file is mapped and keyed from the filesystem's trees
-// without being opened or stat'ed (FillFromTree), whatever the read order: none of its
-// data is read. Hardlinks (merged after the walk) and files that need reading are
-// opened as before.
+// On btrfs, as root, a regular file is mapped from the filesystem's trees and keyed by
+// the record builder's steps 1-3, without being opened or stat'ed, whatever the read
+// order: none of its data is read. Hardlinks (merged after the walk) and files that
+// need reading are opened as before.
 bool FinishFromTree(WalkState& s, int dirfd, uint64_t ino, uint32_t dir_fs, WalkEntry* w) {
   const std::string key = s.filesystems.Key(dir_fs);
   const uint64_t committed = s.checksums.Committed(key, dirfd);
@@ -205,7 +208,7 @@ bool OnUnopenedFile(WalkState& s, int dirfd, const std::string& name, uint64_t i
   if (s.o.stop && s.o.stop->load()) return false;
   const uint32_t dir_fs = s.filesystems.Of(w->st.dev, -1, w->path, w->root);
   bool open_it = false;
-  if (!s.o.previous.empty() && FinishFromPrevious(s, dirfd, name, ino, dir_fs, w, &open_it)) return true;
+  if (!s.o.previous.empty() && FinishFromPrevious(s, {dirfd, name, ino, w, dir_fs}, &open_it)) return true;
   return !open_it && !s.o.read_data && FinishFromTree(s, dirfd, ino, dir_fs, w);
 }
 
@@ -228,7 +231,7 @@ WalkOptions WalkOptionsFor(WalkState& s, int threads) {
   };
   if (!s.o.read_data)
     wo.on_batch = [&s](int dirfd, uint64_t dev, const std::string& path, uint32_t root,
-                       const std::vector<DirEntry>& batch) { OnBatch(s, dirfd, dev, path, root, batch); };
+                       const std::vector<DirEntry>& batch) { OnBatch(s, {dirfd, dev, path, root}, batch); };
   if (!s.o.previous.empty() || !s.o.read_data)
     wo.without_open = [&s](int dirfd, const std::string& name, uint64_t ino, WalkEntry* w) -> bool {
       return OnUnopenedFile(s, dirfd, name, ino, w);
@@ -239,8 +242,10 @@ WalkOptions WalkOptionsFor(WalkState& s, int threads) {
 // On a spinning disk, the trees the walk will search are read first, in disk order (or
 // key order), for as long as --memory allows (tree_ahead.h); once per subvolume (st_dev)
 // of the roots.
-void ReadAhead(Sys& sys, const ScanOptions& o, const std::vector<std::string>& roots, Filesystems& filesystems,
-               Checksums& checksums, Observer* observer, ScanStats* stats) {
+void ReadAhead(WalkState& state, const std::vector<std::string>& roots, Observer* observer, ScanStats* stats) {
+  Sys& sys = state.sys;
+  const ScanOptions& o = state.o;
+  Filesystems& filesystems = state.filesystems;
   TreeAheadStats ahead;
   std::vector<uint64_t> done;
   for (uint32_t i = 0; i < roots.size() && !(o.stop && o.stop->load()); ++i) {
@@ -250,7 +255,7 @@ void ReadAhead(Sys& sys, const ScanOptions& o, const std::vector<std::string>& r
     if (st.ok() && std::find(done.begin(), done.end(), st->dev) == done.end()) {
       done.push_back(st->dev);
       const uint32_t fs = filesystems.Of(st->dev, *fd, roots[i], i);
-      if (checksums.Committed(filesystems.Key(fs), *fd)) {
+      if (state.checksums.Committed(filesystems.Key(fs), *fd)) {
         Status s = ReadTreesAhead(sys, *fd, TreesFor::kScan, o.memory, [&o] { return o.stop && o.stop->load(); }, &ahead);
         if (!s.ok()) observer->Notice("warning: " + roots[i] + ": btrfs trees not read ahead: " + s.message());
       }
@@ -324,9 +329,11 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   header.mounts_below = MountedBelow(sys, header.roots);
   if (!o.previous.empty()) {
     bool followed = false;
-    OANS_RETURN_IF_ERROR(FollowScan(sys, o, header, out, observer, stats, &followed));
+    OANS_RETURN_IF_ERROR(FollowScan(sys, o, header, {out, observer, stats}, &followed));
     if (followed) return Status::Ok();
+    const NoFollow why = stats->not_followed;
     *stats = ScanStats();
+    stats->not_followed = why;
   }
   std::unique_ptr<PreviousIndex> prev;
   OANS_RETURN_IF_ERROR(LoadPrevious(o, observer, stats, &prev));
@@ -352,8 +359,8 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   state.builder = &builder;
   state.read_in_walk = stats->order == ReadOrder::kNone;
   if (header.mounts_below) FindMounts(sys, header.roots, &state);
-  if (stats->storage.kind == StorageKind::kHdd && !o.read_data && state.map_from_trees)
-    ReadAhead(sys, o, header.roots, filesystems, checksums, observer, stats);
+  if (PolicyFor(stats->storage.kind).read_trees_ahead && !o.read_data && state.map_from_trees)
+    ReadAhead(state, header.roots, observer, stats);
   const auto listed = filesystems.list();
   state.trees_on_ssd = stats->storage.kind == StorageKind::kSsd && !o.read_data && state.map_from_trees &&
                        !listed.empty() &&

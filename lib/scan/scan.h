@@ -15,8 +15,9 @@
 // the header (which lists the filesystems met). Memory: flat in walk order; in physical
 // or inode order the kept list costs about 150 bytes plus the path per file.
 // The pieces: previous.h (the --previous index), filesystems.h (the filesystems met and
-// btrfs changes), entry.h (one file's record), sink.h (the walk's spool), kept.h (the
-// kept files' pipeline); scan.cc strings them together.
+// btrfs changes), reading.h (storage, threads, order), builder.h (the one code that fills
+// a record, for every source), entry.h (a record's identity), sink.h (the walk's spool),
+// kept.h (the kept files' pipeline); scan.cc strings them together.
 #pragma once
 
 #include <atomic>
@@ -34,6 +35,15 @@
 namespace oans {
 
 enum class ReadOrder { kAuto, kPhysical, kInode, kNone };
+
+// Why a scan given --previous did not follow btrfs changes and walked instead
+// (lib/scan/follow.h); kNone when it followed or was not asked to.
+enum class NoFollow : uint8_t {
+  kNone, kOldIndex, kOtherScan, kRefreshExtents, kMounts, kRoot, kNotBtrfs, kSubvolume, kGeneration, kCommit,
+  kTempFile, kSearch, kSubvolumeChanged, kTooManyChanges, kDirectory, kMovedIn, kDamagedIndex, kStopped, kUnreadRecord
+};
+// "not_btrfs", "too_many_changes"... ("" for kNone), for --json.
+const char* NoFollowName(NoFollow k);
 
 struct ScanOptions {
   std::vector<std::string> roots;  // as given: made canonical, each once, by roots.h
@@ -78,6 +88,7 @@ struct ScanStats {
   std::vector<uint64_t> exclude_hits;  // entries each --exclude excluded (a walk's; none when followed)
   uint64_t previous_files = 0;
   bool followed = false;        // btrfs changes followed instead of a walk (lib/scan/follow.h)
+  NoFollow not_followed = NoFollow::kNone;  // why not, when --previous was given
   uint64_t changed_inodes = 0;  // inodes in tree blocks written since the previous index
   uint64_t same_extents = 0;    // of the files reused, those given the hashes of a record with the same extents
   uint64_t previous_records = 0, previous_bytes = 0;  // the previous index's totals (walk estimate)

@@ -52,6 +52,7 @@ class SumKeys {
   // `sectors` sectors of hole (k computable): zero sums, recorded as a hole.
   void Hole(uint64_t sectors);
   uint64_t sectors() const { return sectors_; }
+  SumKind kind() const { return kind_; }
   // The keys and the sums, little-endian 4 bytes each (empty past kMaxKeptSums).
   void Finish(Hash128* whole, std::vector<Hash128>* blocks, std::string* sums);
 

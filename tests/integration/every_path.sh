@@ -87,6 +87,8 @@ scan inode --storage ssd --order inode
 same "inode order" "$WORK/cold.txt" "$WORK/inode.txt"
 scan reuse --storage ssd --previous "$WORK/cold.idx" --refresh-extents
 [ "$(field "$WORK/reuse.json" reused)" -gt 0 ] || fail "the walk with --previous reused nothing"
+[ "$(field "$WORK/reuse.json" not_followed)" = refresh_extents ] ||
+  fail "the walk with --refresh-extents does not say why it did not follow: $(cat "$WORK/reuse.json")"
 same "walk reusing the previous index" "$WORK/cold.txt" "$WORK/reuse.txt"
 scan followed --storage ssd --previous "$WORK/empty.idx"
 [ "$(field "$WORK/followed.json" followed)" = True ] || fail "the scan did not follow btrfs changes"

@@ -204,6 +204,7 @@ Json JsonSummary(const ScanStats& stats) {
               {"threads", stats.threads},
               {"order", ReadOrderName(stats.order)},
               {"followed", stats.followed},
+              {"not_followed", NoFollowName(stats.not_followed)},
               {"changed_inodes", stats.changed_inodes},
               {"same_extents", stats.same_extents},
               {"checksum_files", stats.checksums.files},

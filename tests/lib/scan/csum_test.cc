@@ -73,7 +73,7 @@ struct Fixture {
   ~Fixture() { ::close(fd); }
   Result<bool> Fill(Checksums& c, ReadWhy* why) {
     e.extents = sys.extents;
-    return c.Fill(fd, "fs", 128 * 1024, &buffer, nullptr, nullptr, &e, why);
+    return c.Fill(fd, "fs", {128 * 1024, &buffer, nullptr, nullptr}, &e, why);
   }
   uint32_t DataSum(uint64_t sector) const {
     const uint64_t off = sector * 4096;
@@ -178,7 +178,7 @@ TEST(Checksums, FilesLeftToBeReadSayWhy) {
     } other;
     Checksums c(other, false);
     f.e.extents = f.sys.extents;
-    EXPECT_FALSE(*c.Fill(f.fd, "fs", 128 * 1024, &f.buffer, nullptr, nullptr, &f.e, &why));
+    EXPECT_FALSE(*c.Fill(f.fd, "fs", {128 * 1024, &f.buffer, nullptr, nullptr}, &f.e, &why));
     EXPECT_EQ(why, ReadWhy::kNotBtrfs);
   }
 }
@@ -193,7 +193,7 @@ TEST(Checksums, ExtentsThatMoveMeanwhileAreRead) {
   ReadWhy why;
   f.e.extents = {{0, kPhys + 4096 * 64, 2 * 4096, kExtentLast}};  // the map the walk saw
   f.sys.AddSums(f.data, 0, 2, kPhys + 4096 * 64, 0, 64);
-  auto r = c.Fill(f.fd, "fs", 128 * 1024, &f.buffer, nullptr, nullptr, &f.e, &why);
+  auto r = c.Fill(f.fd, "fs", {128 * 1024, &f.buffer, nullptr, nullptr}, &f.e, &why);
   ASSERT_OK(r.status());
   EXPECT_FALSE(*r);
   EXPECT_EQ(why, ReadWhy::kNoChecksum);
