@@ -190,10 +190,13 @@ Result<FsIdentity> IdentifyFilesystem(int fd) {
     // Unprivileged since Linux 4.18; without it nothing is known of changes.
     struct btrfs_ioctl_get_subvol_info_args sub;
     std::memset(&sub, 0, sizeof sub);
-    if (::ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &sub) == 0) {
+    const int got = ::ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &sub);
+    if (got == 0) {
       id.subvolume_uuid = UuidString(sub.uuid);
       id.generation = sub.generation;
     }
+    // Linux 6.18 answers 1 with the fields filled; the root item's flags are read then too.
+    if (got >= 0) id.read_only = sub.flags & BTRFS_ROOT_SUBVOL_RDONLY;
   } else {
     struct fsuuid2 u;
     std::memset(&u, 0, sizeof u);

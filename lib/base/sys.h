@@ -66,6 +66,7 @@ struct FsIdentity {
   // belongs to a transaction at least as new, which ChangedInodes can find.
   std::string subvolume_uuid;
   uint64_t generation = 0;
+  bool read_only = false;  // btrfs: a read-only subvolume (a snapshot, as most are)
   uint32_t block_size = 4096;
   std::vector<std::string> devices;  // /sys block device names backing it ("loop0")
 };

@@ -30,6 +30,12 @@ uint32_t Filesystems::Of(uint64_t dev, int fd, const std::string& path, uint32_t
     for (auto& d : id->devices)
       if (std::find(devices_.begin(), devices_.end(), d) == devices_.end()) devices_.push_back(d);
     changes = Pending(r, path);
+    if (id->read_only && !said_read_only_) {
+      said_read_only_ = true;
+      observer_->Notice(path + " is a read-only btrfs snapshot: its files are read and may be the sources "
+                        "of shared data, but are never changed (later ones are not named; --exclude leaves them "
+                        "out, --exclude-preset nas those in .snapshots and #snapshot)");
+    }
   } else {
     // Unidentified: an entry of its own, never paired with anything else.
     r.uuid = "unknown-dev-" + std::to_string(dev);

@@ -74,6 +74,7 @@ class Filesystems {
   const bool use_generations_;
   Observer* observer_;
   int search_threads_ = 1;
+  bool said_read_only_ = false;  // a read-only snapshot was named
   std::map<uint64_t, uint32_t> of_dev_;
   std::vector<FsRecord> list_;
   std::vector<std::string> keys_;

@@ -29,10 +29,11 @@ FollowState::~FollowState() {
 
 bool FollowState::Excluded(const FollowRoot& r, const std::string& path) const {
   if (o_.excludes.empty() || path.size() <= r.path.size()) return false;
+  const std::vector<std::string> excludes = ExcludesForRoot(o_.excludes, r.path);
   // Each component below the root, as the walk matches it before reading further.
   for (size_t pos = r.path == "/" ? 1 : r.path.size() + 1;;) {
     const size_t slash = path.find('/', pos);
-    if (PathExcluded(o_.excludes, path.substr(0, slash), path.substr(pos, slash - pos))) return true;
+    if (PathExcluded(excludes, path.substr(0, slash), path.substr(pos, slash - pos))) return true;
     if (slash == std::string::npos) return false;
     pos = slash + 1;
   }

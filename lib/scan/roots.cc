@@ -22,7 +22,7 @@ bool Covers(Sys& sys, const std::string& outer, const std::string& inner, const 
     size_t end = inner.find('/', at);
     if (end == std::string::npos) end = inner.size();
     const std::string path = inner.substr(0, end), name = inner.substr(at, end - at);
-    if (!excludes.empty() && PathExcluded(excludes, path, name)) return false;
+    if (!excludes.empty() && PathExcluded(ExcludesForRoot(excludes, outer), path, name)) return false;
     auto st = sys.StatAt(AT_FDCWD, path);
     if (!st.ok()) return false;
     if (S_ISDIR(st->mode) && top->mnt_id && st->mnt_id && st->mnt_id != top->mnt_id) return false;

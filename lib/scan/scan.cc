@@ -274,6 +274,7 @@ void CountWalk(const WalkResult& w, ScanStats* stats) {
   stats->skipped_mounts = w.skipped_mounts;
   stats->skipped_small = w.skipped_small;
   stats->excluded = w.excluded;
+  stats->exclude_hits = w.exclude_hits;
 }
 
 // The header, now that the walk has met every filesystem, then the spooled records.

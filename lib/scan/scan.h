@@ -75,6 +75,7 @@ struct ScanStats {
   uint64_t hardlinks = 0;      // extra names of inodes already recorded
   uint64_t dirs = 0, skipped_special = 0, skipped_symlinks = 0, skipped_mounts = 0, skipped_small = 0,
            excluded = 0;
+  std::vector<uint64_t> exclude_hits;  // entries each --exclude excluded (a walk's; none when followed)
   uint64_t previous_files = 0;
   bool followed = false;        // btrfs changes followed instead of a walk (lib/scan/follow.h)
   uint64_t changed_inodes = 0;  // inodes in tree blocks written since the previous index

@@ -34,6 +34,7 @@ struct Local {
   std::deque<WalkEntry> files;  // grows without moving what it holds
   std::vector<WalkProblem> problems;
   uint64_t dirs = 0, special = 0, symlinks = 0, mounts = 0, small = 0, excluded = 0;
+  std::vector<uint64_t> hits;  // per exclude glob
 };
 
 class Walker {
@@ -93,10 +94,7 @@ class Walker {
       std::string child = de->name;
       if (child == "." || child == "..") continue;
       std::string child_path = prefix + child;
-      if (!o_.excludes.empty() && PathExcluded(o_.excludes, child_path, child)) {
-        L.excluded++;
-        continue;
-      }
+      if (Excluded(child_path, child, root, L)) continue;
       // A visitor may finish a regular file without opening it (one stat by name).
       if (o_.without_open && de->type == DT_REG) {
         WalkEntry e{child_path, {}, root};
@@ -141,6 +139,16 @@ class Walker {
     }
   }
 
+  // Whether an exclude glob matches the entry; counted for the glob when one does.
+  bool Excluded(const std::string& path, const std::string& name, uint32_t root, Local& L) {
+    const int by = o_.excludes.empty() ? -1 : ExcludedBy(excludes_[root], path, name);
+    if (by < 0) return false;
+    L.excluded++;
+    L.hits.resize(o_.excludes.size());
+    L.hits[size_t(by)]++;
+    return true;
+  }
+
   // Opens a regular file relative to its directory and hands it to on_file. Returns
   // false when the entry is not a regular file after all (the caller classifies it).
   bool VisitFile(int dirfd, const std::string& name, std::string& path, uint32_t root, Local& L) {
@@ -172,6 +180,7 @@ class Walker {
 
   Result<WalkResult> Run(const std::vector<std::string>& roots) {
     WalkResult out;
+    for (const auto& r : roots) excludes_.push_back(ExcludesForRoot(o_.excludes, r));
     tbb::task_arena arena(std::max(1, o_.threads));
     arena.execute([&] {
       for (uint32_t i = 0; i < roots.size(); ++i) {
@@ -208,6 +217,8 @@ class Walker {
       out.skipped_mounts += L.mounts;
       out.skipped_small += L.small;
       out.excluded += L.excluded;
+      out.exclude_hits.resize(o_.excludes.size());
+      for (size_t i = 0; i < L.hits.size(); ++i) out.exclude_hits[i] += L.hits[i];
     }
     return out;
   }
@@ -215,6 +226,7 @@ class Walker {
  private:
   Sys& sys_;
   const WalkOptions& o_;
+  std::vector<std::vector<std::string>> excludes_;  // o_.excludes as matched below each root
   tbb::task_group tasks_;
   char tasks_done_ = 0;  // every task releases it as it ends (ThreadSanitizer, lib/base/tsan.h)
   tbb::enumerable_thread_specific<Local> local_;
@@ -223,14 +235,30 @@ class Walker {
 }  // namespace
 
 bool PathExcluded(const std::vector<std::string>& excludes, const std::string& path, const std::string& name) {
-  for (const auto& g : excludes) {
-    if (g.find('/') != std::string::npos) {
-      if (fnmatch(g.c_str(), path.c_str(), 0) == 0) return true;
-    } else if (fnmatch(g.c_str(), name.c_str(), 0) == 0) {
-      return true;
-    }
+  return ExcludedBy(excludes, path, name) >= 0;
+}
+
+int ExcludedBy(const std::vector<std::string>& excludes, const std::string& path, const std::string& name) {
+  for (size_t i = 0; i < excludes.size(); ++i) {
+    const std::string& g = excludes[i];
+    if (fnmatch(g.c_str(), g.find('/') != std::string::npos ? path.c_str() : name.c_str(), 0) == 0) return int(i);
   }
-  return false;
+  return -1;
+}
+
+std::vector<std::string> ExcludesForRoot(const std::vector<std::string>& excludes, const std::string& root) {
+  std::string prefix;  // the root as a glob: its own *, ?, [ and \ matched as they are
+  for (char c : root) prefix += std::string(c == '*' || c == '?' || c == '[' || c == '\\' ? "\\" : "") + c;
+  if (prefix != "/") prefix += '/';
+  std::vector<std::string> out;
+  for (const auto& g : excludes)
+    out.push_back(g.find('/') != std::string::npos && g[0] != '/' && g[0] != '*' ? prefix + g : g);
+  return out;
+}
+
+Result<std::vector<std::string>> ExcludePreset(const std::string& name) {
+  if (name == "nas") return std::vector<std::string>{"@eaDir", "#recycle", "#snapshot", ".snapshots", ".Trash-*"};
+  return Status::Invalid("--exclude-preset " + name + ": no such preset; the presets are: nas");
 }
 
 Result<WalkResult> Walk(Sys& sys, const std::vector<std::string>& roots, const WalkOptions& options) {

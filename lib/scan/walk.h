@@ -19,7 +19,8 @@ namespace oans {
 struct WalkEntry;
 
 struct WalkOptions {
-  // Globs: with a '/', matched against the whole path; without, against the name.
+  // Globs: with a '/', matched against the whole path, relative to each root unless it
+  // starts with '/' or '*' (ExcludesForRoot); without, against the name.
   std::vector<std::string> excludes;
   uint64_t min_size = 0;  // regular files smaller than this are skipped (0 = keep all)
   bool one_filesystem = true;
@@ -68,12 +69,24 @@ struct WalkResult {
   uint64_t skipped_mounts = 0;    // directories on another mount
   uint64_t skipped_small = 0;     // below min_size (empty files included)
   uint64_t excluded = 0;
+  std::vector<uint64_t> exclude_hits;  // entries excluded by each glob of WalkOptions::excludes
 };
 
 // Walks the roots; a root that cannot be opened is a problem, not a failure, unless
 // every root fails.
 Result<WalkResult> Walk(Sys& sys, const std::vector<std::string>& roots, const WalkOptions& options);
 
+// Whether the entry `name` at `path` is excluded by globs made absolute for its root.
 bool PathExcluded(const std::vector<std::string>& excludes, const std::string& path, const std::string& name);
+// The index of the first glob that excludes the entry, or -1.
+int ExcludedBy(const std::vector<std::string>& excludes, const std::string& path, const std::string& name);
+
+// The globs as matched below `root`: one with a '/' that starts with neither '/' nor '*'
+// ("photos/@eaDir") is relative to the root ("/srv/data/photos/@eaDir"); the others stay.
+std::vector<std::string> ExcludesForRoot(const std::vector<std::string>& excludes, const std::string& root);
+
+// The globs of --exclude-preset NAME ("nas": the metadata, recycle bins and snapshot
+// directories of NAS systems and desktops); an error naming the presets for another.
+Result<std::vector<std::string>> ExcludePreset(const std::string& name);
 
 }  // namespace oans

@@ -106,7 +106,7 @@ Status LocateTools(RunRequest* req) {
 
 // The options of oans run that are not a RunRequest field.
 struct RunArgs {
-  std::vector<std::string> excludes, scan_options;
+  std::vector<std::string> excludes, presets, scan_options;
   uint64_t max_rate = 0, min_size = 0, deadline = 0, wait_lock = 0;
   std::string until, io_class, link, progress, metrics_file;
   bool quiet = false, show_config = false, same_owner = false;
@@ -122,6 +122,10 @@ void AddStoredOptions(CLI::App& app, RunRequest* req, RunArgs* a) {
   a->given = {
       app.add_option("--keep", c.keep, "Generations to keep (default 3)")->check(CLI::Range(1, 9999)),
       app.add_option("--exclude", a->excludes, "oans-scan --exclude GLOB; repeatable")->type_name("GLOB")
+          ->allow_extra_args(false),
+      app.add_option("--exclude-preset", a->presets, "oans-scan --exclude-preset NAME (nas); repeatable")
+          ->type_name("NAME")
+          ->check(CLI::IsMember({"nas"}))
           ->allow_extra_args(false),
       cli::AddSize(app, "--min-size", &a->min_size, "oans-scan --min-size: skip files smaller than SIZE"),
       cli::AddSize(app, "--max-rate", &a->max_rate, "oans-apply --max-rate: limit reads to RATE bytes per second"),
@@ -181,6 +185,7 @@ Status Settle(const RunArgs& a, RunRequest* req) {
   }
   if (a.deadline) req->extra_apply_args.insert(req->extra_apply_args.end(), {"--deadline", std::to_string(a.deadline) + "s"});
   for (const auto& e : a.excludes) c.scan_args.insert(c.scan_args.end(), {"--exclude", e});
+  for (const auto& p : a.presets) c.scan_args.insert(c.scan_args.end(), {"--exclude-preset", p});
   c.scan_args.insert(c.scan_args.end(), a.scan_options.begin(), a.scan_options.end());
   if (a.min_size) c.scan_args.insert(c.scan_args.end(), {"--min-size", std::to_string(a.min_size)});
   if (a.max_rate) c.apply_args.insert(c.apply_args.end(), {"--max-rate", std::to_string(a.max_rate)});

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <set>
@@ -10,6 +11,7 @@
 #include "lib/base/fsinfo.h"
 #include "lib/base/json.h"
 #include "lib/scan/scan.h"
+#include "lib/scan/walk.h"
 #include "lib/base/sys.h"
 #include "lib/base/units.h"
 #include "lib/base/version.h"
@@ -70,6 +72,8 @@ struct Args {
   std::string storage = "auto", order = "auto", progress = "auto";
   std::string previous_damaged = "refuse";
   std::string summary_file;
+  std::vector<std::string> presets;  // --exclude-preset
+  size_t given_excludes = 0;         // o.excludes from --exclude, before the presets' globs
   bool quiet = false, json = false;
   uint64_t block_size = ScanOptions().block_size;
 };
@@ -103,9 +107,16 @@ void AddOptions(CLI::App& app, Args& a) {
   cli::AddSize(app, "--block-size", &block_size, "Bytes per block hash, a multiple of 4K (default 128K)");
   cli::AddSize(app, "--min-size", &o.min_size, "Skip files smaller than SIZE (default: keep every non-empty file)");
   app.add_option("--exclude", o.excludes,
-                 "Skip paths matching GLOB (with a '/': the whole path, otherwise the name); repeatable")
+                 "Skip paths matching GLOB: with a '/', the path below each root (photos/@eaDir), or the whole "
+                 "path when GLOB starts with '/' or '*'; without, each name (*.tmp); repeatable. A GLOB that "
+                 "matched nothing is named in a warning")
       ->type_name("GLOB")
       ->allow_extra_args(false);  // one GLOB per --exclude, so roots can follow
+  app.add_option("--exclude-preset", a.presets,
+                 "Skip the names of a preset: nas (@eaDir, #recycle, #snapshot, .snapshots, .Trash-*: the metadata, "
+                 "recycle bins and snapshot directories of NAS systems and desktops); repeatable")
+      ->type_name("NAME")
+      ->allow_extra_args(false);
   app.add_option("--io-threads", o.io_threads, "Reader threads (default: 8 on SSD, 1 on HDD)")
       ->check(CLI::Range(1, 256));
   app.add_option("--storage", storage,
@@ -149,7 +160,23 @@ int Complete(Args& a, int argc, char** argv) {
             : order == "none"   ? ReadOrder::kNone
                                 : ReadOrder::kAuto;
   o.command_line = cli::Argv(argc, argv);
+  a.given_excludes = o.excludes.size();
+  for (const auto& name : a.presets) {
+    auto globs = ExcludePreset(name);
+    if (!globs.ok()) return cli::Fail("oans-scan", globs.status());
+    for (const auto& g : *globs)
+      if (std::find(o.excludes.begin(), o.excludes.end(), g) == o.excludes.end()) o.excludes.push_back(g);
+  }
   return -1;
+}
+
+// Names each --exclude GLOB that excluded nothing in the walk (a followed scan, which
+// walks nothing, cannot tell). The presets' globs are not named.
+std::vector<std::string> UnmatchedExcludes(const Args& a, const ScanStats& stats) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < a.given_excludes && i < stats.exclude_hits.size(); ++i)
+    if (stats.exclude_hits[i] == 0) out.push_back(a.o.excludes[i]);
+  return out;
 }
 
 // The summary --json prints and --summary-file writes.
@@ -231,11 +258,14 @@ int main(int argc, char** argv) {
       "file's identity, FIEMAP extents and XXH3-128 hashes of the whole file and of each block.\n"
       "Symlinks are not followed; special files are skipped; hardlinked files are read once.\n"
       "Files that vanish or cannot be read are recorded as errors and the walk goes on.\n"
+      "\n"
       "Examples:\n"
       "  oans-scan /srv/data | oans-plan > plan.capnp      scan and plan in one pipe\n"
       "  oans-scan -o data.idx /srv/data /home             an index of two trees\n"
       "  oans-scan --previous data.idx -o new.idx /srv/data   read only what changed\n"
-      "  oans-scan --exclude '*.tmp' --min-size 64K -o data.idx /srv/data\n"
+      "  oans-scan --exclude '*.tmp' --min-size 64K -o data.idx /srv/data   no *.tmp, nothing under 64K\n"
+      "  oans-scan --exclude-preset nas --exclude photos/cache -o data.idx /srv/data   NAS metadata and\n"
+      "                                                    ROOT/photos/cache left out\n"
       "  oans run /srv/data                                scan, plan and apply in generations",
       "oans-scan"};
   app.set_version_flag("--version", ToolVersionString("oans-scan"));
@@ -257,6 +287,10 @@ int main(int argc, char** argv) {
   ScanStats stats;
   NoticeNoReflink(o.roots, &renderer);
   Status st = RunScan(DefaultSys(), o, out->get(), &renderer, &stats);
+  for (const auto& g : UnmatchedExcludes(a, stats))
+    renderer.Notice("warning: --exclude '" + g + "' matched nothing" +
+                    (g.find('/') != std::string::npos && g[0] != '/' && g[0] != '*' ? " below the roots" : "") +
+                    " (with a '/' a glob is matched against the path below each root, without against each name)");
   renderer.Finish();
   if (!st.ok() && st.code() != Status::Code::kInterrupted) return cli::Fail("oans-scan", st);
   if (st.code() == Status::Code::kInterrupted) {

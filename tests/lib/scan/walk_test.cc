@@ -108,6 +108,21 @@ TEST(Walk, PathExcluded) {
   EXPECT_FALSE(PathExcluded({}, "/a", "a"));
 }
 
+TEST(Walk, RelativeExcludesAreBelowEachRoot) {
+  const std::vector<std::string> globs = {"photos/@eaDir", "*.tmp", "/abs/x", "*/cache"};
+  EXPECT_EQ(ExcludesForRoot(globs, "/srv/data"),
+            (std::vector<std::string>{"/srv/data/photos/@eaDir", "*.tmp", "/abs/x", "*/cache"}));
+  EXPECT_EQ(ExcludesForRoot({"a/b"}, "/"), std::vector<std::string>{"/a/b"});
+  // A root's own glob characters match only themselves.
+  const auto odd = ExcludesForRoot({"a/b"}, "/srv/[x]*");
+  EXPECT_TRUE(PathExcluded(odd, "/srv/[x]*/a/b", "b"));
+  EXPECT_FALSE(PathExcluded(odd, "/srv/x-y/a/b", "b"));
+  EXPECT_EQ(ExcludedBy({"nope", "*.iso", "*.iso"}, "/a/b.iso", "b.iso"), 1);
+  EXPECT_EQ(ExcludedBy({"nope"}, "/a/b.iso", "b.iso"), -1);
+  EXPECT_TRUE(ExcludePreset("nas").ok());
+  EXPECT_FALSE(ExcludePreset("synology").ok());
+}
+
 TEST_F(WalkTest, MinSize) {
   WalkOptions o;
   o.min_size = 150;
