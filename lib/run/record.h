@@ -39,7 +39,7 @@ struct RunRecord {
 // (files_scanned, files_read, bytes_planned, bytes_deduped, bytes_linked, bytes_skipped
 // and skipped, bytes by reason), each only when the step that counts it ran; then the
 // running totals over every generation (bytes_deduped_total, bytes_linked_total, and
-// bytes_freed_total once apply reports bytes_freed).
+// bytes_freed_total once apply measures the data it freed, data_freed_bytes).
 Json RecordJson(const RunRecord& r);
 
 // The running totals of the newest record in the state directory: its "..._total"
