@@ -179,13 +179,13 @@ BtrfsIdentity BtrfsIdentityOf(int fd) {
   if (::ioctl(fd, BTRFS_IOC_INO_LOOKUP, &look) == 0) id.subvolume = look.treeid;
   btrfs_ioctl_get_subvol_info_args sub;
   std::memset(&sub, 0, sizeof sub);
-  const int got = ::ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &sub);
-  if (got == 0) {
+  // Success is any answer but -1: Linux 6.18 answers 1 for every subvolume but the
+  // top one, with the fields filled.
+  if (::ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &sub) >= 0) {
     id.subvolume_uuid = Uuid(sub.uuid);
     id.generation = sub.generation;
+    id.read_only = sub.flags & BTRFS_ROOT_SUBVOL_RDONLY;
   }
-  // Linux 6.18 answers 1 with the fields filled; the root item's flags are read then too.
-  if (got >= 0) id.read_only = sub.flags & BTRFS_ROOT_SUBVOL_RDONLY;
   return id;
 }
 

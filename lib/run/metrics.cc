@@ -90,7 +90,7 @@ void RecordFigures(const Json& r, Writer* w) {
       {"bytes_skipped", "oans_last_run_bytes_skipped", "Bytes the last run skipped."},
   };
   for (const auto& g : gauges)
-    if (r.contains(g.key)) w->Family(g.name, "gauge", g.help, Number(r, g.key));
+    if (r.contains(g.key) && r[g.key].is_number()) w->Family(g.name, "gauge", g.help, Number(r, g.key));
   w->Head("oans_last_run_skipped_bytes", "gauge", "Bytes the last run skipped, by reason.");
   if (r.contains("skipped") && r["skipped"].is_object())
     for (const auto& [reason, bytes] : r["skipped"].items())

@@ -61,7 +61,9 @@ void AddTotals(const RunRecord& r, Json* j) {
     } else if (s.tool == "apply") {
       copy("bytes_deduped", "bytes_deduped");
       copy("bytes_linked", "bytes_linked");
-      copy("bytes_freed", "bytes_freed");
+      // The data oans-apply measured freed; absent or null when it could not measure.
+      if (m.contains("data_freed_bytes") && m["data_freed_bytes"].is_number_unsigned())
+        (*j)["bytes_freed"] = m["data_freed_bytes"];
       copy("bytes_skipped", "bytes_skipped");
       copy("skipped", "skipped");
       copy("data_freed_bytes", "data_freed_bytes");

@@ -40,8 +40,8 @@ struct RunRecord {
 // and skipped, bytes by reason; the space apply measured: data_freed_bytes,
 // metadata_grown_bytes, net_freed_bytes, space_approximate), each only when the step
 // that counts it ran; then the running totals over every generation
-// (bytes_deduped_total, bytes_linked_total, and bytes_freed_total once apply reports
-// bytes_freed).
+// (bytes_deduped_total, bytes_linked_total, and bytes_freed_total once apply measures
+// the data it freed, data_freed_bytes).
 Json RecordJson(const RunRecord& r);
 
 // The running totals of the newest record in the state directory: its "..._total"

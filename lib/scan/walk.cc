@@ -94,12 +94,7 @@ class Walker {
       std::string child = de->name;
       if (child == "." || child == "..") continue;
       std::string child_path = prefix + child;
-      if (const int by = o_.excludes.empty() ? -1 : ExcludedBy(excludes_[root], child_path, child); by >= 0) {
-        L.excluded++;
-        L.hits.resize(o_.excludes.size());
-        L.hits[size_t(by)]++;
-        continue;
-      }
+      if (Excluded(child_path, child, root, L)) continue;
       // A visitor may finish a regular file without opening it (one stat by name).
       if (o_.without_open && de->type == DT_REG) {
         WalkEntry e{child_path, {}, root};
@@ -142,6 +137,16 @@ class Walker {
         L.special++;
       }
     }
+  }
+
+  // Whether an exclude glob matches the entry; counted for the glob when one does.
+  bool Excluded(const std::string& path, const std::string& name, uint32_t root, Local& L) {
+    const int by = o_.excludes.empty() ? -1 : ExcludedBy(excludes_[root], path, name);
+    if (by < 0) return false;
+    L.excluded++;
+    L.hits.resize(o_.excludes.size());
+    L.hits[size_t(by)]++;
+    return true;
   }
 
   // Opens a regular file relative to its directory and hands it to on_file. Returns

@@ -212,6 +212,12 @@ assert gens[0]["bytes_planned"] == 0 and gens[0]["bytes_deduped"] == 0, gens[0]
 assert gens[1]["bytes_planned"] > 0 and gens[1]["bytes_deduped"] == gens[1]["bytes_planned"], gens[1]
 assert gens[1]["files_read"] >= 1, gens[1]
 PY
+python3 - "$WORK/status.json" "$state" <<'PY' || fail "oans status --json does not match the runs' records"
+import json, sys
+gens = json.loads(open(sys.argv[1]).read())["generations"]
+records = [json.load(open(f"{sys.argv[2]}/run-{n:06d}.json")) for n in (2, 3)]
+assert gens == records, (gens, records)   # what each of the last two runs recorded, unchanged
+PY
 tr '\n' ' ' < "$WORK/status.txt" | grep -q "generation 3: .* exit 0: *scan .*(exit 0), plan .*(exit 0), apply .*(exit 0)" \
   || fail "oans status: $(cat "$WORK/status.txt")"
 [ ! -e "$state/run-000001.json" ] && [ -e "$state/run-000003.json" ] || fail "records not kept with their generations"

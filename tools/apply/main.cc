@@ -184,6 +184,7 @@ int main(int argc, char** argv) {
       "never shared.\n"
       "The plan and the journal must be writable by no other user, in directories only root or you\n"
       "can change (or sticky, as /tmp); keep plans in a root-only directory such as /var/lib/oans.\n"
+      "\n"
       "Examples:\n"
       "  oans-apply plan.capnp                             dedupe (a journal beside it allows resuming)\n"
       "  oans-apply --dry-run plan.capnp | head            what it would do\n"

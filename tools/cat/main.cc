@@ -239,6 +239,7 @@ int CatPlan(const std::string& path) {
 int main(int argc, char** argv) {
   CLI::App app{"Print an oans extent index or dedupe plan as JSON lines, one object per line:\n"
                "a header, then one line per file (index) or per round (plan), then an end line.\n"
+               "\n"
                "Examples:\n"
                "  oans-cat data.idx | head                        the header and the first files\n"
                "  oans-cat --blocks data.idx                      with every block hash\n"

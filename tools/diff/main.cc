@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   CLI::App app{"List the files added, removed, changed (same inode, new size, mtime or ctime) and renamed\n"
                "(same inode, new path) between two indexes of the same trees, one per line (a newline in a\n"
                "name is written \\n and a backslash \\\\; --json gives the exact bytes).\n"
+               "\n"
                "Examples:\n"
                "  oans-diff monday.idx tuesday.idx                what changed between two scans\n"
                "  oans-diff --json monday.idx tuesday.idx         the same as JSON lines",

@@ -40,7 +40,7 @@ const char* kUsage =
     "                  generations in a state directory; without ROOT, replay the last roots\n"
     "  status [ROOT...]  the last generations of oans run and a run in progress\n"
     "  scan ROOT...    walk trees and write an extent index            (oans-scan)\n"
-    "  plan [INDEX...] find duplicate data not yet shared, write a plan (oans-plan)\n"
+    "  plan [INDEX...]  find duplicate data not yet shared, write a plan (oans-plan)\n"
     "  apply PLAN      execute a dedupe plan with FIDEDUPERANGE         (oans-apply)\n"
     "  apply [OPTION...]  without PLAN: the newest plan of oans run, under its lock, with\n"
     "                  its stored apply options, then those given (state directory as for\n"
@@ -54,7 +54,8 @@ const char* kUsage =
     "  oans run /srv/data                      the nightly job: scan, plan, apply\n"
     "  oans run                                the same again, with the stored roots and options\n"
     "  oans run --plan-only /srv/data          plan tonight; `oans apply PLAN` in the window\n"
-    "  oans scan /srv/data | oans plan --stats > plan.capnp\n"
+    "  oans scan /srv/data | oans plan --stats > plan.capnp   by hand: a plan, and what it\n"
+    "                                          would reclaim\n"
     "  oans plan --format dirs --top 20 data.idx   where the duplicates are\n"
     "  oans apply --until 06:00 plan.capnp     apply until 06:00, resume next time\n"
     "  oans apply --until 06:00                the newest plan of oans run --plan-only\n"
@@ -217,6 +218,7 @@ const char* kRunHelp =
     "directory must be owned by this user, writable by no one else, and on neither tmpfs nor\n"
     "a filesystem being deduped. Roots on a filesystem that cannot share data (ext4, tmpfs,\n"
     "XFS without reflink) are refused before the scan unless --link=hard is stored or given.\n"
+    "\n"
     "Examples:\n"
     "  oans run /srv/data /home                  scan, plan and apply both trees\n"
     "  oans run                                  the same again, replaying roots and options\n"
@@ -224,10 +226,12 @@ const char* kRunHelp =
     "  oans run --show-config                    what is stored\n"
     "  oans run --plan-only /srv/data            plan only; apply the printed plan later with\n"
     "                                            oans apply --until 06:00 PLAN\n"
-    "  oans run --exclude '*.tmp' --max-rate 200M --until 06:00 /srv/data\n"
+    "  oans run --exclude '*.tmp' --max-rate 200M --until 06:00 /srv/data   stores the roots, the\n"
+    "                                            exclude and the rate; stops at 06:00\n"
     "  oans run --link=hard /srv/ext4data        hardlinks on ext4\n"
-    "  oans run --metrics-file /var/lib/prometheus/node-exporter/oans.prom\n"
-    "  oans run --state-dir /var/lib/oans/media /srv/media";
+    "  oans run --metrics-file /var/lib/prometheus/node-exporter/oans.prom   metrics for\n"
+    "                                            node_exporter's textfile collector\n"
+    "  oans run --state-dir /var/lib/oans/media /srv/media   a state directory of one's own";
 
 int RunMain(int argc, char** argv) {
   CLI::App app{kRunHelp, "oans run"};

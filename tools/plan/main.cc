@@ -367,6 +367,7 @@ int main(int argc, char** argv) {
       "dedupe plan: whole-file duplicates and runs of identical blocks that do not share their\n"
       "data yet, in rounds of at most --round-size bytes ordered by physical offset. Files of\n"
       "different filesystems are never paired.\n"
+      "\n"
       "Examples:\n"
       "  oans-plan --stats -o plan.capnp data.idx          a plan and what it will reclaim\n"
       "  oans-plan --since old.idx -o plan.capnp new.idx   only groups with new or changed files\n"
