@@ -171,9 +171,10 @@ Status RecordStore::ForEach(const std::function<Status(uint64_t, const std::stri
 }
 
 Status RecordStore::GetAfter(uint64_t offset, uint32_t skip, std::string* record) const {
-  char window[4096];
+  // Short records: one small window usually holds them all.
+  char window[1024];
   uint64_t window_at = offset, window_end = offset;
-  for (uint32_t i = 0; i < skip; ++i) {
+  for (uint32_t i = 0;; ++i) {
     if (offset + 4 > window_end) {
       if (offset + 4 > end_) return Status::Corrupt("record store: offset out of range");
       window_at = offset;
@@ -182,6 +183,11 @@ Status RecordStore::GetAfter(uint64_t offset, uint32_t skip, std::string* record
     }
     uint32_t n = 0;
     std::memcpy(&n, window + (offset - window_at), sizeof n);
+    if (i == skip) {
+      if (offset + sizeof n + n > window_end) break;  // longer than the window: read it whole
+      record->assign(window + (offset - window_at) + sizeof n, n);
+      return Status::Ok();
+    }
     offset += sizeof n + n;
   }
   return Get(offset, record);

@@ -1,9 +1,12 @@
-// Differences between two generations of an index: which files were added, removed,
-// changed (same inode, new size/mtime/ctime) or renamed (same inode, new path). Files are
-// matched by (filesystem UUID + subvolume, inode), as --previous does, never by device
-// number (identity.h). Both indexes become streams sorted by that key (external sorters
-// within `memory`, past it temporary files in `temp_dir`), walked by one merge join, so
-// differences come out by filesystem and inode. Single-threaded.
+// Differences between two generations of an index.
+// Files added, removed, changed (same inode, new size/mtime/ctime) or renamed.
+// Renamed: same inode, new path.
+// Files match by (filesystem UUID + subvolume, inode), as --previous does.
+// Never by device number (identity.h).
+// Both indexes become streams sorted by that key.
+// External sorters hold them within `memory`, past it in files in `temp_dir`.
+// One merge join walks them: differences come out by filesystem and inode.
+// Single-threaded.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,10 @@
-// `oans-plan --format dirs`: which directories hold the duplicates. From the whole-file
-// groups RunPlan reports, every destination that does not yet share all of its source's
-// data adds its size (the bytes a plan would reclaim) and one duplicate file to its
-// directory and to every directory above it up to the deepest one holding them all, as
-// `du DIR` adds up sizes; the directories with the most reclaimable bytes come first.
+// `oans-plan --format dirs`: which directories hold the duplicates.
+// Input: the whole-file groups RunPlan reports.
+// Each destination not yet sharing all its source's data counts.
+// It adds its size (the bytes a plan would reclaim) and one file.
+// It adds them to its directory and to every directory above it.
+// That stops at the deepest directory holding them all, as `du DIR` adds up.
+// The directories with the most reclaimable bytes come first.
 #pragma once
 
 #include <cstddef>

@@ -1,10 +1,12 @@
-// Which file is which across indexes. A file is (filesystem UUID, btrfs subvolume, inode),
-// never the device number: btrfs gives each subvolume an anonymous device number that
-// changes with mount order, so two scans of one tree may record different `dev` values.
-// FilesystemIds gives every (UUID, subvolume) met in any index one id; FileKey is a file
-// under that id with what tells whether it changed, and sorts by (filesystem, inode), so
-// comparing the files of two indexes (`--since`, oans-diff) is a merge join of two sorted
-// streams (lib/base/stream.h) in bounded memory.
+// Which file is which across indexes.
+// A file is (filesystem UUID, btrfs subvolume, inode), never the device number.
+// btrfs gives each subvolume an anonymous device number.
+// It changes with mount order, so two scans of one tree may differ in `dev`.
+// FilesystemIds gives every (UUID, subvolume) met in any index one id.
+// A FileKey is a file under that id, with what tells whether it changed.
+// FileKeys sort by (filesystem, inode).
+// Comparing two indexes' files (`--since`, oans-diff) is thus a merge join.
+// It joins two sorted streams (lib/base/stream.h) in bounded memory.
 // Single-threaded.
 #pragma once
 

@@ -1,6 +1,7 @@
-// The planner's sort keys: fixed-size records that flow between its stages through
-// ExternalSorters (lib/base/spill.h), each with the order the next stage reads it in.
-// File ids are the order files were loaded in (Details, lib/plan/details.h).
+// The planner's sort keys: fixed-size records.
+// They flow between stages through ExternalSorters (lib/base/spill.h).
+// Each sorts in the order the next stage reads it in.
+// File ids are the order files were loaded in (lib/plan/details.h).
 #pragma once
 
 #include <cstdint>
@@ -77,10 +78,11 @@ struct OpKey {  // an operation, by pass, then by the source's physical offset
   // operation store.
   uint64_t dest_offset, dest_physical;
   uint32_t source, dests, dest;
-  // 0 for a rewrite (frees.h), first of all; 2 when the source is itself the
-  // destination of a partial run: such operations run last, after the source's own
-  // ranges have gone where they go, so that their destinations share the data's final
-  // extents and the source's old extents go free; 1 for the others.
+  // The pass: 0 for a rewrite (frees.h), first of all.
+  // 2 when the source is itself the destination of a partial run.
+  // Those run last, after the source's own ranges have moved.
+  // Their destinations then share the data's final extents.
+  // The source's old extents go free. 1 for the others.
   uint32_t pass = 1;
   uint64_t stored() const { return dest_offset; }
   uint64_t bytes() const { return length * (1 + uint64_t(dests)); }  // read by the operation

@@ -45,22 +45,24 @@ enum class SnapshotPolicy { kAuto, kAll, kNone };
 
 struct PlanOptions {
   std::vector<std::string> indexes;   // "-" is standard input
-  // Bytes read per round, sources plus destinations; 0: kRoundSize, or kSpinningRoundSize
-  // when an index says its roots are on a spinning disk (fewer rounds, so fewer long
-  // seeks between the parts of the disk a round's sources and destinations lie in).
+  // Bytes read per round, sources plus destinations.
+  // 0: kRoundSize, or kSpinningRoundSize when an index says its roots spin.
+  // Fewer rounds mean fewer long seeks between sources and destinations.
   uint64_t round_size = 0;
   bool whole_files = true;            // plan whole-file duplicates
   bool blocks = true;                 // plan runs of identical blocks between other files
-  // Pair only files of one owner (uid): dedupe across owners tells one user, through the
-  // extents her file then shares, what another user's file holds.
+  // Pair only files of one owner (uid).
+  // Dedupe across owners leaks: shared extents tell one user what another's file holds.
   bool same_owner = false;
-  // Shortest partial match planned from sector sums (anchors.h): shorter runs would split
-  // extents into slivers for little space. A shorter run that replaces whole extents of
-  // its destination splits nothing and is planned (frees.h).
+  // Shortest partial match planned from sector sums (anchors.h).
+  // Shorter runs would split extents into slivers for little space.
+  // A shorter run replacing whole extents of its destination splits nothing.
+  // It is planned (frees.h).
   uint64_t min_run = 64u << 10;
-  // On btrfs, an extent of a destination that partial runs cover but for at most this
-  // percent of its bytes is freed too: its other bytes are first copied into new extents
-  // (frees.h). 0: never; at most kMaxRewritePercent.
+  // On btrfs, partial runs may cover a destination's extent but for a few bytes.
+  // If at most this percent is left, the extent is freed too.
+  // Its other bytes are first copied into new extents (frees.h).
+  // 0: never; at most kMaxRewritePercent.
   uint32_t max_rewrite = 10;
   SnapshotPolicy snapshots = SnapshotPolicy::kAuto;
   std::string since;                  // only groups touching files new/changed since this index
@@ -72,8 +74,9 @@ struct PlanOptions {
   uint64_t memory = 512ull << 20;
   std::string temp_dir;
   std::vector<std::string> command_line;
-  // Set (by a signal handler) to stop: RunPlan then returns kInterrupted within about a
-  // second and writes nothing more; the caller does not commit the output.
+  // Set by a signal handler to stop.
+  // RunPlan then returns kInterrupted within about a second and writes nothing more.
+  // The caller does not commit the output.
   const std::atomic<bool>* stop = nullptr;
 };
 

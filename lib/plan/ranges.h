@@ -1,5 +1,6 @@
-// Range arithmetic on a file's extents (FIEMAP, sorted by logical offset): which byte
-// ranges two files already share, which hold data, where a logical offset lies on disk.
+// Range arithmetic on a file's extents (FIEMAP, sorted by logical offset).
+// Which byte ranges two files already share, and which hold data.
+// Where a logical offset lies on disk.
 // Pure functions, callable from any thread.
 #pragma once
 

@@ -1,7 +1,9 @@
-// The `--since OLD` stage: which loaded files are new or changed since index OLD. OLD's
-// files go to one sorter and the loaded files to another, both as FileKeys (identity.h);
-// a merge join by (filesystem UUID + subvolume, inode) then marks every file found
-// unchanged in OLD. Memory: the two sorters' budget; nothing grows with OLD beyond it.
+// The `--since OLD` stage: which loaded files are new or changed since OLD.
+// OLD's files go to one sorter, the loaded files to another, as FileKeys.
+// FileKeys are in identity.h.
+// A merge join by (filesystem UUID + subvolume, inode) follows.
+// It marks every file found unchanged in OLD.
+// Memory: the two sorters' budget; nothing grows with OLD beyond it.
 // Used by the load stage (load.h); single-threaded.
 #pragma once
 

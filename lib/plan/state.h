@@ -23,9 +23,10 @@ namespace oans {
 struct PlanState {
   PlanState(const PlanOptions& o, Observer* observer, PlanStats* stats);
 
-  // Interrupted once PlanOptions::stop is set; stages call it as they go, every
-  // kStopEvery items (a relaxed load: cheap, and the work between two checks stays a few
-  // milliseconds even where one item is a whole group to plan).
+  // Interrupted once PlanOptions::stop is set.
+  // Stages call it every kStopEvery items: a relaxed load, cheap.
+  // The work between two checks stays a few milliseconds.
+  // That holds even where one item is a whole group to plan.
   Status CheckStop() const;
   static constexpr uint64_t kStopEvery = 1024;
 
