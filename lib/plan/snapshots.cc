@@ -15,7 +15,7 @@ int64_t FileCost(const PlanState& st, const SpaceTally& t, uint32_t fs) {
   auto dests = t.dests.find(fs);
   const int64_t n = dests == t.dests.end() ? 1 : int64_t(std::max<uint64_t>(1, dests->second));
   const int64_t leaf = leaves == t.leaves.end() ? 0 : LeafCost(st, fs, leaves->second.size());
-  return leaf / n + kSpaceRefBytes * int64_t(std::max<uint32_t>(1, st.subvolumes[fs].metadata_copies));
+  return leaf / n + kSpaceRefBytes * int64_t(std::max<uint32_t>(1, SubvolumeOf(st, fs).metadata_copies));
 }
 
 // One pass of auto: files whose extents are not worth freeing, or that free nothing
@@ -29,7 +29,7 @@ Result<bool> AutoPass(PlanState& st, const SpaceTally& t) {
     int64_t cost = 0;
     for (; i < t.drops.size() && t.drops[i].extent == e; ++i) {
       OANS_ASSIGN_OR_RETURN(auto d, st.details.Get(t.drops[i].file));
-      costs[t.drops[i].file] = st.subvolumes[d->fs].shared;
+      costs[t.drops[i].file] = SubvolumeOf(st, d->fs).shared;
       if (!t.drops[i].all) continue;
       dropped++;
       cost += FileCost(st, t, d->fs);
@@ -59,7 +59,7 @@ Status ApplySnapshotPolicy(PlanState& st, std::string* said) {
   if (st.o.snapshots == SnapshotPolicy::kNone) {
     for (const auto& d : t.drops) {
       OANS_ASSIGN_OR_RETURN(auto f, st.details.Get(d.file));
-      if (st.subvolumes[f->fs].read_only) st.left_alone[d.file] = true;
+      if (SubvolumeOf(st, f->fs).read_only) st.left_alone[d.file] = true;
     }
   } else {
     for (int pass = 0; pass < 4; ++pass) {
@@ -75,7 +75,7 @@ Status ApplySnapshotPolicy(PlanState& st, std::string* said) {
   if (st.o.snapshots == SnapshotPolicy::kAuto && st.stats->net_bytes < 0) {
     for (const auto& d : t.drops) {
       OANS_ASSIGN_OR_RETURN(auto f, st.details.Get(d.file));
-      if (st.subvolumes[f->fs].shared) st.left_alone[d.file] = true;
+      if (SubvolumeOf(st, f->fs).shared) st.left_alone[d.file] = true;
     }
     t = SpaceTally();
     OANS_RETURN_IF_ERROR(TallySpace(st, &t));

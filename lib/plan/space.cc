@@ -62,10 +62,10 @@ Status DropsOf(PlanState& st, uint32_t file, std::vector<std::pair<uint64_t, uin
     const uint64_t end = std::min(x.logical + x.length, std::max(d->size, x.logical + 1));
     while (r < ranges.size() && ranges[r].second <= x.logical) ++r;
     const bool covered = r < ranges.size() && ranges[r].first <= x.logical && ranges[r].second >= end;
-    auto [first, last] = ExtentsOf(st, st.fs_uuid[d->fs], x);
-    if (first == last) {
+    auto [first, last] = ExtentsOf(st, d->fs < st.fs_uuid.size() ? st.fs_uuid[d->fs] : UINT32_MAX, x);
+    if (first == last) {  // no census: FIEMAP's shared flag says whether another file holds it
       t->unknown = true;
-      if (covered) t->unknown_freed += int64_t(x.length);
+      if (covered && !(x.flags & kExtentShared)) t->unknown_freed += int64_t(x.length);
       continue;
     }
     t->pieces += covered;
@@ -76,8 +76,8 @@ Status DropsOf(PlanState& st, uint32_t file, std::vector<std::pair<uint64_t, uin
   }
   for (const auto& [e, a] : all) t->drops.push_back({e, file, a});
   t->dests[d->fs]++;
-  const IndexSubvolume& sv = st.subvolumes[d->fs];
-  if (sv.node_size && sv.tree_bytes && st.max_ino[d->fs] > 256) {
+  const IndexSubvolume sv = SubvolumeOf(st, d->fs);
+  if (sv.node_size && sv.tree_bytes && d->fs < st.max_ino.size() && st.max_ino[d->fs] > 256) {
     const double leaves = double(sv.tree_bytes) / sv.node_size;
     const double per_leaf = std::max(1.0, double(st.max_ino[d->fs] - 255) / leaves);
     t->leaves[d->fs].insert(uint64_t(double(d->ino > 256 ? d->ino - 256 : 0) / per_leaf));
@@ -109,7 +109,7 @@ Status TallySpace(PlanState& st, SpaceTally* t) {
 }
 
 int64_t LeafCost(const PlanState& st, uint32_t fs, uint64_t leaves) {
-  const IndexSubvolume& sv = st.subvolumes[fs];
+  const IndexSubvolume sv = SubvolumeOf(st, fs);
   if (!sv.shared || leaves == 0) return 0;
   const uint64_t per_node = std::max<uint64_t>(1, sv.node_size / 33);  // key pointers per node
   return int64_t((leaves + 1 + leaves / per_node) * sv.node_size * sv.metadata_copies);
@@ -125,7 +125,7 @@ Status SpaceFigures(PlanState& st, const SpaceTally& t) {
       if (!t.drops[i].all) continue;
       dropped++;
       OANS_ASSIGN_OR_RETURN(auto d, st.details.Get(t.drops[i].file));
-      dropped_ro += st.subvolumes[d->fs].read_only;
+      dropped_ro += SubvolumeOf(st, d->fs).read_only;
     }
     const auto& c = st.census[e];
     extent_tree -= kRefBytes * dropped;
@@ -140,9 +140,9 @@ Status SpaceFigures(PlanState& st, const SpaceTally& t) {
   uint32_t copies = 1;
   s.leaves_rewritten = s.leaves_shared = 0;
   for (const auto& [fs, buckets] : t.leaves) {
-    copies = std::max(copies, st.subvolumes[fs].metadata_copies);
+    copies = std::max(copies, SubvolumeOf(st, fs).metadata_copies);
     s.leaves_rewritten += buckets.size();
-    if (st.subvolumes[fs].shared) s.leaves_shared += buckets.size();
+    if (SubvolumeOf(st, fs).shared) s.leaves_shared += buckets.size();
     meta += LeafCost(st, fs, buckets.size());
   }
   meta = std::max<int64_t>(0, meta + extent_tree * copies);

@@ -6,7 +6,8 @@
 //              compressed one, less the bytes its rewrites copy into new extents. A file
 //              drops its reference to an extent when the plan covers every piece of the
 //              file that points into it. An extent the census does not list (an index
-//              without one, XFS, ext4) counts as freed when the plan covers its piece.
+//              without one, XFS, ext4) counts as freed when the plan covers its piece,
+//              unless FIEMAP called the piece shared (another file holds it too).
 //   later      of the extents not freed, those whose remaining references are all in
 //              read-only subvolumes: what their expiry frees.
 //   metadata   btrfs only: each leaf of a subvolume's tree holding a destination's
@@ -46,6 +47,12 @@ struct SpaceTally {
   std::map<uint32_t, std::set<uint64_t>> leaves;  // by plan filesystem: leaf buckets
   std::map<uint32_t, uint64_t> dests;             // by plan filesystem: destination files
 };
+
+// The btrfs facts of plan filesystem `fs`; unknown ones (node_size 0) when the loader
+// recorded none.
+inline IndexSubvolume SubvolumeOf(const PlanState& st, uint32_t fs) {
+  return fs < st.subvolumes.size() ? st.subvolumes[fs] : IndexSubvolume{};
+}
 
 // Sorts the census, then tallies the operations.
 Status TallySpace(PlanState& st, SpaceTally* t);

@@ -298,29 +298,29 @@ Json JsonStats(const PlanStats& s) {
               {"unchanged_since", s.unchanged_since},
               {"since_listed", s.since_listed},
               {"since_left_out", s.since_left_out},
-              {"operations", s.ops},
-              {"rounds", s.rounds},
+              {"operations", s.ops}, {"rounds", s.rounds},
               {"operations_alongside", s.ops_alongside},
-              {"skipped_errors", s.skipped_errors},
-              {"skipped_inline", s.skipped_inline},
+              {"skipped_errors", s.skipped_errors}, {"skipped_inline", s.skipped_inline},
               {"frees_bytes", s.frees_bytes}, {"frees_later_bytes", s.frees_later_bytes},
               {"metadata_bytes", s.metadata_bytes}, {"net_bytes", s.net_bytes}, {"refs_known", s.refs_known},
               {"leaves_rewritten", s.leaves_rewritten}, {"leaves_shared", s.leaves_shared},
               {"left_alone_bytes", s.left_alone_bytes}};
 }
 
-// The space line that leads a summary: the net, then what makes it.
-std::string SpaceLine(const PlanStats& s) {
-  std::string line = "net " + FormatSignedSize(s.net_bytes) + " to free: " + FormatSize(s.frees_bytes) +
-                     " of data, metadata +" + FormatSize(s.metadata_bytes);
-  if (s.frees_later_bytes) line += "; " + FormatSize(s.frees_later_bytes) + " more once snapshots go";
-  if (!s.refs_known) line += " (references not known: from covered extents)";
-  return line;
+// The space lines that lead a summary: the net and what makes it, then what the
+// snapshots' expiry frees and whether references were known.
+std::vector<std::string> SpaceLines(const PlanStats& s) {
+  std::vector<std::string> l = {"net " + FormatSignedSize(s.net_bytes) + " to free: " + FormatSize(s.frees_bytes) +
+                                " of data, metadata +" + FormatSize(s.metadata_bytes)};
+  if (s.frees_later_bytes) l.push_back(FormatSize(s.frees_later_bytes) + " more once read-only snapshots go");
+  if (!s.refs_known) l.push_back("references not known: covered extents counted as freed");
+  return l;
 }
 
 void PrintStats(const PlanStats& s, const std::string& elapsed) {
-  std::fprintf(stderr, "oans-plan: %llu files on %llu filesystem(s) in %s\n  %s\n", (unsigned long long)s.files,
-               (unsigned long long)s.filesystems, elapsed.c_str(), SpaceLine(s).c_str());
+  std::fprintf(stderr, "oans-plan: %llu files on %llu filesystem(s) in %s\n", (unsigned long long)s.files,
+               (unsigned long long)s.filesystems, elapsed.c_str());
+  for (const auto& l : SpaceLines(s)) std::fprintf(stderr, "  %s\n", l.c_str());
   std::fprintf(stderr,
                "  duplicate groups:   %llu (%llu whole-file, %llu block)\n"
                "  duplicate bytes:    %s (%s as 4 KiB partial matches)\n"
@@ -342,10 +342,9 @@ void PrintSummary(const PlanStats& s, const std::string& elapsed) {
   using ull = unsigned long long;
   const std::string head = "oans-plan: found " + std::to_string(s.whole_groups + s.block_groups) +
                            " duplicate groups in " + std::to_string(s.files) + " files in " + elapsed;
-  std::vector<std::string> parts = {SpaceLine(s),
-                                    FormatSize(s.planned_bytes) + " to dedupe in " + std::to_string(s.rounds) +
-                                        " rounds",
-                                    FormatSize(s.shared_bytes) + " already shared"};
+  std::vector<std::string> parts = SpaceLines(s);
+  parts.insert(parts.end(), {FormatSize(s.planned_bytes) + " to dedupe in " + std::to_string(s.rounds) + " rounds",
+                             FormatSize(s.shared_bytes) + " already shared"});
   if (s.rewrite_bytes)
     parts.push_back(FormatSize(s.rewrite_bytes) + " to rewrite into new extents first");
   if (s.partial_left_bytes)
@@ -369,7 +368,8 @@ int main(int argc, char** argv) {
       "different filesystems are never paired.\n"
       "\n"
       "Examples:\n"
-      "  oans-plan --stats -o plan.capnp data.idx          a plan and what it will reclaim\n"
+      "  oans-plan --stats -o plan.capnp data.idx          a plan and the net space it frees\n"
+      "  oans-plan --snapshots=none -o plan.capnp data.idx leave read-only snapshots alone\n"
       "  oans-plan --since old.idx -o plan.capnp new.idx   only groups with new or changed files\n"
       "  oans-plan --format dirs --top 20 data.idx         the directories holding the duplicates\n"
       "  oans-plan --format text data.idx | less           the duplicate groups, readable\n"
