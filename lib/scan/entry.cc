@@ -40,4 +40,21 @@ void FailEntry(FileEntry* e, const Status& s) {
   e->sum_kind = e->key_kind = 0;
 }
 
+// Directories that could not be read are recorded as errors too, so they are counted.
+Status RecordProblems(const WalkResult& w, const ScanOptions& o, IndexWriter* writer, Observer* observer,
+                      ScanStats* stats) {
+  for (auto& p : w.problems) {
+    if (o.stop && o.stop->load()) break;
+    FileEntry e;
+    e.path = p.path;
+    e.error = p.status.message();
+    e.errnum = p.status.errnum();
+    stats->errors++;
+    stats->files++;
+    observer->FileNotice(p.path, p.status.message());
+    OANS_RETURN_IF_ERROR(writer->Add(std::move(e)));
+  }
+  return Status::Ok();
+}
+
 }  // namespace oans

@@ -24,4 +24,9 @@ void CountRecord(const FileEntry& e, ScanStats* stats, Observer* observer);
 // Records problem `s` as e's error; whatever hashes e had are dropped.
 void FailEntry(FileEntry* e, const Status& s);
 
+// Records each directory the walk could not read as an error record, so that it is
+// counted and noticed.
+Status RecordProblems(const WalkResult& w, const ScanOptions& o, IndexWriter* writer, Observer* observer,
+                      ScanStats* stats);
+
 }  // namespace oans

@@ -292,23 +292,6 @@ Status WriteStart(Sys& sys, IndexHeader& header, Filesystems& filesystems, Sink&
   return sink.CopyInto(writer);
 }
 
-// Directories that could not be read are recorded as errors too, so they are counted.
-Status RecordProblems(const WalkResult& w, const ScanOptions& o, IndexWriter* writer, Observer* observer,
-                      ScanStats* stats) {
-  for (auto& p : w.problems) {
-    if (o.stop && o.stop->load()) break;
-    FileEntry e;
-    e.path = p.path;
-    e.error = p.status.message();
-    e.errnum = p.status.errnum();
-    stats->errors++;
-    stats->files++;
-    observer->FileNotice(p.path, p.status.message());
-    OANS_RETURN_IF_ERROR(writer->Add(std::move(e)));
-  }
-  return Status::Ok();
-}
-
 // The mount points below the roots: files the trees would map are the ones below them.
 void FindMounts(Sys& sys, const std::vector<std::string>& roots, WalkState* state) {
   auto mounts = sys.MountPoints();
