@@ -8,7 +8,8 @@
 #     whose directory was renamed since: tried again at its new path;
 #   - a filesystem mounted below the root, and unmounted again;
 #   - a previous index whose keys are of another kind (--read-data);
-#   - the root itself replaced by a new directory.
+#   - the root itself replaced by a new directory;
+#   - a root that is a subvolume.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
 PY="$(dirname "$0")/follow_changes.py"
@@ -159,3 +160,17 @@ sync
 [[ "$(head -1 "$WORK/ssd.jsonl")" == *'"spinning":false'* ]] || fail "--storage=ssd on a followed scan: the index says it spins"
 [ "$(json_field "$WORK/ssd-followed.json" storage)" = ssd ] || fail "--storage=ssd: the summary does not say ssd"
 pass "a followed scan keeps the previous index's storage with auto, and takes --storage when given"
+
+# A root that is a subvolume (one share of a NAS): followed, not "not on btrfs". Its
+# subvolume info comes with the answer 1 on Linux 6.18, success all the same.
+btrfs subvolume create "$MNT/share" > /dev/null
+rand_file "$MNT/share/a" 30000 5
+rand_file "$MNT/share/b" 30000 6
+sync
+"$BIN/oans-scan" --quiet "$MNT/share" -o "$WORK/share.idx"
+rand_file "$MNT/share/c" 30000 7
+sync
+T=$MNT/share
+same_as_cold share-followed "$WORK/share.idx"
+[ "$(followed share-followed)" = True ] || fail "a subvolume root: not followed: $(cat "$WORK/share-followed.json")"
+pass "a root that is a subvolume is followed, its index the same as a cold scan's"
