@@ -12,11 +12,11 @@ _oans_tool() {
     tool=oans-${COMP_WORDS[1]}
   fi
   case $tool in
-    oans-run) opts="--state-dir --show-config --keep --plan-only --exclude --exclude-preset --min-size --max-rate --until --deadline --io-class --link --same-owner --scan-option --plan-option --apply-option --progress --quiet --wait-lock --metrics-file --help --version" ;;
+    oans-run) opts="--state-dir --show-config --keep --plan-only --exclude --exclude-preset --min-size --max-rate --until --deadline --io-class --link --same-owner --snapshots --scan-option --plan-option --apply-option --progress --quiet --wait-lock --metrics-file --json --help --version" ;;
     oans-status) opts="--state-dir --last --json --help --version" ;;
     oans-scan) opts="--output --previous --previous-damaged --refresh-extents --read-data --block-size --min-size --exclude --exclude-preset --io-threads --storage --order --memory --temp-dir --progress --quiet --json --summary-file --help --version" ;;
-    oans-plan) opts="--output --round-size --memory --temp-dir --since --from-list --since-join --whole-files-only --same-owner --min-run --max-rewrite --format --top --stats --json --summary-file --progress --quiet --help --version" ;;
-    oans-apply) opts="--dry-run --prefetch --order --storage --deadline --until --max-rate --io-class --journal --no-journal --link --link-relax --progress --quiet --json --summary-file --help --version"
+    oans-plan) opts="--output --round-size --memory --temp-dir --since --from-list --since-join --whole-files-only --same-owner --snapshots --min-run --max-rewrite --format --top --stats --json --summary-file --progress --quiet --help --version" ;;
+    oans-apply) opts="--dry-run --prefetch --storage --deadline --until --max-rate --io-class --journal --no-journal --link --link-relax --progress --quiet --json --summary-file --help --version"
       # oans apply without PLAN: the newest plan of oans run, in the state directory given.
       [[ ${COMP_WORDS[0]##*/} == oans ]] && opts+=" --state-dir" ;;
     oans-cat) opts="--blocks --help --version" ;;
@@ -26,13 +26,7 @@ _oans_tool() {
   case $prev in
     --storage) COMPREPLY=($(compgen -W "auto ssd hdd" -- "$cur")); return ;;
     --previous-damaged) COMPREPLY=($(compgen -W "refuse rescan" -- "$cur")); return ;;
-    --order)
-      if [[ $tool == oans-apply ]]; then
-        COMPREPLY=($(compgen -W "physical none" -- "$cur"))
-      else
-        COMPREPLY=($(compgen -W "auto physical inode none" -- "$cur"))
-      fi
-      return ;;
+    --order) COMPREPLY=($(compgen -W "auto physical inode none" -- "$cur")); return ;;
     --progress) COMPREPLY=($(compgen -W "auto tty json none" -- "$cur")); return ;;
     --exclude-preset) COMPREPLY=($(compgen -W "nas" -- "$cur")); return ;;
     --metrics-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -40,6 +34,7 @@ _oans_tool() {
     --prefetch) COMPREPLY=($(compgen -W "on off" -- "$cur")); return ;;
     --io-class) COMPREPLY=($(compgen -W "best-effort idle" -- "$cur")); return ;;
     --link) COMPREPLY=($(compgen -W "reflink hard" -- "$cur")); return ;;
+    --snapshots) COMPREPLY=($(compgen -W "auto all none" -- "$cur")); return ;;
     --temp-dir|--state-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --memory|--block-size|--min-size|--round-size|--max-rate|--deadline|--until|--io-threads|--exclude|--top|--keep|--last|--wait-lock) return ;;
     --scan-option|--plan-option|--apply-option|--link-relax) return ;;

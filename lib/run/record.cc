@@ -11,6 +11,7 @@
 #include "lib/run/generations.h"
 #include "lib/run/run_config.h"
 #include "lib/run/state_dir.h"
+#include "lib/run/timer.h"
 
 namespace oans {
 namespace {
@@ -247,7 +248,9 @@ Result<Json> StatusOf(const std::string& state_dir, size_t last) {
   Json out = {{"state_dir", JsonText(state_dir)},
               {"roots", conf.ok() ? JsonTextArray(conf->roots) : Json::array()},
               {"running", Running(fd, records)},
+              {"next_run", Json()},
               {"generations", Json::array()}};
+  if (std::string next = NextTimer(state_dir); !next.empty()) out["next_run"] = JsonText(next);
   ::close(fd);
   for (size_t i = records.size() > last ? records.size() - last : 0; i < records.size(); ++i)
     out["generations"].push_back(std::move(records[i]));

@@ -184,7 +184,7 @@ echo "not excluded by *.txt? yes: excluded" > "$MNT/third/new.txt"
 sync
 [ -n "$(unshared_files "$MNT/third" 4096)" ] || fail "the new copies share data already"
 before=$(checksums "$MNT")
-"$BIN/oans" run 2> "$WORK/run3.err" || fail "run 3: exit $?: $(cat "$WORK/run3.err")"
+"$BIN/oans" run --json > "$WORK/run3.json" 2> "$WORK/run3.err" || fail "run 3: exit $?: $(cat "$WORK/run3.err")"
 cat "$WORK/run3.err"
 [ "$(summary "$WORK/run3.err" planned_bytes)" -gt 0 ] || fail "run 3 planned nothing"
 [ -z "$(unshared_files "$MNT/third" 4096)" ] || fail "run 3 left new copies: $(unshared_files "$MNT/third" 4096)"
@@ -201,6 +201,7 @@ lines = open(sys.argv[1]).read().splitlines()
 assert len(lines) == 1, lines
 s = json.loads(lines[0])
 assert s["running"] is None and s["roots"] == [sys.argv[2]], s
+assert s["next_run"] is None, s   # no timer of this state directory's name
 gens = s["generations"]
 assert [g["generation"] for g in gens] == [2, 3], gens   # generation 1 was removed with its record
 for g in gens:
@@ -217,7 +218,18 @@ import json, sys
 gens = json.loads(open(sys.argv[1]).read())["generations"]
 records = [json.load(open(f"{sys.argv[2]}/run-{n:06d}.json")) for n in (2, 3)]
 assert gens == records, (gens, records)   # what each of the last two runs recorded, unchanged
+run3 = open(sys.argv[1].replace("status.json", "run3.json")).read().splitlines()
+assert len(run3) == 1 and json.loads(run3[0]) == records[1], run3   # oans run --json: its record
 PY
+# The next start of the dataset's timer, as systemd tells it.
+printf '#!/bin/sh\n[ "$*" = "show --property=NextElapseUSecRealtime --value -- oans@%s.timer" ] && echo "Fri 2026-12-04 01:30:00 UTC"\n' \
+  "$(basename "$state")" > "$WORK/systemctl"
+chmod +x "$WORK/systemctl"
+OANS_SYSTEMCTL=$WORK/systemctl "$BIN/oans" status --json > "$WORK/status-timer.json"
+OANS_SYSTEMCTL=$WORK/systemctl "$BIN/oans" status > "$WORK/status-timer.txt"
+python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['next_run'] == 'Fri 2026-12-04 01:30:00 UTC'" \
+  "$WORK/status-timer.json" || fail "oans status --json: no next run: $(cat "$WORK/status-timer.json")"
+grep -q "^  next run: Fri 2026-12-04 01:30:00 UTC$" "$WORK/status-timer.txt" || fail "oans status: $(cat "$WORK/status-timer.txt")"
 tr '\n' ' ' < "$WORK/status.txt" | grep -q "generation 3: .* exit 0: *scan .*(exit 0), plan .*(exit 0), apply .*(exit 0)" \
   || fail "oans status: $(cat "$WORK/status.txt")"
 [ ! -e "$state/run-000001.json" ] && [ -e "$state/run-000003.json" ] || fail "records not kept with their generations"

@@ -97,6 +97,14 @@ int Finish(const std::string& tool, const RunOutcome& out, bool refused, bool qu
   return out.exit_code;
 }
 
+// What --json prints: the run's record, the one oans status --json shows; a run refused
+// before it had one, its exit code and why.
+Json RunJson(const RunOutcome& out) {
+  if (out.record.is_object()) return out.record;
+  return {{"state_dir", JsonText(out.state_dir)}, {"generation", Json()}, {"exit_code", out.exit_code},
+          {"message", JsonText(out.message)}};
+}
+
 // Fills the request's state base from $OANS_STATE_BASE and its tool directory.
 Status LocateTools(RunRequest* req) {
   if (const char* base = std::getenv("OANS_STATE_BASE"); base && *base) req->state_base = base;
@@ -111,7 +119,7 @@ struct RunArgs {
   std::vector<std::string> excludes, presets, scan_options;
   uint64_t max_rate = 0, min_size = 0, deadline = 0, wait_lock = 0;
   std::string until, io_class, link, progress, metrics_file;
-  bool quiet = false, show_config = false, same_owner = false;
+  bool quiet = false, show_config = false, same_owner = false, json = false;
   std::string snapshots;  // oans-plan --snapshots
   std::vector<CLI::Option*> given;  // every option but --state-dir, to refuse with --show-config
 };
@@ -162,6 +170,8 @@ void AddPerRunOptions(CLI::App& app, RunRequest* req, RunArgs* a) {
       app.add_option("--progress", a->progress, "Progress of each tool on stderr: auto, tty, json or none")
           ->check(CLI::IsMember({"auto", "tty", "json", "none"})),
       app.add_flag("-q,--quiet", a->quiet, "Print only errors"),
+      app.add_flag("--json", a->json,
+                   "Print the run's record (as oans status --json shows it) as one JSON line on stdout"),
       cli::AddDuration(app, "--wait-lock", &a->wait_lock,
                        "When another run holds the state directory, wait for it up to DURATION (default: "
                        "refuse at once, exit 4)"),
@@ -261,6 +271,7 @@ int RunMain(int argc, char** argv) {
   };
   RunOutcome out = RunGeneration(req);
   int rc = Finish("oans run", out, out.generation == 0, a.quiet);
+  if (a.json) PrintJsonLine(stdout, RunJson(out));
   // A run refused for the lock leaves the file to the run that holds it.
   if (!a.metrics_file.empty() && rc != cli::kBusy)
     if (Status s = WriteRunMetrics(a.metrics_file, out); !s.ok()) {

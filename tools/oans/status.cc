@@ -77,6 +77,8 @@ void PrintStatus(const Json& s) {
     std::printf("  running: pid %s, %s%s\n", running["pid"].dump().c_str(),
                 running["phase"].is_string() ? running["phase"].get<std::string>().c_str() : "?",
                 running.contains("started") ? (" since " + ShortTime(running["started"])).c_str() : "");
+  if (s.value("next_run", Json()).is_string())
+    std::fputs(FitLine(STDOUT_FILENO, "  next run: " + s["next_run"].get<std::string>()).c_str(), stdout);
   if (s["generations"].empty()) std::printf("  no generation recorded yet\n");
   for (const auto& g : s["generations"]) PrintRecord(g, running);
 }
