@@ -294,7 +294,7 @@ int main(int argc, char** argv) {
       "\n"
       "Examples:\n"
       "  oans-plan --stats -o plan.capnp data.idx          a plan and the net space it frees\n"
-      "  oans-plan --snapshots=none -o plan.capnp data.idx leave read-only snapshots alone\n"
+      "  oans-plan --snapshots=none -o plan.capnp data.idx  leave read-only snapshots alone\n"
       "  oans-plan --since old.idx -o plan.capnp new.idx   only groups with new or changed files\n"
       "  oans-plan --format dirs --top 20 data.idx         the directories holding the duplicates\n"
       "  oans-plan --format text data.idx | less           the duplicate groups, readable\n"
