@@ -67,7 +67,10 @@ Status CountRefs(int fd, const std::map<uint64_t, Root>& roots, std::vector<char
     args.flags = BTRFS_LOGICAL_INO_ARGS_IGNORE_OFFSET;
     args.inodes = reinterpret_cast<uintptr_t>(buf->data());
     if (::ioctl(fd, BTRFS_IOC_LOGICAL_INO_V2, &args) != 0) {
-      if (errno == ENOENT) return Status::Ok();  // freed meanwhile: no references
+      if (errno == ENOENT) {  // freed meanwhile: its references unknown, not none
+        e->complete = false;
+        return Status::Ok();
+      }
       return Status::Io("BTRFS_IOC_LOGICAL_INO_V2", errno);
     }
     const auto* c = reinterpret_cast<const btrfs_data_container*>(buf->data());

@@ -36,19 +36,23 @@ Result<SpaceUse> MeasureBtrfs(int fd) {
   if (!infos.ok()) return infos.status();
   uint64_t data_raw = 0, meta_raw = 0;
   uint32_t data_copies = 1;
+  bool mixed = false;
   for (const auto& s : *infos) {
     if (s.flags & BTRFS_SPACE_INFO_GLOBAL_RSV) continue;  // a reservation, not use
     const uint64_t raw = s.used_bytes * BtrfsProfileCopies(s.flags);
     if (s.flags & BTRFS_BLOCK_GROUP_DATA) {
       data_raw += raw;
       data_copies = BtrfsProfileCopies(s.flags);
+      // Mixed block groups (mkfs.btrfs --mixed) hold both: counted once, as data.
+      mixed |= (s.flags & BTRFS_BLOCK_GROUP_METADATA) != 0;
+    } else if (s.flags & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM)) {
+      meta_raw += raw;
     }
-    if (s.flags & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM)) meta_raw += raw;
   }
   SpaceUse u;
-  u.btrfs = true;
-  u.data_bytes = data_raw / data_copies;
-  u.metadata_bytes = meta_raw / data_copies;
+  u.btrfs = !mixed;  // mixed: data and metadata cannot be told apart
+  u.data_bytes = (mixed ? data_raw + meta_raw : data_raw) / data_copies;
+  u.metadata_bytes = mixed ? 0 : meta_raw / data_copies;
   auto info = BtrfsInfoOf(fd);
   if (info.ok()) u.generation = info->generation;
   return u;

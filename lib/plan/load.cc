@@ -13,6 +13,7 @@ namespace oans {
 namespace {
 
 constexpr uint32_t kNoCowFlag = 0x00800000;  // FS_NOCOW_FL
+constexpr uint64_t kMaxCensusExtent = 128u << 20;  // btrfs's largest data extent
 constexpr uint32_t kKinds = 8;               // key and sum kinds (lib/format/sector_sum_encoding.h) fit below
 
 class Loader {
@@ -210,11 +211,18 @@ Status Loader::Run() {
     if (truncated) st_.observer->Notice("warning: " + st_.o.since + " is incomplete; files missing from it count as new");
   }
   IndexReadOptions ro;
+  std::string reading;  // the index being read
   // The census of data extents (space.h), where the scan made one.
   ro.on_extents = [&](const IndexHeader& h, const std::vector<IndexExtent>& ext) {
     if (!h.refs_known) return Status::Ok();
-    for (const auto& e : ext)
+    for (const auto& e : ext) {
+      // A btrfs data extent is at most 128 MiB and has a reference.
+      if (e.disk_bytes == 0 || e.disk_bytes > kMaxCensusExtent || e.refs == 0 || e.ro_refs > e.refs)
+        return Status::Corrupt(reading + " is damaged: its census lists an extent at " + std::to_string(e.bytenr) +
+                               " of " + std::to_string(e.disk_bytes) + " bytes with " + std::to_string(e.refs) +
+                               " references (" + std::to_string(e.ro_refs) + " read-only); scan again");
       st_.census.push_back({pairs_of_section_[e.fs], e.bytenr, e.disk_bytes, e.refs, e.ro_refs});
+    }
     return Status::Ok();
   };
   if (listed_) {
@@ -228,6 +236,7 @@ Status Loader::Run() {
     };
   }
   for (const auto& path : st_.o.indexes) {
+    reading = path;
     auto r = ReadIndex(
         path, ro,
         [&](const IndexHeader& h) -> Status {

@@ -35,7 +35,7 @@ Result<bool> AutoPass(PlanState& st, const SpaceTally& t) {
       cost += FileCost(st, t, d->fs);
     }
     const auto& c = st.census[e];
-    const bool worth = dropped >= c.refs && int64_t(c.disk_bytes) > kMargin * cost;
+    const bool worth = dropped > 0 && dropped >= c.refs && int64_t(c.disk_bytes) > kMargin * cost;
     for (size_t j = from; worth && j < i; ++j) frees[t.drops[j].file] = 1;
   }
   bool changed = false;
@@ -51,15 +51,19 @@ Status ApplySnapshotPolicy(PlanState& st, std::string* said) {
   st.left_alone.assign(st.details.size(), false);
   SpaceTally t;
   OANS_RETURN_IF_ERROR(TallySpace(st, &t));
-  if (st.o.snapshots == SnapshotPolicy::kAll || st.census.empty()) {
+  if (st.o.snapshots == SnapshotPolicy::kAll) {
     st.left_alone.clear();
     return SpaceFigures(st, t);
   }
   const uint64_t before = uint64_t(t.planned);
-  if (st.o.snapshots == SnapshotPolicy::kNone) {
-    for (const auto& d : t.drops) {
-      OANS_ASSIGN_OR_RETURN(auto f, st.details.Get(d.file));
-      if (SubvolumeOf(st, f->fs).read_only) st.left_alone[d.file] = true;
+  const bool weighed = !st.census.empty();
+  if (st.o.snapshots == SnapshotPolicy::kNone || !weighed) {
+    // Without the census nothing can be weighed: what snapshots share stays as it is.
+    for (const uint32_t file : t.dest_files) {
+      OANS_ASSIGN_OR_RETURN(auto f, st.details.Get(file));
+      const IndexSubvolume sv = SubvolumeOf(st, f->fs);
+      const bool cannot_weigh = !weighed && st.o.snapshots == SnapshotPolicy::kAuto;
+      if (sv.read_only || (cannot_weigh && sv.shared)) st.left_alone[file] = true;
     }
   } else {
     for (int pass = 0; pass < 4; ++pass) {
@@ -83,10 +87,16 @@ Status ApplySnapshotPolicy(PlanState& st, std::string* said) {
   }
   st.stats->planned_bytes = uint64_t(t.planned);
   st.stats->left_alone_bytes = before - std::min(before, uint64_t(t.planned));
-  if (st.stats->left_alone_bytes)
-    *said = FormatSize(st.stats->left_alone_bytes) + " left alone in snapshots and trees shared with them: " +
-            "sharing it would cost more metadata than it frees (--snapshots=" +
-            (st.o.snapshots == SnapshotPolicy::kNone ? "none" : "auto") + ")";
+  const std::string left = FormatSize(st.stats->left_alone_bytes);
+  if (!st.stats->left_alone_bytes) return Status::Ok();
+  if (st.o.snapshots == SnapshotPolicy::kNone)
+    *said = left + " left alone in read-only snapshots (--snapshots=none)";
+  else if (!weighed)
+    *said = left + " left alone in snapshots and trees shared with them: the index has no census of " +
+            "references to weigh them (--snapshots=all shares them)";
+  else
+    *said = left + " left alone in snapshots and trees shared with them: sharing it would cost more " +
+            "metadata than it frees (--snapshots=auto)";
   return Status::Ok();
 }
 

@@ -10,7 +10,8 @@
 //         in a shared tree that then frees nothing is left alone too, and where the
 //         net is still negative, nothing is planned in shared trees. The net is then
 //         never negative.
-// Without the index's census of references (space.h), every policy plans everything.
+// Without the index's census of references (space.h), auto cannot weigh: it leaves
+// alone read-only snapshots and trees shared with them, where the scan said which.
 #pragma once
 
 #include <string>

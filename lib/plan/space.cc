@@ -95,6 +95,7 @@ Status TallySpace(PlanState& st, SpaceTally* t) {
   std::sort(covers.begin(), covers.end());
   for (size_t i = 0; i < covers.size();) {
     const uint32_t file = covers[i].file;
+    t->dest_files.push_back(file);
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     for (; i < covers.size() && covers[i].file == file; ++i) {
       if (!ranges.empty() && covers[i].offset <= ranges.back().second)
@@ -129,7 +130,7 @@ Status SpaceFigures(PlanState& st, const SpaceTally& t) {
     }
     const auto& c = st.census[e];
     extent_tree -= kRefBytes * dropped;
-    if (dropped >= c.refs) {
+    if (dropped > 0 && dropped >= c.refs) {
       frees += int64_t(c.disk_bytes);
       extent_tree -= kExtentItemBytes + int64_t(c.disk_bytes / 4096) * kCsumPerSector;
     } else if (c.refs - dropped <= c.ro_refs - std::min(c.ro_refs, dropped_ro)) {

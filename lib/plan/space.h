@@ -41,6 +41,7 @@ struct SpaceDrop {
 // What the plan's operations (as the snapshot policy leaves them) do to the space.
 struct SpaceTally {
   std::vector<SpaceDrop> drops;  // sorted by extent, then file
+  std::vector<uint32_t> dest_files;  // every destination file, census or not
   int64_t unknown_freed = 0;     // covered pieces of extents the census does not list
   int64_t rewritten = 0, pieces = 0, planned = 0, ops = 0;
   bool unknown = false;

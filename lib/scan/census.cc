@@ -50,7 +50,7 @@ Status RefCensus::Write(const IndexHeader& h, const std::atomic<bool>* stop, Obs
   if (!h.refs_known) return Status::Ok();
   if (overflow_) {
     observer->Notice("note: more than " + std::to_string(limit_) + " extents: their references were not " +
-                     "looked up, and the plan will not count what they free (give a larger --memory)");
+                     "looked up: the plan counts what it covers as freed, and leaves snapshots alone (give a larger --memory)");
     return Status::Ok();
   }
   // One filesystem by UUID: its first record stands for all its subvolumes.

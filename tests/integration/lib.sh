@@ -45,6 +45,7 @@ mkfs_mount() {
   truncate -s "$size" "$img"
   case $kind in
     btrfs|btrfs-zstd) mkfs.btrfs -q -f "$img" >/dev/null ;;
+    btrfs-mixed) mkfs.btrfs -q -f --mixed "$img" >/dev/null ;;
     xfs) mkfs.xfs -q -f -m reflink=1 "$img" >/dev/null ;;
     xfs-noreflink) mkfs.xfs -q -f -m reflink=0 "$img" >/dev/null ;;
     ext4) mkfs.ext4 -q -F "$img" >/dev/null ;;

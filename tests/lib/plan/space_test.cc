@@ -153,5 +153,44 @@ TEST(PlanSpace, AutoNeverPlansANegativeNet) {
   EXPECT_EQ(aut.rounds, 0u);
 }
 
+// The scan had too many extents for its census, but knows the subvolumes: without
+// references nothing can be weighed, so auto leaves every tree a snapshot shares alone
+// and none the read-only ones; all plans everything.
+TEST(PlanSpace, WithoutCensusThePolicyStillHolds) {
+  TempDir dir;
+  Write(dir.Join("i.idx"),
+        {File("a", 0, 257, 1 << 20, 1), File("b", 0, 258, 64 << 20, 1), File("sa", 1, 257, 1 << 20, 1),
+         File("sb", 1, 258, 64 << 20, 1)},
+        {}, true);
+  EXPECT_EQ(Plan(dir.Join("i.idx"), SnapshotPolicy::kAll).planned_bytes, 2 * kSize);
+  PlanStats none = Plan(dir.Join("i.idx"), SnapshotPolicy::kNone);
+  EXPECT_EQ(none.planned_bytes, kSize);
+  EXPECT_EQ(none.left_alone_bytes, kSize);
+  PlanStats aut = Plan(dir.Join("i.idx"), SnapshotPolicy::kAuto);
+  EXPECT_FALSE(aut.refs_known);
+  EXPECT_EQ(aut.planned_bytes, 0u);
+  EXPECT_EQ(aut.left_alone_bytes, 2 * kSize);
+}
+
+// A census entry no btrfs could hold (no reference, more read-only references than
+// references, an extent over 128 MiB) is damage, not a figure to add up.
+TEST(PlanSpace, ADamagedCensusIsRefused) {
+  TempDir dir;
+  const std::vector<FileEntry> files = {File("a", 0, 257, 1 << 20, 1), File("b", 0, 258, 8 << 20, 1)};
+  const std::vector<std::vector<IndexExtent>> bad = {{{0, 1 << 20, kSize, 0, 0}},
+                                                     {{0, 1 << 20, kSize, 1, 2}},
+                                                     {{0, 1 << 20, uint64_t(1) << 62, 1, 0}}};
+  for (size_t i = 0; i < bad.size(); ++i) {
+    const std::string path = dir.Join("bad" + std::to_string(i) + ".idx");
+    Write(path, files, bad[i]);
+    PlanOptions o;
+    o.indexes = {path};
+    PlanStats s;
+    Status st = RunPlan(o, nullptr, nullptr, &s);
+    EXPECT_EQ(st.code(), Status::Code::kCorrupt) << i << ": " << st.message();
+    EXPECT_NE(st.message().find(path + " is damaged"), std::string::npos) << st.message();
+  }
+}
+
 }  // namespace
 }  // namespace oans
