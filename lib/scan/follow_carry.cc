@@ -202,6 +202,8 @@ void FollowState::CountCarried(uint64_t records, uint64_t bytes, uint64_t hardli
 FollowWhy FollowState::CarryFile(FileEntry& e, bool* untouched) {
   if (o_.stop && o_.stop->load()) return {NoFollow::kStopped, "the scan was stopped"};
   if (e.ino == 0) return {NoFollow::kUnreadRecord, "the previous scan could not read " + e.path};
+  // A file of a unique size recorded unread: a walk reads it if its size is met again.
+  if (!e.hashed && e.error.empty()) return {NoFollow::kUnreadRecord, "the previous scan left " + e.path + " unread"};
   if (e.fs >= root_of_fs_.size() || root_of_fs_[e.fs] < 0) return {NoFollow::kDamagedIndex, "a file record names no root's filesystem"};
   FollowRoot& r = roots[root_of_fs_[e.fs]];
   if (r.changed.count(e.ino)) {
