@@ -139,6 +139,7 @@ struct EntryAt {
   uint32_t fs() const { return e.fs; }
   uint64_t ino() const { return e.ino; }
   bool has_error() const { return !e.error.empty(); }
+  bool unread() const { return !e.hashed && e.error.empty(); }
   std::string_view path() const { return e.path; }
   size_t other_path_count() const { return e.other_paths.size(); }
   std::string_view other_path(size_t j) const { return e.other_paths[j]; }
@@ -149,6 +150,7 @@ struct ViewAt {
   uint32_t fs() const { return v.fs(i); }
   uint64_t ino() const { return v.ino(i); }
   bool has_error() const { return v.has_error(i); }
+  bool unread() const { return !v.hashed(i) && !v.has_error(i); }
   std::string_view path() const { return v.path(i); }
   size_t other_path_count() const { return v.other_path_count(i); }
   std::string_view other_path(size_t j) const { return v.other_path(i, j); }
@@ -166,7 +168,7 @@ bool FollowState::StillLinked(std::string_view p, uint64_t ino) const {
 template <typename R>
 bool FollowState::CarriedAsIs(const R& e) const {
   const uint32_t fs = e.fs();
-  if (e.ino() == 0 || fs >= root_of_fs_.size() || root_of_fs_[fs] < 0 || e.has_error()) return false;
+  if (e.ino() == 0 || fs >= root_of_fs_.size() || root_of_fs_[fs] < 0 || e.has_error() || e.unread()) return false;
   if (roots[root_of_fs_[fs]].changed.count(e.ino())) return false;
   auto linked = [&](std::string_view p) { return StillLinked(p, e.ino()) && !moved_.Moves(p); };
   if (!linked(e.path())) return false;
