@@ -94,7 +94,8 @@ Status Loader::BlockKeys(const FileEntry& e, const Detail& d, uint32_t pair, uin
 
 Status Loader::File(FileEntry& e) {
   if (!e.error.empty() || !e.hashed) {
-    st_.stats->skipped_errors++;
+    // Hashed false without an error: left unread by a scan, its size unique. Never paired.
+    (e.error.empty() ? st_.stats->skipped_unread : st_.stats->skipped_errors)++;
     return Status::Ok();
   }
   for (const auto& x : e.extents)

@@ -106,6 +106,7 @@ void Steps(const RunRequest& req, const RunConfig& c, int fd, const Generation* 
   if (prev) scan.insert(scan.end(), {"--previous", dir + "/" + IndexName(prev->number)});
   scan.insert(scan.end(), req.per_run_args.begin(), req.per_run_args.end());
   scan.insert(scan.end(), c.scan_args.begin(), c.scan_args.end());
+  if (SharesWholeFilesOnly(c)) scan.push_back("--whole-files-only");
   scan.push_back("--");
   scan.insert(scan.end(), c.roots.begin(), c.roots.end());
   if (!step.Tool("scan", scan, &scan_rc)) return;

@@ -121,6 +121,15 @@ bool AppliesHardlinks(const std::vector<std::string>& args) {
   return hard;
 }
 
+bool SharesWholeFilesOnly(const RunConfig& c) {
+  if (AppliesHardlinks(c.apply_args)) return true;
+  for (const auto& a : c.plan_args) {
+    if (a == "--") break;
+    if (a == "--whole-files-only") return true;
+  }
+  return false;
+}
+
 std::string FormatRunConfig(const RunConfig& c, const std::string& state_dir) {
   const auto words = [](const std::vector<std::string>& args) {
     std::string out;

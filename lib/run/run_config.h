@@ -45,6 +45,10 @@ bool IsPerRunApplyOption(const std::string& arg);
 // last --link given counts, as in oans-apply).
 bool AppliesHardlinks(const std::vector<std::string>& apply_args);
 
+// Whether a run shares only whole files: it applies hardlinks, or plans with
+// --whole-files-only. Its scan then reads no file of a unique size.
+bool SharesWholeFilesOnly(const RunConfig& c);
+
 // What is stored, for people (oans run --show-config): the state directory, the roots,
 // keep and each tool's arguments (shell-quoted), and what was ignored.
 std::string FormatRunConfig(const RunConfig& c, const std::string& state_dir);

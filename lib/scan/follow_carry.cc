@@ -139,6 +139,7 @@ struct EntryAt {
   uint32_t fs() const { return e.fs; }
   uint64_t ino() const { return e.ino; }
   bool has_error() const { return !e.error.empty(); }
+  bool unread() const { return !e.hashed && e.error.empty(); }
   std::string_view path() const { return e.path; }
   size_t other_path_count() const { return e.other_paths.size(); }
   std::string_view other_path(size_t j) const { return e.other_paths[j]; }
@@ -149,6 +150,7 @@ struct ViewAt {
   uint32_t fs() const { return v.fs(i); }
   uint64_t ino() const { return v.ino(i); }
   bool has_error() const { return v.has_error(i); }
+  bool unread() const { return !v.hashed(i) && !v.has_error(i); }
   std::string_view path() const { return v.path(i); }
   size_t other_path_count() const { return v.other_path_count(i); }
   std::string_view other_path(size_t j) const { return v.other_path(i, j); }
@@ -166,7 +168,7 @@ bool FollowState::StillLinked(std::string_view p, uint64_t ino) const {
 template <typename R>
 bool FollowState::CarriedAsIs(const R& e) const {
   const uint32_t fs = e.fs();
-  if (e.ino() == 0 || fs >= root_of_fs_.size() || root_of_fs_[fs] < 0 || e.has_error()) return false;
+  if (e.ino() == 0 || fs >= root_of_fs_.size() || root_of_fs_[fs] < 0 || e.has_error() || e.unread()) return false;
   if (roots[root_of_fs_[fs]].changed.count(e.ino())) return false;
   auto linked = [&](std::string_view p) { return StillLinked(p, e.ino()) && !moved_.Moves(p); };
   if (!linked(e.path())) return false;
@@ -202,6 +204,8 @@ void FollowState::CountCarried(uint64_t records, uint64_t bytes, uint64_t hardli
 FollowWhy FollowState::CarryFile(FileEntry& e, bool* untouched) {
   if (o_.stop && o_.stop->load()) return {NoFollow::kStopped, "the scan was stopped"};
   if (e.ino == 0) return {NoFollow::kUnreadRecord, "the previous scan could not read " + e.path};
+  // A file of a unique size recorded unread: a walk reads it if its size is met again.
+  if (!e.hashed && e.error.empty()) return {NoFollow::kUnreadRecord, "the previous scan left " + e.path + " unread"};
   if (e.fs >= root_of_fs_.size() || root_of_fs_[e.fs] < 0) return {NoFollow::kDamagedIndex, "a file record names no root's filesystem"};
   FollowRoot& r = roots[root_of_fs_[e.fs]];
   if (r.changed.count(e.ino)) {

@@ -43,6 +43,57 @@ Item* ReadOne(const KeptRun& job, Candidate& c, size_t i) {
 
 }  // namespace
 
+uint64_t FirstPhysical(const std::vector<FiemapExtent>& extents) {
+  for (const auto& e : extents)
+    if (!(e.flags & (kExtentInline | kExtentDelalloc | kExtentUnknown))) return e.physical;
+  return UINT64_MAX;
+}
+
+std::vector<FileEntry> SetAsideUnique(std::vector<Candidate>* kept, std::vector<uint64_t> written) {
+  for (const auto& c : *kept) written.push_back(c.entry.st.size);
+  std::sort(written.begin(), written.end());
+  std::vector<FileEntry> unread;
+  std::vector<Candidate> rest;
+  rest.reserve(kept->size());
+  for (auto& c : *kept) {
+    auto same = std::equal_range(written.begin(), written.end(), c.entry.st.size);
+    if (same.second - same.first > 1) {
+      rest.push_back(std::move(c));
+      continue;
+    }
+    unread.push_back(EntryOf(c.entry, c.fs));
+    unread.back().other_paths = std::move(c.other_paths);
+  }
+  kept->swap(rest);
+  return unread;
+}
+
+void PlaceKept(Sys& sys, std::vector<Candidate>* kept) {
+  for (auto& c : *kept) {
+    auto fd = sys.OpenNoFollow(c.entry.path);
+    if (!fd.ok()) continue;
+    std::vector<FiemapExtent> extents;
+    if (sys.Fiemap(*fd, &extents).ok()) c.entry.first_physical = FirstPhysical(extents);
+    sys.Close(*fd);
+  }
+  std::stable_sort(kept->begin(), kept->end(), [](const Candidate& a, const Candidate& b) {
+    return std::tie(a.entry.first_physical, a.entry.st.ino) < std::tie(b.entry.first_physical, b.entry.st.ino);
+  });
+}
+
+Status WriteUnread(Sys& sys, std::vector<Candidate>* kept, std::vector<uint64_t> written, IndexWriter* writer,
+                   ScanStats* stats) {
+  std::vector<FileEntry> unread = SetAsideUnique(kept, std::move(written));
+  if (stats->order == ReadOrder::kPhysical) PlaceKept(sys, kept);
+  for (auto& e : unread) {
+    stats->unread++;
+    stats->files++;
+    stats->bytes += e.size;
+    OANS_RETURN_IF_ERROR(writer->Add(std::move(e)));
+  }
+  return Status::Ok();
+}
+
 std::vector<Candidate> MergeKept(std::vector<WalkEntry>* walked, Filesystems& filesystems, ScanStats* stats) {
   std::vector<WalkEntry>& files = *walked;
   // An index is sorted rather than the entries themselves, so each entry moves once.

@@ -37,6 +37,23 @@ struct Candidate {
 // physical extent.
 std::vector<Candidate> MergeKept(std::vector<WalkEntry>* walked, Filesystems& filesystems, ScanStats* stats);
 
+// The first physical byte of a file mapped as `extents` (UINT64_MAX: none), for disk order.
+uint64_t FirstPhysical(const std::vector<FiemapExtent>& extents);
+
+// Whole files only: takes out of `kept` each file whose size no other kept file and no
+// record already written (`written`: their sizes) has. Returns their records, unread:
+// hashed false, no error. They are never opened.
+std::vector<FileEntry> SetAsideUnique(std::vector<Candidate>* kept, std::vector<uint64_t> written);
+
+// For kept files the walk did not open: maps each one's start (FIEMAP) and sorts them
+// in disk order. A file that cannot be opened stays; its read reports it.
+void PlaceKept(Sys& sys, std::vector<Candidate>* kept);
+
+// SetAsideUnique, then the records set aside written to `writer` (counted in stats),
+// and on HDD the others placed in disk order (PlaceKept).
+Status WriteUnread(Sys& sys, std::vector<Candidate>* kept, std::vector<uint64_t> written, IndexWriter* writer,
+                   ScanStats* stats);
+
 // Bytes of the kept files read so far and in all, for the "hash" progress.
 struct KeptProgress {
   uint64_t done = 0;

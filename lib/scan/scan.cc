@@ -73,6 +73,9 @@ struct WalkState {
   // and leave at once: memory stays flat. Other orders keep the files to sort them.
   bool read_in_walk = false;
   bool trees_on_ssd = false;  // every root on btrfs, files mapped from its trees
+  // The walk opens no file; those of a unique size stay unopened (SetAsideUnique).
+  bool skip_unique = false;
+  std::vector<uint64_t> written{};  // then: the spooled records' sizes
   std::atomic<uint64_t> found{0}, bytes_read{0}, unopened{0}, tree_mapped{0}, walked_bytes{0};
 
   // Where the builder finds a file of filesystem `fs`, as far as that tells.
@@ -88,11 +91,7 @@ bool OnOpenFile(WalkState& s, int fd, WalkEntry* w) {
   std::vector<FiemapExtent> extents;
   const bool mapped = s.sys.Fiemap(fd, &extents).ok();
   const uint32_t flags = s.sys.InodeFlags(fd);
-  for (const auto& e : extents)
-    if (!(e.flags & (kExtentInline | kExtentDelalloc | kExtentUnknown))) {
-      w->first_physical = e.physical;
-      break;
-    }
+  w->first_physical = FirstPhysical(extents);
   if (w->st.nlink > 1) return false;  // hardlinks are merged after the walk
   FileEntry e = EntryOf(*w, fs);
   e.extents = std::move(extents);
@@ -224,7 +223,7 @@ WalkOptions WalkOptionsFor(WalkState& s, int threads) {
   wo.threads = s.read_in_walk ? threads : std::max(8, threads);
   if (s.read_in_walk && s.trees_on_ssd && s.o.io_threads == 0) wo.threads = std::max(wo.threads, kSsdTreeWalkers);
   wo.files_found = &s.found;
-  wo.on_file = [&s](int fd, WalkEntry* w) -> bool { return OnOpenFile(s, fd, w); };
+  if (!s.skip_unique) wo.on_file = [&s](int fd, WalkEntry* w) -> bool { return OnOpenFile(s, fd, w); };
   wo.on_dir = [&s](int fd, const std::string& path, uint32_t root) {
     auto st = s.sys.Fstat(fd);
     if (st.ok()) s.sink.AddDir({path, s.filesystems.Of(st->dev, fd, path, root), st->ino});
@@ -302,6 +301,21 @@ void FindMounts(Sys& sys, const std::vector<std::string>& roots, WalkState* stat
   std::sort(state->mounts.begin(), state->mounts.end());
 }
 
+// Before the walk: the mount points below the roots, btrfs's trees read ahead on a
+// spinning disk, and how files are met (trees_on_ssd, skip_unique).
+void PrepareWalk(WalkState& state, const IndexHeader& header, Observer* observer, ScanStats* stats) {
+  const ScanOptions& o = state.o;
+  if (header.mounts_below) FindMounts(state.sys, header.roots, &state);
+  if (PolicyFor(stats->storage.kind).read_trees_ahead && !o.read_data && state.map_from_trees)
+    ReadAhead(state, header.roots, observer, stats);
+  const auto listed = state.filesystems.list();
+  const auto btrfs = [](const FsRecord& f) { return f.type == "btrfs"; };
+  const bool all_btrfs = !listed.empty() && std::all_of(listed.begin(), listed.end(), btrfs);
+  state.trees_on_ssd = stats->storage.kind == StorageKind::kSsd && !o.read_data && state.map_from_trees && all_btrfs;
+  // Without btrfs checksums to key files unread, whole files only reads no unique size.
+  state.skip_unique = o.whole_files_only && (o.read_data || !all_btrfs);
+}
+
 }  // namespace
 
 Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observer, ScanStats* stats) {
@@ -335,19 +349,16 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   Sink sink(std::move(*spool), std::move(*dir_spool), stats, observer,
             EstimateWalk(sys, header.roots, stats->previous_records, stats->previous_bytes, previous_whole));
   RefCensus census(o.memory / 96);  // ranges of 24 bytes: a hundredth of --memory
-  sink.OnAdd([&census](const FileEntry& e) { census.Note(e); });
   Checksums checksums(sys, o.read_data);
   WalkState state{sys, o, *prev, filesystems, sink, checksums};
+  sink.OnAdd([&census, &state](const FileEntry& e) {
+    census.Note(e);
+    if (state.skip_unique) state.written.push_back(e.size);
+  });
   const RecordBuilder builder(sys, o, *prev, &checksums, &state.bytes_read);
   state.builder = &builder;
   state.read_in_walk = stats->order == ReadOrder::kNone;
-  if (header.mounts_below) FindMounts(sys, header.roots, &state);
-  if (PolicyFor(stats->storage.kind).read_trees_ahead && !o.read_data && state.map_from_trees)
-    ReadAhead(state, header.roots, observer, stats);
-  const auto listed = filesystems.list();
-  state.trees_on_ssd = stats->storage.kind == StorageKind::kSsd && !o.read_data && state.map_from_trees &&
-                       !listed.empty() &&
-                       std::all_of(listed.begin(), listed.end(), [](const FsRecord& f) { return f.type == "btrfs"; });
+  PrepareWalk(state, header, observer, stats);
   WalkOptions wo = WalkOptionsFor(state, stats->threads);
   tbb::global_control allow_walkers(tbb::global_control::max_allowed_parallelism,
                                     size_t(std::max<int>(wo.threads, int(std::thread::hardware_concurrency()))));
@@ -365,6 +376,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   std::vector<Candidate> kept = MergeKept(&w.files, filesystems, stats);
   IndexWriter writer(out);
   OANS_RETURN_IF_ERROR(WriteStart(sys, header, filesystems, sink, &census, &writer));
+  if (state.skip_unique) OANS_RETURN_IF_ERROR(WriteUnread(sys, &kept, std::move(state.written), &writer, stats));
   KeptProgress progress;
   Status written = ReadKept({sys, o, builder, filesystems, &writer, observer, stats, found}, kept, &progress);
   stats->bytes_read = state.bytes_read.load();

@@ -62,6 +62,10 @@ struct ScanOptions {
   bool refresh_extents = false;
   // Read every file's data, even on btrfs where its checksums would do (lib/scan/csum.h).
   bool read_data = false;
+  // Only whole files will be shared (hardlinks, or a plan of whole files). Where no
+  // btrfs checksums key the files (ext4, XFS, --read-data), a file whose size no other
+  // file has is recorded unread (hashed false, no error) and never opened.
+  bool whole_files_only = false;
   std::string temp_dir;  // for the spool of records finished during the walk ("" = default)
   // Memory for the --previous index's records; past it they go to an unnamed file in
   // temp_dir (lib/scan/previous.h). Its keys, 24 bytes a file, stay in memory.
@@ -82,6 +86,7 @@ struct ScanStats {
   uint64_t tree_ahead_leaves = 0;  // of those, leaves read in disk order
   bool tree_ahead_cut = false;     // that read stopped at --memory
   uint64_t errors = 0;         // files recorded with an error
+  uint64_t unread = 0;         // files of a unique size recorded unread (whole_files_only)
   uint64_t hardlinks = 0;      // extra names of inodes already recorded
   uint64_t dirs = 0, skipped_special = 0, skipped_symlinks = 0, skipped_mounts = 0, skipped_small = 0,
            excluded = 0;

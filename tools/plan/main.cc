@@ -225,7 +225,7 @@ Json JsonStats(const PlanStats& s) {
               {"since_left_out", s.since_left_out},
               {"operations", s.ops}, {"rounds", s.rounds},
               {"operations_alongside", s.ops_alongside},
-              {"skipped_errors", s.skipped_errors}, {"skipped_inline", s.skipped_inline},
+              {"skipped_errors", s.skipped_errors}, {"skipped_unread", s.skipped_unread}, {"skipped_inline", s.skipped_inline},
               {"frees_bytes", s.frees_bytes}, {"frees_later_bytes", s.frees_later_bytes},
               {"metadata_bytes", s.metadata_bytes}, {"net_bytes", s.net_bytes}, {"refs_known", s.refs_known},
               {"leaves_rewritten", s.leaves_rewritten}, {"leaves_shared", s.leaves_shared},
@@ -276,6 +276,7 @@ void PrintSummary(const PlanStats& s, const std::string& elapsed) {
     parts.push_back(FormatSize(s.partial_left_bytes) +
                     " of partial duplicates left (shorter than --min-run, or sharing them would free no extent)");
   for (auto& p : cli::Skipped({cli::Counted(ull(s.skipped_errors), "unreadable in the scan"),
+                               cli::Counted(ull(s.skipped_unread), "left unread by the scan (a unique size)"),
                                cli::Counted(ull(s.skipped_inline), "with inline data")}))
     parts.push_back(std::move(p));
   if (s.since_listed)

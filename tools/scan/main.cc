@@ -105,6 +105,10 @@ void AddOptions(CLI::App& app, Args& a) {
                "Open every file and read its data to hash it, as on other filesystems, even on btrfs where files "
                "are otherwise mapped from the filesystem's trees, unopened, and the sums of their 4 KiB sectors "
                "taken from its checksum tree (as root, after a syncfs)");
+  app.add_flag("--whole-files-only", o.whole_files_only,
+               "Only whole files will be shared (oans-apply --link=hard, oans-plan --whole-files-only): where no "
+               "btrfs checksums key the files (ext4, XFS, --read-data), a file whose size no other file has is "
+               "recorded unread and never opened");
   cli::AddSize(app, "--block-size", &block_size, "Bytes per block hash, a multiple of 4K (default 128K)");
   cli::AddSize(app, "--min-size", &o.min_size, "Skip files smaller than SIZE (default: keep every non-empty file)");
   app.add_option("--exclude", o.excludes,
@@ -193,6 +197,7 @@ Json JsonSummary(const ScanStats& stats) {
               {"tree_ahead_leaves", stats.tree_ahead_leaves},
               {"tree_ahead_cut", stats.tree_ahead_cut},
               {"errors", stats.errors},
+              {"unread", stats.unread},
               {"hardlinks", stats.hardlinks},
               {"dirs", stats.dirs},
               {"skipped_small", stats.skipped_small},
@@ -225,6 +230,9 @@ void PrintTextSummary(const ScanStats& stats, const std::string& elapsed) {
                                           (stats.tree_mapped ? " (" + std::to_string(stats.tree_mapped) +
                                                                    " mapped from btrfs's trees, not opened)"
                                                              : ""),
+                                      stats.unread ? "left " + std::to_string(stats.unread) +
+                                                         " files of a unique size unread"
+                                                   : "",
                                       "reused " + std::to_string(stats.reused) + " from the previous index (" +
                                           std::to_string(stats.unopened) + " not opened)",
                                       stats.tree_ahead_bytes
@@ -265,6 +273,7 @@ int main(int argc, char** argv) {
       "  oans-scan /srv/data | oans-plan > plan.capnp      scan and plan in one pipe\n"
       "  oans-scan -o data.idx /srv/data /home             an index of two trees\n"
       "  oans-scan --previous data.idx -o new.idx /srv/data   read only what changed\n"
+      "  oans-scan --whole-files-only -o data.idx /srv/ext4   read only files whose size another has\n"
       "  oans-scan --exclude '*.tmp' --min-size 64K -o data.idx /srv/data   no *.tmp, nothing under 64K\n"
       "  oans-scan --exclude-preset nas --exclude photos/cache -o data.idx /srv/data   NAS metadata and\n"
       "                                                    ROOT/photos/cache left out\n"

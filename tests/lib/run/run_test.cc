@@ -211,6 +211,18 @@ TEST(RunConfig, HardlinksAskedByTheLastLinkOption) {
   EXPECT_FALSE(IsPerRunApplyOption("--max-rate"));
 }
 
+TEST(RunConfig, WholeFilesOnlyWhenHardlinksOrWholeFilePlans) {
+  RunConfig c;
+  EXPECT_FALSE(SharesWholeFilesOnly(c));
+  c.apply_args = {"--link=hard"};
+  EXPECT_TRUE(SharesWholeFilesOnly(c));
+  c.apply_args = {"--link", "reflink"};
+  c.plan_args = {"--min-size", "1M", "--whole-files-only"};
+  EXPECT_TRUE(SharesWholeFilesOnly(c));
+  c.plan_args = {"--", "--whole-files-only"};
+  EXPECT_FALSE(SharesWholeFilesOnly(c));
+}
+
 TEST(RunConfig, BadFilesNameFileAndLine) {
   const std::string head = "oans-run 1\n";
   for (const auto& [text, what] : std::vector<std::pair<std::string, std::string>>{

@@ -160,6 +160,35 @@ TEST_F(ScanTest, IndexesEveryFileOnce) {
   EXPECT_EQ(files[P("a")].hash, files[P("b")].hash);
 }
 
+// Whole files only, without btrfs checksums (--read-data): files of a unique size are
+// recorded unread, in walk order and in disk order alike.
+TEST_F(ScanTest, WholeFilesOnlyLeavesUniqueSizesUnread) {
+  for (StorageChoice storage : {StorageChoice::kSsd, StorageChoice::kHdd}) {
+    ScanOptions o = Options();
+    o.storage = storage;
+    o.read_data = true;
+    o.whole_files_only = true;
+    ScanStats stats;
+    const std::string index = out_dir_.Join(storage == StorageChoice::kHdd ? "hdd.idx" : "ssd.idx");
+    ASSERT_OK(Scan(DefaultSys(), o, index, &stats));
+    EXPECT_EQ(stats.files, 4u);
+    EXPECT_EQ(stats.unread, 2u);
+    EXPECT_EQ(stats.hashed, 2u);
+    EXPECT_EQ(stats.bytes_read, 200000u);
+    auto files = ReadByPath(index);
+    ExpectHashedLike(files[P("a")], contents_["a"]);
+    ExpectHashedLike(files[P("b")], contents_["b"]);
+    for (const char* rel : {"c", "sub/d"}) {
+      const FileEntry& e = files[P(rel)];
+      EXPECT_FALSE(e.hashed) << rel;
+      EXPECT_TRUE(e.error.empty()) << rel;
+      EXPECT_TRUE(e.extents.empty()) << rel;
+      EXPECT_EQ(e.size, contents_[rel].size()) << rel;
+    }
+    EXPECT_EQ(files[P("c")].other_paths, std::vector<std::string>{P("h")});
+  }
+}
+
 TEST_F(ScanTest, PhysicalOrderOnHddFindsTheSameFiles) {
   ScanStats stats;
   ScanOptions o = Options();

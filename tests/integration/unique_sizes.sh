@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Whole files only on ext4: the scan opens no file whose size no other file has (counted
+# with strace); those are recorded unread, the plan leaves them out, hardlink mode still
+# links every duplicate, and a later scan that needs their hashes reads them. Every
+# file's content, owner and mode stay as they were.
+source "$(dirname "$0")/lib.sh"
+it_init "$1"
+command -v strace >/dev/null || { echo "strace missing (scripts/install-deps)"; exit 77; }
+mkfs_mount ext4 256M
+python3 - "$MNT" <<'PY'
+import os, random, sys
+m, r = sys.argv[1], random.Random(37)
+os.makedirs(f"{m}/uniq")
+for i in range(200):  # 200 sizes met once each
+    p = f"{m}/uniq/u{i}.bin"
+    open(p, "wb").write(r.randbytes(10000 + 131 * i))
+    os.chown(p, 1000 + i % 3, 100 + i % 2)
+    os.chmod(p, (0o640, 0o600, 0o644, 0o444)[i % 4])
+for d in ("a", "b"):
+    os.makedirs(f"{m}/dup/{d}")
+for i in range(20):  # 20 duplicates, copied below with owner, mode and mtime
+    p = f"{m}/dup/a/d{i}.bin"
+    open(p, "wb").write(r.randbytes(500000 + 97 * i))
+    os.chown(p, 1000 + i % 3, 100)
+    os.chmod(p, (0o640, 0o600)[i % 2])
+os.makedirs(f"{m}/same")
+for n in ("x", "y"):  # one size, two contents: read, never linked
+    open(f"{m}/same/s{n}.bin", "wb").write(r.randbytes(400000))
+PY
+cp -a "$MNT/dup/a/." "$MNT/dup/b/"
+touch -r "$MNT/same/sx.bin" "$MNT/same/sy.bin"
+sync
+before=$(checksums "$MNT")
+owners() { (cd "$MNT" && find . -type f -printf '%p %U %G %m\n' | sort); }
+owners_before=$(owners)
+
+# The scan under strace: every open, with a summary (-C) of the calls counted.
+traced_scan() {
+  strace -f -C -e trace=open,openat,openat2 -o "$WORK/$1.trace" \
+    "$BIN/oans-scan" --quiet --json --storage=hdd "${@:2}" "$MNT" -o "$WORK/$1.idx" 2> "$WORK/$1.json" \
+    || fail "scan $1: $(tail -3 "$WORK/$1.json")"
+}
+opens_of() { grep -Ec "open(at2?)?\(.*[\"/]$2\"" "$WORK/$1.trace" || true; }
+total_opens() { awk '$NF ~ /^open(at2?)?$/ { n += $4 } END { print n + 0 }' "$WORK/$1.trace"; }
+
+traced_scan whole --whole-files-only
+traced_scan every
+u_whole=$(opens_of whole 'u[0-9]+\.bin') d_whole=$(opens_of whole 'd[0-9]+\.bin')
+s_whole=$(opens_of whole 's[xy]\.bin') u_every=$(opens_of every 'u[0-9]+\.bin')
+echo "opens of unique-size files: $u_whole with --whole-files-only, $u_every without;" \
+     "opens in all: $(total_opens whole) with, $(total_opens every) without"
+[ "$u_every" -ge 200 ] || fail "the scan without --whole-files-only opened $u_every unique-size files (trace broken?)"
+[ "$u_whole" = 0 ] || fail "the whole-files-only scan opened $u_whole files of a unique size"
+[ "$d_whole" -ge 40 ] && [ "$s_whole" -ge 2 ] || fail "the duplicates were not read: $d_whole, $s_whole opens"
+python3 - "$WORK/whole.json" <<'PY' || fail "scan summary: $(cat "$WORK/whole.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["unread"] == 200 and s["hashed"] == 42 and s["files"] == 242 and s["errors"] == 0, s
+PY
+"$BIN/oans-cat" "$WORK/whole.idx" > "$WORK/whole.txt" || fail "oans-cat"
+pass "whole files only: no file of a unique size opened ($(total_opens whole) opens in all)"
+
+# The plan leaves the unread records out; hardlink mode links every duplicate.
+"$BIN/oans-plan" --json --whole-files-only "$WORK/whole.idx" -o "$WORK/plan" 2> "$WORK/plan.json" || fail "plan"
+python3 - "$WORK/plan.json" <<'PY' || fail "plan summary: $(cat "$WORK/plan.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["skipped_unread"] == 200 and s["skipped_errors"] == 0, s
+PY
+"$BIN/oans-apply" --quiet --link=hard --journal "$WORK/journal" "$WORK/plan" || fail "apply --link=hard"
+for i in $(seq 0 19); do
+  [ "$(stat -c %i "$MNT/dup/a/d$i.bin")" = "$(stat -c %i "$MNT/dup/b/d$i.bin")" ] || fail "d$i.bin not linked"
+done
+[ "$(stat -c %i "$MNT/same/sx.bin")" != "$(stat -c %i "$MNT/same/sy.bin")" ] || fail "different contents linked"
+[ "$(find "$MNT/uniq" -type f -links +1 | wc -l)" = 0 ] || fail "a unique-size file was linked"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed"
+[ "$owners_before" = "$(owners)" ] || fail "owners or modes changed: $(diff <(echo "$owners_before") <(owners))"
+pass "every duplicate linked; contents, owners and modes unchanged"
+
+# A later scan that plans blocks needs every hash: it reads the unread files then.
+"$BIN/oans-scan" --quiet --json --previous "$WORK/whole.idx" "$MNT" -o "$WORK/later.idx" 2> "$WORK/later.json" \
+  || fail "later scan: $(cat "$WORK/later.json")"
+python3 - "$WORK/later.json" <<'PY' || fail "later scan: $(cat "$WORK/later.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["unread"] == 0 and s["hashed"] >= 200 and s["errors"] == 0, s
+PY
+"$BIN/oans-plan" --json "$WORK/later.idx" -o /dev/null 2> "$WORK/later-plan.json" || fail "plan of the later index"
+grep -q '"skipped_unread":0' "$WORK/later-plan.json" || fail "later plan: $(cat "$WORK/later-plan.json")"
+pass "a later scan without --whole-files-only reads the files left unread"
+
+# oans run, applying hardlinks, passes --whole-files-only to its scan: a new copy is
+# linked, and no file of a unique size is opened by any of its tools.
+export OANS_STATE_BASE="$WORK/state"
+head -c 300000 /dev/urandom > "$MNT/dup/n.bin"
+cp -a "$MNT/dup/n.bin" "$MNT/dup/n-copy.bin"
+before=$(checksums "$MNT")
+owners_before=$(owners)
+strace -f -e trace=open,openat,openat2 -o "$WORK/run.trace" "$BIN/oans" run --quiet --link=hard "$MNT" \
+  || fail "oans run --link=hard"
+u_run=$(opens_of run 'u[0-9]+\.bin')
+[ "$u_run" = 0 ] || fail "oans run --link=hard opened $u_run files of a unique size"
+[ "$(opens_of run 'n-copy\.bin')" -ge 1 ] || fail "oans run did not read the new copy (trace broken?)"
+[ "$(stat -c %i "$MNT/dup/n.bin")" = "$(stat -c %i "$MNT/dup/n-copy.bin")" ] || fail "the new copy not linked"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed"
+[ "$owners_before" = "$(owners)" ] || fail "owners or modes changed"
+pass "oans run --link=hard scans whole files only: no file of a unique size opened"
+
+# On btrfs with --read-data the same; a later scan following btrfs changes does not carry
+# an unread record as it was: it walks and reads the file.
+mkfs_mount btrfs 256M btrfs
+rand_file "$MNT/one.bin" 70000 1
+rand_file "$MNT/a.bin" 90000 2
+cp -a "$MNT/a.bin" "$MNT/b.bin"
+sync
+"$BIN/oans-scan" --quiet --json --read-data --whole-files-only "$MNT" -o "$WORK/b1.idx" 2> "$WORK/b1.json" \
+  || fail "btrfs scan: $(cat "$WORK/b1.json")"
+grep -q '"unread":1,' "$WORK/b1.json" || fail "btrfs scan: $(cat "$WORK/b1.json")"
+"$BIN/oans-scan" --quiet --json --read-data --previous "$WORK/b1.idx" "$MNT" -o "$WORK/b2.idx" 2> "$WORK/b2.json" \
+  || fail "btrfs later scan: $(cat "$WORK/b2.json")"
+grep -q '"not_followed":"unread_record"' "$WORK/b2.json" || fail "followed over an unread record: $(cat "$WORK/b2.json")"
+"$BIN/oans-plan" --json "$WORK/b2.idx" -o /dev/null 2> "$WORK/b2-plan.json" || fail "plan of the later btrfs index"
+grep -q '"skipped_unread":0' "$WORK/b2-plan.json" || fail "unread record carried: $(cat "$WORK/b2-plan.json")"
+pass "a scan following btrfs changes walks over an unread record and reads the file"
