@@ -127,7 +127,7 @@ int IndexFromList(Args& a) {
   if (!idx.ok()) return cli::Fail("oans-plan", idx.status());
   cli::ProgressRenderer list_notices("oans-plan", cli::ProgressMode::kNone, quiet);
   DupeListStats ls;
-  Status st = IndexFromDuplicateList(DefaultSys(), fdupes == "-" ? "/dev/stdin" : fdupes, 128 * 1024, idx->get(),
+  Status st = IndexFromDuplicateList(DefaultSys(), {fdupes == "-" ? "/dev/stdin" : fdupes, 128 * 1024}, idx->get(),
                                      &list_notices, &ls);
   if (st.ok()) st = (*idx)->Commit();
   if (!st.ok()) return cli::Fail("oans-plan", st);
