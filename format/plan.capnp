@@ -25,6 +25,14 @@ struct PlanHeader {
   sharedBytes @13 :UInt64;       # of those, bytes already sharing the source's extents
   plannedBytes @14 :UInt64;      # bytes the rounds will dedupe
   rewriteBytes @15 :UInt64;      # bytes the rounds copy into new extents first (version 2)
+  storage @16 :Storage;          # the roots' storage, as the indexes recorded it; apply's
+                                 # policy follows it unless told (--storage)
+}
+
+enum Storage {
+  unknown @0;                    # not recorded (older plans, duplicate lists): apply measures
+  ssd @1;
+  hdd @2;
 }
 
 struct PlanFile {

@@ -237,7 +237,9 @@ Status Run::Go() {
   stats_->rounds = h_.rounds;
   stats_->bytes_planned = h_.planned_bytes;
   OANS_RETURN_IF_ERROR(CheckPlanFilesystems(sys_, h_));
-  policy_ = PolicyFor(StorageOfRoots(sys_, h_.roots, o_.storage).kind);
+  // As told (--storage), else as the plan recorded, else measured (older plans).
+  const bool recorded = o_.storage == StorageChoice::kAuto && h_.storage;
+  policy_ = PolicyFor(recorded ? *h_.storage : StorageOfRoots(sys_, h_.roots, o_.storage).kind);
   stats_->open_ahead = policy_.open_next_round;
   OANS_RETURN_IF_ERROR(RecoverLinks());
   SpaceMeter meter;

@@ -34,7 +34,7 @@ struct ApplyOptions {
   bool prefetch = true;   // read each round into the page cache before deduping it
   // On SSDs the next round's files are opened while a round is read; on a spinning disk
   // after, so that their metadata reads do not come between the round's data reads.
-  // kAuto: the storage of the plan's roots (DetectStorage).
+  // kAuto: the storage the plan records, else its roots' (DetectStorage).
   StorageChoice storage = StorageChoice::kAuto;
   // On a spinning disk (with prefetch), the filesystem is committed (syncfs) before a
   // round is read once this many bytes were deduped since the last commit (apply.cc,

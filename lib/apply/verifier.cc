@@ -91,7 +91,7 @@ uint64_t ReadPlanTreesAhead(Sys& sys, const PlanHeader& h, uint64_t budget, cons
     if (!fd.ok()) continue;
     auto id = sys.Identify(*fd);
     // Once per filesystem (stats.filesystems); a hint: what is not read ahead is read later.
-    if (id.ok() && id->type == "btrfs") (void)ReadTreesAhead(sys, *fd, TreesFor::kApply, budget, stop, &stats);
+    if (id.ok() && id->type == "btrfs") (void)ReadTreesAhead(sys, *fd, {TreesFor::kApply, budget, stop}, &stats);
     sys.Close(*fd);
   }
   return stats.bytes;

@@ -1,6 +1,6 @@
 // The storage policy: what each kind of storage gets, decided in this one table, which
 // the scan, the plan and apply read (never the kind itself); and the storage behind a
-// plan's roots, for apply. The scan measures the devices of the filesystems it
+// plan's roots, for apply with a plan that records none. The scan measures the devices of the filesystems it
 // identifies (lib/scan/reading.h) and records the kind in the index (`spinning`), from
 // which the plan takes its round size. docs/architecture.md, "Storage policy".
 #pragma once

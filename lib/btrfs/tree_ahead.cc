@@ -75,6 +75,16 @@ class Devices {
   std::map<uint64_t, int> open_;
 };
 
+// What every read of one call works with.
+struct Reading {
+  Sys& sys;
+  int fd;
+  const BtrfsInfo& info;
+  const ChunkMap& chunks;
+  Devices* devices;
+  const TreeAheadStop& stop;
+};
+
 struct Block {
   uint64_t physical;  // on its device, for the order
   uint64_t devid;
@@ -83,16 +93,17 @@ struct Block {
 
 // Reads the tree block `ptr` points to from its device, checks it is the one meant
 // (filesystem, address, generation, level, keys in order) and decodes it.
-Status ReadNode(Sys& sys, Devices* devices, const BtrfsInfo& info, const Block& b, uint8_t level, BtrfsNode* out) {
+Status ReadNode(const Reading& r, const Block& b, uint8_t level, BtrfsNode* out) {
+  const BtrfsInfo& info = r.info;
   const uint32_t node_size = info.node_size;
-  auto dev = devices->Get(b.devid);
+  auto dev = r.devices->Get(b.devid);
   if (!dev.ok()) return dev.status();
   struct Free {
     void operator()(void* p) const { std::free(p); }
   };
   std::unique_ptr<char, Free> mem(static_cast<char*>(std::aligned_alloc(4096, node_size)));
   if (!mem) return Status::Io("tree block buffer", ENOMEM);
-  auto n = sys.Pread(*dev, mem.get(), node_size, b.physical);
+  auto n = r.sys.Pread(*dev, mem.get(), node_size, b.physical);
   if (!n.ok()) return n.status();
   if (*n != node_size || !DecodeNode(std::string_view(mem.get(), node_size), out) || out->fsid != info.uuid ||
       out->bytenr != b.ptr.bytenr || out->generation != b.ptr.generation || out->level != level)
@@ -106,16 +117,17 @@ Status ReadNode(Sys& sys, Devices* devices, const BtrfsInfo& info, const Block& 
 // The leaves of tree `tree_id`, each with its first key, in the order of their places
 // on disk: its internal nodes read level by level (each level in disk order too). An
 // error when its blocks take more than `budget` bytes.
-Status LeavesOnDisk(Sys& sys, int fd, uint64_t tree_id, const BtrfsInfo& info, const ChunkMap& chunks, uint64_t budget,
-                    const TreeAheadStop& stop, Devices* devices, std::vector<Block>* leaves) {
-  const uint32_t node_size = info.node_size;
+Status LeavesOnDisk(const Reading& r, uint64_t tree_id, uint64_t budget, std::vector<Block>* leaves) {
+  const ChunkMap& chunks = r.chunks;
+  const TreeAheadStop& stop = r.stop;
+  const uint32_t node_size = r.info.node_size;
   BtrfsRootItem root;
   bool found = false;
   BtrfsSearch s;
   s.tree_id = kBtrfsRootTree;
   s.min = {tree_id, kBtrfsRootItem, 0};
   s.max = {tree_id, kBtrfsRootItem, ~uint64_t(0)};
-  OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, s, [&](const BtrfsItem& it) {
+  OANS_RETURN_IF_ERROR(r.sys.TreeSearch(r.fd, s, [&](const BtrfsItem& it) {
     found = DecodeRootItem(it.data, &root);
     return !found;
   }));
@@ -133,7 +145,7 @@ Status LeavesOnDisk(Sys& sys, int fd, uint64_t tree_id, const BtrfsInfo& info, c
     for (const Block& b : level) {
       if (stop && stop()) return Status::Interrupted("stopped");
       BtrfsNode node;
-      OANS_RETURN_IF_ERROR(ReadNode(sys, devices, info, b, uint8_t(l), &node));
+      OANS_RETURN_IF_ERROR(ReadNode(r, b, uint8_t(l), &node));
       if (below.size() + node.ptrs.size() > most_blocks)
         return Status::Corrupt("tree " + std::to_string(tree_id) + " has more blocks than its root item says");
       for (const BtrfsNodePtr& p : node.ptrs) {
@@ -162,10 +174,9 @@ struct LeafRead {
 // nothing added, when the tree cannot be laid out that way (a striped profile, a device
 // that cannot be opened, a block that is not the one its parent names) or is larger than
 // `budget`.
-bool LayOut(Sys& sys, int fd, const BtrfsSearch& whole, const BtrfsInfo& info, const ChunkMap& chunks,
-            Devices* devices, uint64_t budget, const TreeAheadStop& stop, std::vector<LeafRead>* reads) {
+bool LayOut(const Reading& r, const BtrfsSearch& whole, uint64_t budget, std::vector<LeafRead>* reads) {
   std::vector<Block> leaves;
-  if (!LeavesOnDisk(sys, fd, whole.tree_id, info, chunks, budget, stop, devices, &leaves).ok()) return false;
+  if (!LeavesOnDisk(r, whole.tree_id, budget, &leaves).ok()) return false;
   for (const Block& leaf : leaves)
     if (!(whole.max < leaf.ptr.key)) reads->push_back({leaf, &whole});
   return true;
@@ -176,28 +187,28 @@ bool LayOut(Sys& sys, int fd, const BtrfsSearch& whole, const BtrfsInfo& info, c
 // once per tree): one search per leaf from its first key for a single item, so the kernel
 // reads that leaf (and the internal nodes above it, with the first search below each)
 // and no other.
-Status ReadInDiskOrder(Sys& sys, int fd, std::vector<LeafRead>& reads, uint32_t node_size, const TreeAheadStop& stop,
-                       TreeAheadStats* stats) {
+Status ReadInDiskOrder(const Reading& r, std::vector<LeafRead>& reads, TreeAheadStats* stats) {
+  const TreeAheadStop& stop = r.stop;
   std::stable_sort(reads.begin(), reads.end(), [](const LeafRead& a, const LeafRead& b) {
     return std::tie(a.leaf.devid, a.leaf.physical) < std::tie(b.leaf.devid, b.leaf.physical);
   });
-  for (const LeafRead& r : reads) {
+  for (const LeafRead& read : reads) {
     if (stop && stop()) break;
-    BtrfsSearch one = *r.tree;
-    one.min = std::max(r.leaf.ptr.key, r.tree->min);
+    BtrfsSearch one = *read.tree;
+    one.min = std::max(read.leaf.ptr.key, read.tree->min);
     one.max_items = 1;
-    OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, one, [](const BtrfsItem&) { return true; }));
-    stats->bytes += node_size;
+    OANS_RETURN_IF_ERROR(r.sys.TreeSearch(r.fd, one, [](const BtrfsItem&) { return true; }));
+    stats->bytes += r.info.node_size;
     stats->leaves++;
   }
   return Status::Ok();
 }
 
 // Tree `s` in key order instead: every item of its range, discarded, within the budget.
-Status ReadInKeyOrder(Sys& sys, int fd, const BtrfsSearch& s, uint64_t budget, const TreeAheadStop& stop,
-                      TreeAheadStats* stats) {
+Status ReadInKeyOrder(const Reading& r, const BtrfsSearch& s, uint64_t budget, TreeAheadStats* stats) {
+  const TreeAheadStop& stop = r.stop;
   uint64_t items = 0;
-  return sys.TreeSearch(fd, s, [&](const BtrfsItem& item) {
+  return r.sys.TreeSearch(r.fd, s, [&](const BtrfsItem& item) {
     stats->bytes += item.data.size();
     if (stop && ++items % 256 == 0 && stop()) return false;
     if (stats->bytes < budget) return true;
@@ -208,8 +219,10 @@ Status ReadInKeyOrder(Sys& sys, int fd, const BtrfsSearch& s, uint64_t budget, c
 
 }  // namespace
 
-Status ReadTreesAhead(Sys& sys, int fd, TreesFor what, uint64_t budget, const TreeAheadStop& stop,
-                      TreeAheadStats* stats) {
+Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats* stats) {
+  const TreesFor what = job.what;
+  const uint64_t budget = job.budget;
+  const TreeAheadStop& stop = job.stop;
   auto info = sys.BtrfsInfoOf(fd);
   if (!info.ok()) return info.status();
   // Trees of the whole filesystem are read once per filesystem, whatever the roots.
@@ -234,6 +247,7 @@ Status ReadTreesAhead(Sys& sys, int fd, TreesFor what, uint64_t budget, const Tr
   ChunkMap chunks;
   const bool mapped = chunks.Load(sys, fd).ok();
   Devices devices(sys, fd);
+  const Reading r{sys, fd, *info, chunks, &devices, stop};
   std::vector<LeafRead> reads;
   std::vector<const BtrfsSearch*> in_key_order;
   for (const BtrfsSearch& s : trees) {
@@ -243,20 +257,20 @@ Status ReadTreesAhead(Sys& sys, int fd, TreesFor what, uint64_t budget, const Tr
       stats->cut_short = true;
       break;
     }
-    if (mapped && s.tree_id && LayOut(sys, fd, s, *info, chunks, &devices, budget - planned, stop, &reads)) {
+    if (mapped && s.tree_id && LayOut(r, s, budget - planned, &reads)) {
       stats->on_disk = true;
     } else if (what == TreesFor::kScan) {  // apply leaves a tree it cannot lay out
       in_key_order.push_back(&s);
     }
   }
-  OANS_RETURN_IF_ERROR(ReadInDiskOrder(sys, fd, reads, info->node_size, stop, stats));
+  OANS_RETURN_IF_ERROR(ReadInDiskOrder(r, reads, stats));
   for (const BtrfsSearch* s : in_key_order) {
     if (stop && stop()) break;
     if (stats->bytes >= budget) {
       stats->cut_short = true;
       break;
     }
-    OANS_RETURN_IF_ERROR(ReadInKeyOrder(sys, fd, *s, budget, stop, stats));
+    OANS_RETURN_IF_ERROR(ReadInKeyOrder(r, *s, budget, stats));
   }
   return Status::Ok();
 }

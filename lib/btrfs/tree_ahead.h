@@ -56,9 +56,15 @@ enum class TreesFor {
 // The checksum, extent and free space trees belong to the whole filesystem: they are
 // read by the first call for it, not again for another subvolume (stats->filesystems).
 
-// Reads the trees `what` names of the filesystem holding `fd`, at most `budget` bytes in
-// all (adding to *stats; a budget already spent by an earlier call reads nothing more).
-Status ReadTreesAhead(Sys& sys, int fd, TreesFor what, uint64_t budget, const TreeAheadStop& stop,
-                      TreeAheadStats* stats);
+// Which trees to read, how many bytes at most, and when to stop.
+struct TreeAheadJob {
+  TreesFor what;
+  uint64_t budget;
+  TreeAheadStop stop;
+};
+
+// Reads the trees job.what names of the filesystem holding `fd`, at most job.budget bytes
+// in all (adding to *stats; a budget already spent by an earlier call reads nothing more).
+Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats* stats);
 
 }  // namespace oans

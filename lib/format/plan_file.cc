@@ -90,6 +90,7 @@ Status PlanWriter::WriteHeader(const PlanHeader& h) {
   b.setSharedBytes(h.shared_bytes);
   b.setPlannedBytes(h.planned_bytes);
   b.setRewriteBytes(h.rewrite_bytes);
+  if (h.storage) b.setStorage(*h.storage == StorageKind::kHdd ? schema::Storage::HDD : schema::Storage::SSD);
   return frames_.Write(msg);
 }
 
@@ -205,6 +206,8 @@ Result<std::unique_ptr<PlanReader>> PlanReader::Open(const std::string& path) {
     ph.shared_bytes = h.getSharedBytes();
     ph.planned_bytes = h.getPlannedBytes();
     ph.rewrite_bytes = h.getRewriteBytes();
+    if (h.getStorage() == schema::Storage::HDD) ph.storage = StorageKind::kHdd;
+    if (h.getStorage() == schema::Storage::SSD) ph.storage = StorageKind::kSsd;
   })) {
     return Status::Corrupt(name + " is damaged (" + std::string(exc->getDescription().cStr()) + ")");
   }

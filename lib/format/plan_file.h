@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct PlanHeader {
   std::vector<std::string> command_line;
   uint64_t rounds = 0, groups = 0, duplicate_bytes = 0, shared_bytes = 0, planned_bytes = 0;
   uint64_t rewrite_bytes = 0;
+  // The roots' storage as the indexes recorded it; none when not recorded.
+  std::optional<StorageKind> storage;
 };
 
 struct PlanFileRef {

@@ -67,7 +67,9 @@ Status RunPlan(const PlanOptions& o, OutputFile* out, Observer* observer, PlanSt
   st.header.command_line = o.command_line;
   OANS_RETURN_IF_ERROR(LoadIndexes(st));
   if (st.header.block_size == 0) st.header.block_size = 128 * 1024;
-  if (o.round_size == 0) st.header.round_size = PolicyFor(st.spinning ? StorageKind::kHdd : StorageKind::kSsd).round_size;
+  const StorageKind kind = st.spinning ? StorageKind::kHdd : StorageKind::kSsd;
+  if (!o.storage_unknown) st.header.storage = kind;
+  if (o.round_size == 0) st.header.round_size = PolicyFor(kind).round_size;
   OANS_RETURN_IF_ERROR(st.CheckStop());
   OANS_RETURN_IF_ERROR(DropDuplicateInodes(st));
   if (o.whole_files) OANS_RETURN_IF_ERROR(GroupWholeFiles(st, reports));

@@ -49,6 +49,9 @@ struct PlanOptions {
   // 0: kRoundSize, or kSpinningRoundSize when an index says its roots spin.
   // Fewer rounds mean fewer long seeks between sources and destinations.
   uint64_t round_size = 0;
+  // The indexes' `spinning` was not measured (an index made from a duplicate list):
+  // the plan then records no storage, and apply measures it.
+  bool storage_unknown = false;
   bool whole_files = true;            // plan whole-file duplicates
   bool blocks = true;                 // plan runs of identical blocks between other files
   // Pair only files of one owner (uid).

@@ -26,6 +26,7 @@
 #include "lib/base/sys.h"
 #include "lib/btrfs/csum.h"
 #include "lib/format/index_file.h"
+#include "lib/scan/hasher.h"
 #include "lib/scan/sector_sums.h"
 
 namespace oans {
@@ -51,15 +52,6 @@ struct ChecksumCounts {
   uint64_t searches = 0;        // checksum tree searches
   uint64_t inline_bytes = 0;    // bytes of inline data taken from the items, not read
   std::array<uint64_t, size_t(ReadWhy::kCount)> read{};  // bytes read, by reason
-};
-
-// How a file's data is read when it must be: the block size of its keys, this thread's
-// buffer, the scan's byte count (may be null) and stop flag (may be null).
-struct ReadIo {
-  uint32_t block_size;
-  std::vector<char>* buffer;
-  std::atomic<uint64_t>* bytes_read;
-  const std::atomic<bool>* stop;
 };
 
 class Checksums {

@@ -98,8 +98,10 @@ FileEntry ListedEntry(const Listed& f, uint32_t fs, size_t g, uint64_t serial, u
 
 }  // namespace
 
-Status IndexFromDuplicateList(Sys& sys, const std::string& list_path, uint32_t block_size, OutputFile* out,
-                              Observer* observer, DupeListStats* stats) {
+Status IndexFromDuplicateList(Sys& sys, const DupeList& list, OutputFile* out, Observer* observer,
+                              DupeListStats* stats) {
+  const std::string& list_path = list.path;
+  const uint32_t block_size = list.block_size;
   // Read every group first: the header must name every filesystem.
   std::vector<std::vector<std::string>> groups;
   OANS_RETURN_IF_ERROR(ReadGroups(list_path, &groups));

@@ -16,7 +16,15 @@ struct DupeListStats {
   uint64_t groups = 0, files = 0, skipped = 0;
 };
 
-Status IndexFromDuplicateList(Sys& sys, const std::string& list_path, uint32_t block_size, OutputFile* out,
-                              Observer* observer, DupeListStats* stats);
+// A list to read: its path and the block size of the index made from it.
+struct DupeList {
+  std::string path;
+  uint32_t block_size;
+};
+
+// Writes to `out` the index of `list`'s groups; a path that cannot be recorded is skipped
+// and told to `observer`.
+Status IndexFromDuplicateList(Sys& sys, const DupeList& list, OutputFile* out, Observer* observer,
+                              DupeListStats* stats);
 
 }  // namespace oans

@@ -97,8 +97,10 @@ FileHashes HashMemory(const char* data, size_t len, uint32_t block_size) {
   return hasher.Finish();
 }
 
-Result<FileHashes> HashFile(Sys& sys, int fd, uint64_t size, uint32_t block_size, std::vector<char>* buffer,
-                            void (*on_bytes)(void*, uint64_t), void* ctx, const std::atomic<bool>* stop) {
+Result<FileHashes> HashFile(Sys& sys, int fd, uint64_t size, const ReadIo& io) {
+  const uint32_t block_size = io.block_size;
+  std::vector<char>* buffer = io.buffer;
+  const std::atomic<bool>* stop = io.stop;
   if (block_size == 0) return Status::Invalid("block size must not be zero");
   // The buffer holds a whole number of blocks, at least 256 KiB: large enough that the
   // system calls cost nothing next to the copy, small enough that eight readers hold
@@ -135,7 +137,7 @@ Result<FileHashes> HashFile(Sys& sys, int fd, uint64_t size, uint32_t block_size
     OANS_RETURN_IF_ERROR(ReadFully(sys, fd, buffer->data(), len, off));
     hasher.Data(buffer->data(), len);
     off += len;
-    if (on_bytes) on_bytes(ctx, len);
+    if (io.bytes_read) io.bytes_read->fetch_add(len);
   }
   // One more byte past the end means the file grew while we read it.
   char probe;

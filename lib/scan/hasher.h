@@ -30,10 +30,20 @@ struct FileHashes {
 // blocks of holes would cost memory by the file's size rather than its data.
 inline constexpr uint64_t kMaxSparseBlockHashes = uint64_t(1) << 20;
 
-// Hashes `size` bytes of fd from offset 0 in blocks of block_size (a multiple of 4096).
-// A file that ends early or grows is reported as kMismatch: it changed while being read.
-// `on_bytes` (may be null) is called with the count of each chunk read, for progress.
-// `stop` (may be null) is checked before every read: once set, kInterrupted.
+// How a file's data is read when it must be: the block size of its keys, this thread's
+// buffer, the scan's byte count (may be null) and stop flag (may be null).
+struct ReadIo {
+  uint32_t block_size;
+  std::vector<char>* buffer;
+  std::atomic<uint64_t>* bytes_read = nullptr;
+  const std::atomic<bool>* stop = nullptr;
+};
+
+// Hashes `size` bytes of fd from offset 0 in blocks of io.block_size (a multiple of
+// 4096), read through io.buffer. A file that ends early or grows is reported as
+// kMismatch: it changed while being read. io.bytes_read (may be null) grows by each
+// chunk read, for progress. io.stop (may be null) is checked before every read: once
+// set, kInterrupted.
 //
 // Whole blocks of holes (found with SEEK_DATA) are skipped, neither read nor hashed, so
 // time goes by the data, not the size. A file with no such hole gets XXH3-128 of its
@@ -42,9 +52,7 @@ inline constexpr uint64_t kMaxSparseBlockHashes = uint64_t(1) << 20;
 // files can share it only if they have the same data at the same offsets and holes in
 // the same places, so it never stands for a dense file's content. Every 4 KiB sector also
 // gets its crc32c (holes the zero sector's), for 4 KiB partial matching.
-Result<FileHashes> HashFile(Sys& sys, int fd, uint64_t size, uint32_t block_size,
-                            std::vector<char>* buffer, void (*on_bytes)(void*, uint64_t) = nullptr,
-                            void* ctx = nullptr, const std::atomic<bool>* stop = nullptr);
+Result<FileHashes> HashFile(Sys& sys, int fd, uint64_t size, const ReadIo& io);
 
 // The hashes HashFile gives a file of `len` bytes without holes that holds `data`.
 FileHashes HashMemory(const char* data, size_t len, uint32_t block_size);

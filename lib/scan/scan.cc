@@ -255,7 +255,8 @@ void ReadAhead(WalkState& state, const std::vector<std::string>& roots, Observer
       done.push_back(st->dev);
       const uint32_t fs = filesystems.Of(st->dev, *fd, roots[i], i);
       if (state.checksums.Committed(filesystems.Key(fs), *fd)) {
-        Status s = ReadTreesAhead(sys, *fd, TreesFor::kScan, o.memory, [&o] { return o.stop && o.stop->load(); }, &ahead);
+        const TreeAheadJob job{TreesFor::kScan, o.memory, [&o] { return o.stop && o.stop->load(); }};
+        Status s = ReadTreesAhead(sys, *fd, job, &ahead);
         if (!s.ok()) observer->Notice("warning: " + roots[i] + ": btrfs trees not read ahead: " + s.message());
       }
     }

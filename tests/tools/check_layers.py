@@ -5,6 +5,9 @@ or of a lower layer, never of a higher one, and never of another folder of its o
     tools/  ->  lib/run/  ->  lib/apply/, lib/plan/, lib/scan/  ->  lib/format/, lib/btrfs/  ->  lib/base/
 
 The exceptions are listed below, each with its reason (docs/architecture.md, "Layers").
+Tests follow the layer they test (tests/lib/scan/ is scan's): never up, but sideways,
+since a test may build its input with a module beside it. tests/lib/test_util.* serve
+every test, so they stay at format.
 Prints every offending include (file:line) and exits 1 if there is one.
 
 Usage: check_layers.py [TOP]   (default: the repository holding this script)
@@ -33,6 +36,31 @@ def folder_of(rel):
     if parts[0] == "lib" and len(parts) > 2:
         return parts[1]
     return None
+
+
+def test_folder_of(rel):
+    parts = rel.split("/")
+    if parts[1] == "tools":
+        return "tools"
+    return parts[2] if len(parts) > 3 else "format"  # tests/lib/test_util.*
+
+
+def test_offences(top):
+    for base in ("tests/lib", "tests/tools"):
+        for root, _, files in os.walk(os.path.join(top, base)):
+            for name in sorted(files):
+                if not name.endswith((".h", ".cc")):
+                    continue
+                rel = os.path.relpath(os.path.join(root, name), top)
+                own = test_folder_of(rel)
+                if own not in RANK:
+                    yield f"{rel}: folder {own!r} has no layer (tests/tools/check_layers.py)"
+                    continue
+                with open(os.path.join(top, rel), encoding="utf-8") as f:
+                    for number, line in enumerate(f, 1):
+                        m = INCLUDE.match(line)
+                        if m and m.group(2) != own and RANK.get(m.group(2), 0) > RANK[own]:
+                            yield f"{rel}:{number}: includes {m.group(1)}, which points up ({own} -> {m.group(2)})"
 
 
 def offences(top):
@@ -64,7 +92,7 @@ def offences(top):
 
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    found = list(offences(top))
+    found = list(offences(top)) + list(test_offences(top))
     for o in found:
         print(o)
     if found:

@@ -12,9 +12,10 @@ void AddApplyOptions(CLI::App& app, ApplyCommandLine* c) {
   app.add_option("--prefetch", c->prefetch, "Read each round into the page cache before deduping it: on or off")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--storage", c->storage,
-                 "Storage kind: auto, ssd or hdd (default auto: sysfs plus a seek test). On ssd the next round's "
-                 "files are opened while a round is read ahead; on hdd after it, and (with prefetch) the filesystem is "
-                 "committed between rounds once 512 MiB were deduped, so that the disk sweeps")
+                 "Storage kind: auto, ssd or hdd (default auto: as the plan records it, else sysfs plus a seek "
+                 "test). On ssd the next round's files are opened while a round is read ahead; on hdd after it, and "
+                 "(with prefetch) the filesystem is committed between rounds once 512 MiB were deduped, so that the "
+                 "disk sweeps")
       ->check(CLI::IsMember({"auto", "ssd", "hdd"}));
   app.add_option("--progress", c->progress, "Progress on stderr: auto, tty, json or none")
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));

@@ -116,6 +116,7 @@ int IndexFromList(Args& a) {
   const std::string& fdupes = a.fdupes;
   const bool quiet = a.quiet;
   if (!o.indexes.empty()) return cli::Fail("oans-plan", "give indexes or --from-list, not both");
+  o.storage_unknown = true;  // no scan measured the list's files' storage
   std::string tmpl_path = TempDirectory(o.temp_dir) + "/oans-list-XXXXXX";
   std::vector<char> tmpl_buf(tmpl_path.begin(), tmpl_path.end() + 1);
   char* tmpl = tmpl_buf.data();
@@ -127,7 +128,7 @@ int IndexFromList(Args& a) {
   if (!idx.ok()) return cli::Fail("oans-plan", idx.status());
   cli::ProgressRenderer list_notices("oans-plan", cli::ProgressMode::kNone, quiet);
   DupeListStats ls;
-  Status st = IndexFromDuplicateList(DefaultSys(), fdupes == "-" ? "/dev/stdin" : fdupes, 128 * 1024, idx->get(),
+  Status st = IndexFromDuplicateList(DefaultSys(), {fdupes == "-" ? "/dev/stdin" : fdupes, 128 * 1024}, idx->get(),
                                      &list_notices, &ls);
   if (st.ok()) st = (*idx)->Commit();
   if (!st.ok()) return cli::Fail("oans-plan", st);

@@ -972,6 +972,23 @@ TEST_F(ApplyTest, OnASpinningDiskTheNextRoundIsOpenedAfterTheReads) {
   }
 }
 
+// Without --storage, apply follows the storage the plan recorded, not the test machine's.
+TEST_F(ApplyTest, TheStorageThePlanRecordedIsUsed) {
+  for (StorageKind kind : {StorageKind::kHdd, StorageKind::kSsd}) {
+    PlanHeader h = Header(3);
+    h.storage = kind;
+    ApplyStats stats;
+    ASSERT_OK(Apply(h, Rounds(3), &stats));
+    EXPECT_EQ(stats.open_ahead, kind == StorageKind::kSsd);
+    // --storage overrides it.
+    ApplyOptions o;
+    o.storage = kind == StorageKind::kHdd ? StorageChoice::kSsd : StorageChoice::kHdd;
+    ApplyStats told;
+    ASSERT_OK(Apply(h, Rounds(3), &told, o));
+    EXPECT_EQ(told.open_ahead, kind == StorageKind::kHdd);
+  }
+}
+
 // On a spinning disk the filesystem is committed between rounds, once enough was deduped:
 // between one round's reads and the next's, never among a round's reads; not on an SSD,
 // nor with commit_every 0.

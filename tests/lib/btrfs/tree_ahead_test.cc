@@ -164,7 +164,7 @@ TEST(TreeAhead, ReadsEachTreesLeavesInDiskOrderOneSearchEach) {
   FakeFs sys;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kScan, 1 << 30, {}}, &stats).ok());
   const std::vector<Read> want = {
       // One pass: the subvolume's leaves (2, 5 and 9 nodes into the chunk) among the
       // checksums' (3 and 7), each tree's search with its own range.
@@ -197,7 +197,7 @@ TEST(TreeAhead, AStaleNodeOnDiskMeansKeyOrder) {
   sys.stale = true;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kScan, 1 << 30, {}}, &stats).ok());
   ExpectKeyOrder(sys, stats);
 }
 
@@ -206,7 +206,7 @@ TEST(TreeAhead, ABlockAtAnotherAddressMeansKeyOrderForItsTree) {
   sys.moved = true;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kScan, 1 << 30, {}}, &stats).ok());
   const auto reads = sys.Reads();
   // The checksums' two leaves on disk, then the subvolume in key order.
   ASSERT_EQ(reads.size(), 3u);
@@ -222,7 +222,7 @@ TEST(TreeAhead, BlocksOfAnotherFilesystemMeanKeyOrder) {
   sys.foreign = true;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kScan, 1 << 30, {}}, &stats).ok());
   ExpectKeyOrder(sys, stats);
 }
 
@@ -231,7 +231,7 @@ TEST(TreeAhead, ADeviceThatCannotBeOpenedMeansKeyOrder) {
   sys.no_device = true;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kScan, 1 << 30, {}}, &stats).ok());
   ExpectKeyOrder(sys, stats);
 }
 
@@ -239,9 +239,9 @@ TEST(TreeAhead, TheChecksumTreeIsReadOncePerFilesystem) {
   FakeFs sys;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kScan, 1 << 30, {}}, &stats).ok());
   sys.searches.clear();
-  ASSERT_TRUE(ReadTreesAhead(sys, 4, TreesFor::kScan, 1 << 30, {}, &stats).ok());  // another subvolume's root
+  ASSERT_TRUE(ReadTreesAhead(sys, 4, {TreesFor::kScan, 1 << 30, {}}, &stats).ok());  // another subvolume's root
   for (const auto& r : sys.Reads()) EXPECT_EQ(std::get<0>(r), kSubvol);
   EXPECT_EQ(stats.leaves, 8u);
 }
@@ -251,7 +251,7 @@ TEST(TreeAhead, AStopEndsItBetweenReads) {
   sys.Lay();
   TreeAheadStats stats;
   int asked = 0;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, [&] { return ++asked > 2; }, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kScan, 1 << 30, [&] { return ++asked > 2; }}, &stats).ok());
   EXPECT_LE(sys.Reads().size(), 1u);
   EXPECT_LE(stats.leaves, 1u);
 }
@@ -261,7 +261,7 @@ TEST(TreeAhead, AMirroredProfileMeansKeyOrder) {
   sys.chunk_type = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID1;  // mirrored: read from either copy
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kScan, 1 << 30, {}}, &stats).ok());
   ExpectKeyOrder(sys, stats);
 }
 
@@ -271,7 +271,7 @@ TEST(TreeAhead, ALeafOutsideEveryChunkMeansKeyOrder) {
   sys.csum_leaves[0].second = 7ull << 30;
   sys.Lay();
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1 << 30, {}, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kScan, 1 << 30, {}}, &stats).ok());
   ExpectKeyOrder(sys, stats);
 }
 
@@ -281,13 +281,13 @@ TEST(TreeAhead, StopsAtTheBudgetAndSaysSo) {
   TreeAheadStats stats;
   // The subvolume's tree (4 blocks) fits and is read in disk order; the checksum tree (3)
   // no longer does and is read in key order, its items within what is left.
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 5 * kNode, {}, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kScan, 5 * kNode, {}}, &stats).ok());
   EXPECT_FALSE(stats.cut_short);
   EXPECT_EQ(stats.leaves, 3u);
   EXPECT_EQ(stats.bytes, 3u * kNode + 800);
   stats = {};
   sys.searches.clear();
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kScan, 1000, {}, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kScan, 1000, {}}, &stats).ok());
   EXPECT_TRUE(stats.cut_short);
   EXPECT_EQ(stats.leaves, 0u);
   ASSERT_EQ(sys.Reads().size(), 1u);  // the checksum tree is not started
@@ -296,7 +296,7 @@ TEST(TreeAhead, StopsAtTheBudgetAndSaysSo) {
   // A second root's call on a spent budget reads nothing.
   TreeAheadStats spent = stats;
   sys.searches.clear();
-  ASSERT_TRUE(ReadTreesAhead(sys, 4, TreesFor::kScan, 1000, {}, &spent).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 4, {TreesFor::kScan, 1000, {}}, &spent).ok());
   EXPECT_TRUE(sys.Reads().empty());
   EXPECT_EQ(spent.bytes, stats.bytes);
 }
@@ -307,7 +307,7 @@ TEST(TreeAhead, ForApplyTheExtentAndFreeSpaceTreesInDiskOrder) {
   sys.csum_leaves[1].first = {9ull << 20, BTRFS_FREE_SPACE_EXTENT_KEY, 4096};
   sys.Lay(kBtrfsExtentTree, kBtrfsFreeSpaceTree);
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kApply, 1 << 30, {}, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kApply, 1 << 30, {}}, &stats).ok());
   const std::vector<Read> want = {
       {kBtrfsExtentTree, {259, kBtrfsInodeItem, 0}, 1},
       {kBtrfsFreeSpaceTree, {9ull << 20, BTRFS_FREE_SPACE_EXTENT_KEY, 4096}, 1},
@@ -324,7 +324,7 @@ TEST(TreeAhead, ForApplyNothingInKeyOrder) {
   sys.chunk_type = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID0;
   sys.Lay(kBtrfsExtentTree, kBtrfsFreeSpaceTree);
   TreeAheadStats stats;
-  ASSERT_TRUE(ReadTreesAhead(sys, 3, TreesFor::kApply, 1 << 30, {}, &stats).ok());
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kApply, 1 << 30, {}}, &stats).ok());
   EXPECT_TRUE(sys.Reads().empty());
   EXPECT_EQ(stats.bytes, 0u);
 }

@@ -138,6 +138,20 @@ TEST(PlanFile, RoundTrip) {
   EXPECT_FALSE(*more);
 }
 
+// The roots' storage is kept; a plan without it (older writers) reads as not recorded.
+TEST(PlanFile, StorageIsRecordedOrNot) {
+  TempDir dir;
+  for (std::optional<StorageKind> kind : {std::optional<StorageKind>(StorageKind::kHdd),
+                                          std::optional<StorageKind>(StorageKind::kSsd), std::optional<StorageKind>()}) {
+    PlanHeader h = SampleHeader();
+    h.storage = kind;
+    test::WritePlan(dir.Join("p"), h, {});
+    auto reader = PlanReader::Open(dir.Join("p"));
+    ASSERT_TRUE(reader.ok()) << reader.status().message();
+    EXPECT_EQ((*reader)->header().storage, kind);
+  }
+}
+
 TEST(PlanFile, EmptyPlan) {
   TempDir dir;
   test::WritePlan(dir.Join("p"), SampleHeader(), {});

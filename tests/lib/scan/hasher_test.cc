@@ -57,7 +57,7 @@ TEST(Hasher, KnownContentPartialLastBlock) {
   const uint32_t bs = 64 * 1024;
   HashFixture f(test::RandomBytes(300000, 11));  // 4 full blocks and a partial one
   std::vector<char> buf;
-  auto h = HashFile(DefaultSys(), f.fd(), f.content().size(), bs, &buf);
+  auto h = HashFile(DefaultSys(), f.fd(), f.content().size(), {bs, &buf});
   ASSERT_TRUE(h.ok()) << h.status().message();
   EXPECT_EQ(h->blocks.size(), 5u);
   ExpectHashes(*h, f.content(), bs);
@@ -69,16 +69,14 @@ TEST(Hasher, SpansSeveralBuffers) {
   HashFixture f(test::RandomBytes((5u << 20) / 2 + 4096, 12));
   std::vector<char> buf;
   std::atomic<uint64_t> progress{0};
-  auto h = HashFile(
-      DefaultSys(), f.fd(), f.content().size(), bs, &buf,
-      [](void* ctx, uint64_t n) { static_cast<std::atomic<uint64_t>*>(ctx)->fetch_add(n); }, &progress);
+  auto h = HashFile(DefaultSys(), f.fd(), f.content().size(), {bs, &buf, &progress});
   ASSERT_TRUE(h.ok()) << h.status().message();
   ExpectHashes(*h, f.content(), bs);
   EXPECT_EQ(progress.load(), f.content().size());
   EXPECT_EQ(buf.size() % bs, 0u);  // the buffer holds whole blocks
 
   // The same buffer reused for another file gives the same answer.
-  auto again = HashFile(DefaultSys(), f.fd(), f.content().size(), bs, &buf);
+  auto again = HashFile(DefaultSys(), f.fd(), f.content().size(), {bs, &buf});
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->whole, h->whole);
   EXPECT_EQ(again->blocks, h->blocks);
@@ -88,7 +86,7 @@ TEST(Hasher, BlockLargerThanBuffer) {
   const uint32_t bs = 3u << 20;  // 3 MiB block, more than the default 256 KiB buffer
   HashFixture f(test::RandomBytes(7u << 20, 13));
   std::vector<char> buf;
-  auto h = HashFile(DefaultSys(), f.fd(), f.content().size(), bs, &buf);
+  auto h = HashFile(DefaultSys(), f.fd(), f.content().size(), {bs, &buf});
   ASSERT_TRUE(h.ok()) << h.status().message();
   EXPECT_EQ(h->blocks.size(), 3u);
   ExpectHashes(*h, f.content(), bs);
@@ -98,7 +96,7 @@ TEST(Hasher, ExactMultipleOfBlockSize) {
   const uint32_t bs = 4096;
   HashFixture f(test::RandomBytes(4096 * 3, 14));
   std::vector<char> buf;
-  auto h = HashFile(DefaultSys(), f.fd(), f.content().size(), bs, &buf);
+  auto h = HashFile(DefaultSys(), f.fd(), f.content().size(), {bs, &buf});
   ASSERT_TRUE(h.ok());
   EXPECT_EQ(h->blocks.size(), 3u);
   ExpectHashes(*h, f.content(), bs);
@@ -109,7 +107,7 @@ TEST(Hasher, IdenticalBlocksHashEqual) {
   std::string block = test::RandomBytes(bs, 15);
   HashFixture f(block + test::RandomBytes(bs, 16) + block);
   std::vector<char> buf;
-  auto h = HashFile(DefaultSys(), f.fd(), f.content().size(), bs, &buf);
+  auto h = HashFile(DefaultSys(), f.fd(), f.content().size(), {bs, &buf});
   ASSERT_TRUE(h.ok());
   ASSERT_EQ(h->blocks.size(), 3u);
   EXPECT_EQ(h->blocks[0], h->blocks[2]);
@@ -119,7 +117,7 @@ TEST(Hasher, IdenticalBlocksHashEqual) {
 TEST(Hasher, EmptyFile) {
   HashFixture f("");
   std::vector<char> buf;
-  auto h = HashFile(DefaultSys(), f.fd(), 0, 4096, &buf);
+  auto h = HashFile(DefaultSys(), f.fd(), 0, {4096, &buf});
   ASSERT_TRUE(h.ok()) << h.status().message();
   EXPECT_TRUE(h->blocks.empty());
   EXPECT_EQ(h->whole, HashBytes("", 0));
@@ -129,7 +127,7 @@ TEST(Hasher, EmptyFile) {
 TEST(Hasher, ZeroBlockSizeRejected) {
   HashFixture f("abc");
   std::vector<char> buf;
-  EXPECT_EQ(HashFile(DefaultSys(), f.fd(), 3, 0, &buf).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(HashFile(DefaultSys(), f.fd(), 3, {0, &buf}).status().code(), Status::Code::kInvalidArgument);
 }
 
 // Returns at most `max` bytes per read, and from a chosen offset on, EOF or an error.
@@ -154,7 +152,7 @@ TEST(Hasher, ShortReadsStillHashEverything) {
   ShortReadSys sys;
   sys.max = 1000;
   std::vector<char> buf;
-  auto h = HashFile(sys, f.fd(), f.content().size(), bs, &buf);
+  auto h = HashFile(sys, f.fd(), f.content().size(), {bs, &buf});
   ASSERT_TRUE(h.ok()) << h.status().message();
   ExpectHashes(*h, f.content(), bs);
   EXPECT_GE(sys.calls.load(), 100);
@@ -165,11 +163,11 @@ TEST(Hasher, EarlyEofIsShrank) {
   ShortReadSys sys;
   sys.eof_at = 200000;
   std::vector<char> buf;
-  auto h = HashFile(sys, f.fd(), f.content().size(), 65536, &buf);
+  auto h = HashFile(sys, f.fd(), f.content().size(), {65536, &buf});
   ASSERT_FALSE(h.ok());
   EXPECT_TRUE(test::StatusIs(h.status(), Status::Code::kMismatch, "shrank"));
   // A real file shorter than the size given.
-  auto r = HashFile(DefaultSys(), f.fd(), f.content().size() + 1, 65536, &buf);
+  auto r = HashFile(DefaultSys(), f.fd(), f.content().size() + 1, {65536, &buf});
   EXPECT_TRUE(test::StatusIs(r.status(), Status::Code::kMismatch, "shrank"));
 }
 
@@ -177,12 +175,12 @@ TEST(Hasher, GrowthDetected) {
   HashFixture f(test::RandomBytes(10000, 19));
   std::vector<char> buf;
   // The file holds more than the size the walk saw.
-  auto h = HashFile(DefaultSys(), f.fd(), 9999, 4096, &buf);
+  auto h = HashFile(DefaultSys(), f.fd(), 9999, {4096, &buf});
   ASSERT_FALSE(h.ok());
   EXPECT_TRUE(test::StatusIs(h.status(), Status::Code::kMismatch, "grew"));
   // Growth exactly at a buffer boundary.
   HashFixture g(test::RandomBytes((1u << 20) + 1, 20));
-  h = HashFile(DefaultSys(), g.fd(), 1u << 20, 4096, &buf);
+  h = HashFile(DefaultSys(), g.fd(), 1u << 20, {4096, &buf});
   EXPECT_TRUE(test::StatusIs(h.status(), Status::Code::kMismatch, "grew"));
 }
 
@@ -191,13 +189,13 @@ TEST(Hasher, ReadErrorPropagated) {
   ShortReadSys sys;
   sys.eio_at = 2u << 20;
   std::vector<char> buf;
-  auto h = HashFile(sys, f.fd(), f.content().size(), 131072, &buf);
+  auto h = HashFile(sys, f.fd(), f.content().size(), {131072, &buf});
   ASSERT_FALSE(h.ok());
   EXPECT_EQ(h.status().code(), Status::Code::kIoError);
   EXPECT_EQ(h.status().errnum(), EIO);
   // An error on the very first read too.
   sys.eio_at = 0;
-  h = HashFile(sys, f.fd(), f.content().size(), 131072, &buf);
+  h = HashFile(sys, f.fd(), f.content().size(), {131072, &buf});
   EXPECT_EQ(h.status().errnum(), EIO);
 }
 
@@ -251,21 +249,21 @@ TEST(Hasher, HugeSparseFileCostsItsData) {
   SparseSys sys(size, {{0, test::RandomBytes(65536, 1)}, {size - 65536, test::RandomBytes(65536, 2)}});
   std::vector<char> buf;
   test::ResetLargestAllocation();
-  auto h = HashFile(sys, -1, size, bs, &buf);
+  auto h = HashFile(sys, -1, size, {bs, &buf});
   ASSERT_TRUE(h.ok()) << h.status().message();
   EXPECT_TRUE(h->sparse);
   EXPECT_TRUE(h->blocks.empty());
   EXPECT_LE(sys.read_, uint64_t(4) << 20);
   EXPECT_LT(test::LargestAllocation(), size_t(8) << 20);
   SparseSys again(size, {{0, test::RandomBytes(65536, 1)}, {size - 65536, test::RandomBytes(65536, 2)}});
-  auto h2 = HashFile(again, -1, size, bs, &buf);
+  auto h2 = HashFile(again, -1, size, {bs, &buf});
   ASSERT_TRUE(h2.ok());
   EXPECT_EQ(h2->whole, h->whole);
   // Other data, or the same data elsewhere: another key.
   SparseSys other(size, {{0, test::RandomBytes(65536, 1)}, {size - 65536, test::RandomBytes(65536, 3)}});
   SparseSys moved(size, {{bs, test::RandomBytes(65536, 1)}, {size - 65536, test::RandomBytes(65536, 2)}});
-  EXPECT_NE(HashFile(other, -1, size, bs, &buf)->whole, h->whole);
-  EXPECT_NE(HashFile(moved, -1, size, bs, &buf)->whole, h->whole);
+  EXPECT_NE(HashFile(other, -1, size, {bs, &buf})->whole, h->whole);
+  EXPECT_NE(HashFile(moved, -1, size, {bs, &buf})->whole, h->whole);
 }
 
 // A small sparse file keeps its block hashes (holes as zero blocks, without reading);
@@ -278,8 +276,8 @@ TEST(Hasher, SparseKeyIsNotTheDenseKey) {
   SparseSys dense(size, {{10 * bs, piece}});
   dense.holes_ = false;
   std::vector<char> buf;
-  auto s = HashFile(sparse, -1, size, bs, &buf);
-  auto d = HashFile(dense, -1, size, bs, &buf);
+  auto s = HashFile(sparse, -1, size, {bs, &buf});
+  auto d = HashFile(dense, -1, size, {bs, &buf});
   ASSERT_TRUE(s.ok() && d.ok());
   EXPECT_TRUE(s->sparse);
   EXPECT_FALSE(d->sparse);
@@ -300,7 +298,7 @@ TEST(Hasher, StopFlagStopsInsideAFile) {
   sys.stop_ = &stop;
   sys.stop_after_ = 8 << 20;
   std::vector<char> buf;
-  auto h = HashFile(sys, -1, size, 128 * 1024, &buf, nullptr, nullptr, &stop);
+  auto h = HashFile(sys, -1, size, {128 * 1024, &buf, nullptr, &stop});
   EXPECT_TRUE(test::StatusIs(h.status(), Status::Code::kInterrupted));
   EXPECT_LE(sys.read_, uint64_t(9) << 20);
 }

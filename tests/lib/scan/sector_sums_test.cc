@@ -86,7 +86,7 @@ TEST(SectorSums, HashFileGivesTheSectorsCrc32c) {
   int fd = ::open(dir.Join("f").c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   std::vector<char> buffer;
-  auto h = HashFile(DefaultSys(), fd, content.size(), 128 * 1024, &buffer);
+  auto h = HashFile(DefaultSys(), fd, content.size(), {128 * 1024, &buffer});
   ::close(fd);
   ASSERT_OK(h.status());
   const size_t n = (content.size() + 4095) / 4096;
