@@ -32,12 +32,6 @@
 namespace oans {
 namespace {
 
-std::string Hostname() {
-  char buf[256] = {0};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
 // The index header as far as the options tell it (the filesystems come after the walk);
 // the roots canonical, each once, said once for each root dropped (roots.h).
 Status StartHeader(Sys& sys, const ScanOptions& o, Observer* observer, IndexHeader* header) {
@@ -50,7 +44,9 @@ Status StartHeader(Sys& sys, const ScanOptions& o, Observer* observer, IndexHead
   header->block_size = o.block_size;
   header->min_size = o.min_size;
   header->excludes = o.excludes;
-  header->hostname = Hostname();
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  header->hostname = host;
   header->command_line = o.command_line;
   header->directories = true;
   header->read_data = o.read_data;
