@@ -2,6 +2,7 @@
 // values as whole-file and block keys; hashes only nominate candidates for dedupe.
 #pragma once
 
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 
