@@ -7,6 +7,7 @@
 #include <set>
 
 #include "lib/base/paths.h"
+#include "lib/scan/entry.h"
 #include "lib/scan/hasher.h"
 #include "lib/format/index_file.h"
 #include "lib/base/version.h"
@@ -70,18 +71,7 @@ uint32_t FilesystemOf(const Listed& f, IndexHeader* header, std::map<uint64_t, u
 
 // The record of a listed file, member of group `g`, the `serial`th file recorded.
 FileEntry ListedEntry(const Listed& f, uint32_t fs, size_t g, uint64_t serial, uint32_t block_size) {
-  const FileStat& st = f.st;
-  FileEntry e;
-  e.path = f.path;
-  e.fs = fs;
-  e.dev = st.dev;
-  e.ino = st.ino;
-  e.size = st.size;
-  e.mtime_ns = st.mtime_ns;
-  e.ctime_ns = st.ctime_ns;
-  e.nlink = st.nlink;
-  e.uid = st.uid;
-  e.gid = st.gid;
+  FileEntry e = EntryOf(WalkEntry{f.path, f.st}, fs);
   std::vector<FiemapExtent> ext;
   if (f.sys.Fiemap(f.fd, &ext).ok()) e.extents = std::move(ext);
   // The group hash makes the group; the size keeps differently sized members apart.
