@@ -1,43 +1,28 @@
 #include "lib/btrfs/changes.h"
 
+#include <sys/stat.h>
+
+#include <memory>
 
 namespace oans {
+namespace {
 
-Status LookUpInode(Sys& sys, int fd, uint64_t ino, ChangedInode* out) {
-  *out = ChangedInode();
-  out->ino = ino;
-  BtrfsSearch s;
-  s.min = {ino, kBtrfsInodeItem, 0};
-  s.max = {ino, kBtrfsInodeExtref, ~uint64_t(0)};
-  bool bad = false;
-  OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, s, [&](const BtrfsItem& item) {
-    if (item.key.type == kBtrfsInodeItem) {
-      out->exists = DecodeInodeItem(item.data, &out->item);
-      bad |= !out->exists;
-    } else if (item.key.type == kBtrfsInodeRef) {
-      bad |= !DecodeInodeRefs(item.data, [&](std::string_view name) {
-        out->links.emplace_back(item.key.offset, std::string(name));
-      });
-    } else if (item.key.type == kBtrfsInodeExtref) {
-      bad |= !DecodeInodeExtrefs(item.data, [&](uint64_t parent, std::string_view name) {
-        out->links.emplace_back(parent, std::string(name));
-      });
-    }
-    return true;
-  }));
-  if (bad) return Status::Corrupt("btrfs returned an inode item or link of inode " + std::to_string(ino) +
-                                  " that does not decode");
-  return Status::Ok();
-}
+// Inode numbers this close are read in one search: the items between, of inodes that
+// did not change, cost less than a search of their own.
+constexpr uint64_t kInodeGap = 512;
+// A search's buffer: after a backup wrote every inode's atime, every leaf is returned.
+constexpr uint32_t kBulkBuffer = 4 << 20;
 
-Status FindSubvolumeChanges(Sys& sys, int fd, uint64_t since, SubvolumeChanges* out, size_t limit) {
-  *out = SubvolumeChanges();
-  std::vector<uint64_t> inodes;
+// The inode numbers with items in tree blocks written since `since`.
+Status ChangedNumbers(Sys& sys, int fd, uint64_t since, size_t limit, std::vector<uint64_t>* inodes,
+                      SubvolumeChanges* out) {
   BtrfsSearch s;
   s.min = {kBtrfsFirstInode, 0, 0};
   s.max = {kBtrfsLastInode, 255, ~uint64_t(0)};
   s.min_transid = since;
+  s.buffer_bytes = kBulkBuffer;
   bool bad = false;
+  out->searches++;
   OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, s, [&](const BtrfsItem& item) {
     const uint8_t t = item.key.type;
     if (t == kBtrfsDirItem || t == kBtrfsDirIndex) {
@@ -48,17 +33,122 @@ Status FindSubvolumeChanges(Sys& sys, int fd, uint64_t since, SubvolumeChanges* 
     if (t != kBtrfsInodeItem && t != kBtrfsInodeRef && t != kBtrfsInodeExtref && t != kBtrfsDirItem &&
         t != kBtrfsDirIndex && t != kBtrfsExtentData && t != kBtrfsXattrItem)
       return true;
-    if (inodes.empty() || inodes.back() != item.key.objectid) inodes.push_back(item.key.objectid);
-    return inodes.size() <= limit;  // past it, the search ends: the caller walks
+    if (inodes->empty() || inodes->back() != item.key.objectid) inodes->push_back(item.key.objectid);
+    return inodes->size() <= limit;  // past it, the search ends: the caller walks
   }));
   if (bad) return Status::Corrupt("btrfs returned a directory item that does not decode");
+  return Status::Ok();
+}
+
+// Takes one item of inode c; false when it does not decode.
+bool AddItem(const BtrfsItem& item, ChangedInode* c, TreeMapBuilder* map) {
+  switch (item.key.type) {
+    case kBtrfsInodeItem:
+      return (c->exists = DecodeInodeItem(item.data, &c->item)) && map->Add(item);
+    case kBtrfsInodeRef:
+      return DecodeInodeRefs(item.data, [&](std::string_view name) { c->links.emplace_back(item.key.offset, name); });
+    case kBtrfsInodeExtref:
+      return DecodeInodeExtrefs(item.data,
+                                [&](uint64_t parent, std::string_view name) { c->links.emplace_back(parent, name); });
+    case kBtrfsDirIndex:
+      return DecodeDirItems(item.data, [&](const BtrfsDirEntry& e) {
+        if (e.location.type == kBtrfsInodeItem) c->entries.emplace_back(std::string(e.name), e.location.objectid);
+      });
+    case kBtrfsExtentData:
+      return !c->exists || !S_ISREG(c->item.mode) || map->Add(item);
+    default:
+      return true;
+  }
+}
+
+// Reads inodes [first, last) of out->inodes whole, in one search of their key range.
+Status ReadRun(Sys& sys, int fd, size_t first, size_t last, SubvolumeChanges* out) {
+  BtrfsSearch s;
+  s.min = {out->inodes[first].ino, kBtrfsInodeItem, 0};
+  s.max = {out->inodes[last - 1].ino, kBtrfsExtentData, ~uint64_t(0)};
+  s.buffer_bytes = kBulkBuffer;
+  size_t next = first;
+  ChangedInode* c = nullptr;
+  std::unique_ptr<TreeMapBuilder> map;
+  bool bad = false, usable = true;
+  auto end_inode = [&] {
+    if (c && c->exists && S_ISREG(c->item.mode)) c->mapped = usable && map->Finish(&c->map);
+    c = nullptr;
+  };
+  out->searches++;
+  OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, s, [&](const BtrfsItem& item) {
+    if (c && item.key.objectid != c->ino) end_inode();
+    if (!c) {
+      while (next < last && out->inodes[next].ino < item.key.objectid) ++next;
+      if (next == last) return false;
+      if (out->inodes[next].ino != item.key.objectid) return true;  // an unchanged inode's item
+      c = &out->inodes[next++];
+      map = std::make_unique<TreeMapBuilder>(c->ino);
+      usable = true;
+    }
+    const bool ok = AddItem(item, c, map.get());
+    // A file extent that does not decode leaves the file unmapped (it is opened);
+    // anything else that does not decode is damage.
+    if (!ok && item.key.type == kBtrfsExtentData) usable = false;
+    else bad |= !ok;
+    return true;
+  }));
+  end_inode();
+  if (bad) return Status::Corrupt("btrfs returned an inode item, link or directory entry that does not decode");
+  return Status::Ok();
+}
+
+// Runs of `inos` (sorted) whose neighbours are at most kInodeGap apart: [first, last).
+template <typename F>
+Status ForEachRun(const std::vector<uint64_t>& inos, const F& run) {
+  for (size_t first = 0; first < inos.size();) {
+    size_t last = first + 1;
+    while (last < inos.size() && inos[last] - inos[last - 1] <= kInodeGap) ++last;
+    OANS_RETURN_IF_ERROR(run(first, last));
+    first = last;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ReadDirLinks(Sys& sys, int fd, const std::vector<uint64_t>& inos, std::map<uint64_t, DirLink>* out,
+                    uint64_t* searches) {
+  bool bad = false;
+  Status s = ForEachRun(inos, [&](size_t first, size_t last) {
+    BtrfsSearch q;
+    q.min = {inos[first], kBtrfsInodeRef, 0};
+    q.max = {inos[last - 1], kBtrfsInodeRef, ~uint64_t(0)};
+    q.buffer_bytes = kBulkBuffer;
+    size_t next = first;
+    ++*searches;
+    return sys.TreeSearch(fd, q, [&](const BtrfsItem& item) {
+      if (item.key.type != kBtrfsInodeRef) return true;
+      while (next < last && inos[next] < item.key.objectid) ++next;
+      if (next == last) return false;
+      if (inos[next] != item.key.objectid) return true;
+      bad |= !DecodeInodeRefs(item.data, [&](std::string_view name) {
+        (*out)[item.key.objectid] = DirLink{item.key.offset, std::string(name)};
+      });
+      return true;
+    });
+  });
+  OANS_RETURN_IF_ERROR(s);
+  if (bad) return Status::Corrupt("btrfs returned a directory's link that does not decode");
+  return Status::Ok();
+}
+
+Status FindSubvolumeChanges(Sys& sys, int fd, uint64_t since, SubvolumeChanges* out, size_t limit) {
+  *out = SubvolumeChanges();
+  std::vector<uint64_t> inodes;
+  OANS_RETURN_IF_ERROR(ChangedNumbers(sys, fd, since, limit, &inodes, out));
   if (inodes.size() > limit) {
     out->too_many = true;
     return Status::Ok();
   }
   out->inodes.resize(inodes.size());
-  for (size_t i = 0; i < inodes.size(); ++i) OANS_RETURN_IF_ERROR(LookUpInode(sys, fd, inodes[i], &out->inodes[i]));
-  return Status::Ok();
+  for (size_t i = 0; i < inodes.size(); ++i) out->inodes[i].ino = inodes[i];
+  return ForEachRun(inodes, [&](size_t first, size_t last) { return ReadRun(sys, fd, first, last, out); });
 }
 
 }  // namespace oans

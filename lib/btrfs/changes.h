@@ -1,27 +1,36 @@
 // What btrfs says changed in a subvolume since a generation, for a scan that follows
 // changes instead of walking (lib/scan/follow.h). One tree search with min_transid skips
 // every tree block written before; the inodes with items in the blocks it returns (a
-// superset of those changed: a block holds many inodes) are then looked up exactly, one
-// search each, for their current inode item and links. Owns nothing; any thread.
+// superset of those changed: a block holds many inodes) are then read whole, with a
+// second search per run of close inode numbers: each inode's item, links, directory
+// entries and file extents. No inode is looked up on its own, so the cost follows the
+// tree blocks written, not the inodes in them. Owns nothing; any thread.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "lib/btrfs/search.h"
+#include "lib/btrfs/tree_map.h"
 #include "lib/base/status.h"
 #include "lib/base/sys.h"
 
 namespace oans {
 
-// One inode with items in a tree block written since the generation.
+// One inode with items in a tree block written since the generation, as it is now.
 struct ChangedInode {
   uint64_t ino = 0;
   bool exists = false;  // false: its inode item is gone (deleted)
   BtrfsInodeItem item;
   std::vector<std::pair<uint64_t, std::string>> links;  // (directory inode, name)
+  // A directory's entries (its DIR_INDEX items): name and inode, subvolumes left out.
+  std::vector<std::pair<std::string, uint64_t>> entries;
+  // A regular file's map from its items (lib/btrfs/tree_map.h), when they decode.
+  bool mapped = false;
+  TreeMap map;
 };
 
 struct SubvolumeChanges {
@@ -29,9 +38,10 @@ struct SubvolumeChanges {
   // A directory entry naming another subvolume lies in a block written since: a
   // subvolume below was created, removed or snapshotted (or sits beside one that was).
   bool subvolume_entry = false;
-  // More inodes than the limit were found (after a dedupe of the whole tree, say):
-  // none is looked up, and a walk costs no more than following would.
+  // More inodes than the limit were found: none is read, and a walk costs no more
+  // than following would.
   bool too_many = false;
+  uint64_t searches = 0;  // tree searches made (calls of Sys::TreeSearch)
 };
 
 // Changed inodes beyond which a scan walks instead of holding them all.
@@ -42,7 +52,16 @@ inline constexpr size_t kMaxFollowedInodes = 250000;
 Status FindSubvolumeChanges(Sys& sys, int fd, uint64_t since, SubvolumeChanges* out,
                             size_t limit = kMaxFollowedInodes);
 
-// The current state of inode `ino` of the subvolume of fd (its inode item and links).
-Status LookUpInode(Sys& sys, int fd, uint64_t ino, ChangedInode* out);
+// Where a directory is linked: its parent directory's inode and its name there.
+struct DirLink {
+  uint64_t parent = 0;
+  std::string name;
+};
+
+// The links of directories `inos` (sorted, distinct) of the subvolume of `fd`, added to
+// *out (a directory has one); one search per run of close inode numbers, not one per
+// directory. A directory not found is left out.
+Status ReadDirLinks(Sys& sys, int fd, const std::vector<uint64_t>& inos, std::map<uint64_t, DirLink>* out,
+                    uint64_t* searches);
 
 }  // namespace oans

@@ -97,11 +97,15 @@ Status BtrfsTreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& vi
   // One call returns whole items; an item is smaller than a leaf (at most 64 KiB). The
   // buffer is the thread's own, kept between calls and never cleared: the kernel writes
   // what it returns, and nothing past that is read.
-  constexpr size_t kBuffer = 256 * 1024;
   constexpr size_t kMaxItem = 64 * 1024;
-  constexpr uint32_t kItemsPerCall = 4096;
+  const size_t kBuffer = std::clamp<size_t>(search.buffer_bytes, 256 * 1024, 16 << 20);
+  const uint32_t kItemsPerCall = uint32_t(kBuffer / 64);
   thread_local std::unique_ptr<uint64_t[]> mem;
-  if (!mem) mem.reset(new uint64_t[(sizeof(btrfs_ioctl_search_args_v2) + kBuffer + 7) / 8]);
+  thread_local size_t mem_bytes = 0;
+  if (mem_bytes < kBuffer) {
+    mem.reset(new uint64_t[(sizeof(btrfs_ioctl_search_args_v2) + kBuffer + 7) / 8]);
+    mem_bytes = kBuffer;
+  }
   auto* args = reinterpret_cast<btrfs_ioctl_search_args_v2*>(mem.get());
   const char* buf = reinterpret_cast<const char*>(args->buf);
   BtrfsKey from = search.min;

@@ -51,6 +51,9 @@ struct BtrfsSearch {
   // Stop after this many items (0: no limit). The kernel is asked for no more, so it
   // reads no tree block past the one holding the last of them.
   uint32_t max_items = 0;
+  // Bytes a call may return: more for a search expected to return much (fewer calls),
+  // at most 16 MiB (the kernel's limit). Each thread keeps the largest it used.
+  uint32_t buffer_bytes = 256 * 1024;
 };
 
 // One item found. `transid` is the generation of the tree block holding it; `data`

@@ -24,69 +24,55 @@ constexpr uint64_t kBtrfsInodeNodatacow = 1u << 1, kBtrfsInodeNocompress = 1u <<
 
 uint64_t RoundUp(uint64_t x) { return (x + kSector - 1) / kSector * kSector; }
 
-// One inode's map, built from its items in key order.
-class Builder {
- public:
-  explicit Builder(uint64_t ino) { map_.ino = ino; }
-  uint64_t ino() const { return map_.ino; }
-
-  // False when the item cannot be used: the map is then not to be trusted.
-  bool Add(const BtrfsItem& it) {
-    if (it.key.type == kBtrfsInodeItem) return have_inode_ = DecodeInodeItem(it.data, &map_.inode);
-    if (it.key.type != kBtrfsExtentData) return true;  // refs, xattrs
-    BtrfsFileExtent x;
-    if (!have_inode_ || !DecodeFileExtent(it.data, &x)) return false;
-    ++items_;
-    const uint64_t at = it.key.offset;
-    if (x.type == kInline) {
-      last_end_ = RoundUp(at + x.ram_bytes);
-      Emit(at, 0, last_end_ - at, kExtentInline | kNotAligned | (x.compression ? kExtentEncoded : 0));
-      if (!x.compression && at == 0 && x.inline_data.size() == x.ram_bytes) map_.inline_data.assign(x.inline_data);
-      ++inline_items_;
-      return true;
-    }
-    if (x.type != kRegular && x.type != kPrealloc) return false;
-    if (x.disk_bytenr == 0) return true;  // an explicit hole: FIEMAP's last extent is the one before
-    last_end_ = at + x.num_bytes;
-    uint32_t flags = x.type == kPrealloc ? kExtentUnwritten : 0;
-    if (x.compression) flags |= kExtentEncoded;
-    Emit(at, x.disk_bytenr + (x.compression ? 0 : x.offset), x.num_bytes, flags);
-    return true;
-  }
-
-  // False without an inode item.
-  bool Finish(TreeMap* out) {
-    if (!have_inode_) return false;
-    // The inline data stands for the file only when it is all of it.
-    if (inline_items_ != 1 || items_ != 1 || map_.inline_data.size() != map_.inode.size) map_.inline_data.clear();
-    auto& x = map_.extents;
-    if (!x.empty() && x.back().logical + x.back().length >= last_end_) x.back().flags |= kExtentLast;
-    map_.inode_flags = FsFlagsOfBtrfs(map_.inode.flags);
-    *out = std::move(map_);
-    return true;
-  }
-
- private:
-  // As btrfs's emit_fiemap_extent: merged into the previous extent when both are
-  // contiguous in the file and on disk and their flags are the same.
-  void Emit(uint64_t logical, uint64_t physical, uint64_t length, uint32_t flags) {
-    auto& x = map_.extents;
-    if (!x.empty()) {
-      FiemapExtent& p = x.back();
-      if (p.logical + p.length == logical && p.physical + p.length == physical && p.flags == flags) {
-        p.length += length;
-        return;
-      }
-    }
-    x.push_back({logical, physical, length, flags});
-  }
-
-  TreeMap map_;
-  bool have_inode_ = false;
-  uint64_t last_end_ = 0, items_ = 0, inline_items_ = 0;
-};
-
 }  // namespace
+
+bool TreeMapBuilder::Add(const BtrfsItem& it) {
+  if (it.key.type == kBtrfsInodeItem) return have_inode_ = DecodeInodeItem(it.data, &map_.inode);
+  if (it.key.type != kBtrfsExtentData) return true;  // refs, xattrs, directory items
+  BtrfsFileExtent x;
+  if (!have_inode_ || !DecodeFileExtent(it.data, &x)) return false;
+  ++items_;
+  const uint64_t at = it.key.offset;
+  if (x.type == kInline) {
+    last_end_ = RoundUp(at + x.ram_bytes);
+    Emit(at, 0, last_end_ - at, kExtentInline | kNotAligned | (x.compression ? kExtentEncoded : 0));
+    if (!x.compression && at == 0 && x.inline_data.size() == x.ram_bytes) map_.inline_data.assign(x.inline_data);
+    ++inline_items_;
+    return true;
+  }
+  if (x.type != kRegular && x.type != kPrealloc) return false;
+  if (x.disk_bytenr == 0) return true;  // an explicit hole: FIEMAP's last extent is the one before
+  last_end_ = at + x.num_bytes;
+  uint32_t flags = x.type == kPrealloc ? kExtentUnwritten : 0;
+  if (x.compression) flags |= kExtentEncoded;
+  Emit(at, x.disk_bytenr + (x.compression ? 0 : x.offset), x.num_bytes, flags);
+  return true;
+}
+
+bool TreeMapBuilder::Finish(TreeMap* out) {
+  if (!have_inode_) return false;
+  // The inline data stands for the file only when it is all of it.
+  if (inline_items_ != 1 || items_ != 1 || map_.inline_data.size() != map_.inode.size) map_.inline_data.clear();
+  auto& x = map_.extents;
+  if (!x.empty() && x.back().logical + x.back().length >= last_end_) x.back().flags |= kExtentLast;
+  map_.inode_flags = FsFlagsOfBtrfs(map_.inode.flags);
+  *out = std::move(map_);
+  return true;
+}
+
+// As btrfs's emit_fiemap_extent: merged into the previous extent when both are
+// contiguous in the file and on disk and their flags are the same.
+void TreeMapBuilder::Emit(uint64_t logical, uint64_t physical, uint64_t length, uint32_t flags) {
+  auto& x = map_.extents;
+  if (!x.empty()) {
+    FiemapExtent& p = x.back();
+    if (p.logical + p.length == logical && p.physical + p.length == physical && p.flags == flags) {
+      p.length += length;
+      return;
+    }
+  }
+  x.push_back({logical, physical, length, flags});
+}
 
 FileStat TreeMap::Stat(uint64_t dev) const {
   FileStat st;
@@ -124,7 +110,7 @@ Result<bool> MapFromTree(Sys& sys, int dirfd, uint64_t ino, TreeMap* out) {
   s.tree_id = 0;  // the directory's subvolume: a regular file lies in its directory's
   s.min = {ino, kBtrfsInodeItem, 0};
   s.max = {ino, kBtrfsExtentData, ~uint64_t(0)};
-  Builder b(ino);
+  TreeMapBuilder b(ino);
   bool usable = true;
   OANS_RETURN_IF_ERROR(sys.TreeSearch(dirfd, s, [&](const BtrfsItem& it) {
     return it.key.objectid == ino && (usable = b.Add(it));
@@ -141,7 +127,7 @@ Status MapManyFromTree(Sys& sys, int dirfd, const std::vector<uint64_t>& inos, u
   s.min = {inos.front(), kBtrfsInodeItem, 0};
   s.max = {inos.back(), kBtrfsExtentData, ~uint64_t(0)};
   size_t next = 0;  // inos[next] is the first not yet passed
-  std::unique_ptr<Builder> b;
+  std::unique_ptr<TreeMapBuilder> b;
   bool usable = false;
   uint64_t items = 0;
   auto end_inode = [&] {
@@ -156,7 +142,7 @@ Status MapManyFromTree(Sys& sys, int dirfd, const std::vector<uint64_t>& inos, u
       while (next < inos.size() && inos[next] < it.key.objectid) ++next;
       if (next == inos.size()) return false;
       if (inos[next] != it.key.objectid) return true;  // another inode's item
-      b = std::make_unique<Builder>(it.key.objectid);
+      b = std::make_unique<TreeMapBuilder>(it.key.objectid);
       usable = true;
       ++next;
     }

@@ -40,6 +40,25 @@ struct TreeMap {
   FileStat Stat(uint64_t dev) const;
 };
 
+// One inode's map, built from its items in key order (any items of the inode may be
+// given; only its inode item and file extent items count).
+class TreeMapBuilder {
+ public:
+  explicit TreeMapBuilder(uint64_t ino) { map_.ino = ino; }
+  uint64_t ino() const { return map_.ino; }
+  // False when the item cannot be used: the map is then not to be trusted.
+  bool Add(const BtrfsItem& it);
+  // False without an inode item.
+  bool Finish(TreeMap* out);
+
+ private:
+  void Emit(uint64_t logical, uint64_t physical, uint64_t length, uint32_t flags);
+
+  TreeMap map_;
+  bool have_inode_ = false;
+  uint64_t last_end_ = 0, items_ = 0, inline_items_ = 0;
+};
+
 // The map of inode `ino` of the subvolume `dirfd` lies in; false when the search finds
 // no inode item for it or an item it cannot decode.
 Result<bool> MapFromTree(Sys& sys, int dirfd, uint64_t ino, TreeMap* out);

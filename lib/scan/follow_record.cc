@@ -79,6 +79,7 @@ FollowWhy FollowState::MapChanged() {
       std::sort(f.paths.begin(), f.paths.end());
       f.root = &r;
       f.ino = c.ino;
+      f.item = &c;
       files_.push_back(std::move(f));
     }
   ParallelFor(files_.size(), [&](size_t i) { MapFile(&files_[i]); });
@@ -88,7 +89,22 @@ FollowWhy FollowState::MapChanged() {
   return {};
 }
 
+// From the file's items when they map it, as a walk does on btrfs; else opened.
 void FollowState::MapFile(ChangedFile* f) {
+  const ChangedInode* c = f->item;
+  if (!c || !c->mapped || c->map.extents.empty()) return MapOpened(f);
+  const FileStat st = c->map.Stat(f->root->dev);
+  if (!S_ISREG(st.mode) || st.size == 0 || st.size < o_.min_size) return;
+  WalkEntry w{f->paths[0], st, uint32_t(f->root - roots.data())};
+  f->entry = EntryOf(w, f->root->fs);
+  f->entry.other_paths.assign(f->paths.begin() + 1, f->paths.end());
+  f->entry.extents = c->map.extents;
+  f->entry.inode_flags = c->map.inode_flags;
+  f->mapped = f->present = f->from_items = true;
+}
+
+void FollowState::MapOpened(ChangedFile* f) {
+  f->present = f->mapped = f->from_items = false;
   if (o_.stop && o_.stop->load()) return;
   auto fd = sys_.OpenNoFollow(f->paths[0]);
   if (!fd.ok()) return;  // gone since the search: the next scan sees its directory change
@@ -154,7 +170,7 @@ FollowWhy FollowState::FinishChanged() {
                                  [&](const std::string& p) { return !PathWithin(p, f.root->path) || p == f.root->path; }),
                   f.paths.end());
     if (f.paths.empty()) continue;
-    MapFile(&f);
+    MapOpened(&f);
     files_.push_back(std::move(f));
   }
   std::vector<FileEntry>().swap(retry_);
@@ -194,6 +210,17 @@ bool FollowState::HashFile(ChangedFile* f) {
     at.same_data = &f->keys;
   }
   if (at.same_data) return builder_.Build(at, &e) == Built::kDone;
+  if (f->from_items) {  // inline data or btrfs checksums, unopened, as a walk keys it
+    at.dirfd = f->root->fd;
+    at.inline_data = f->item->map.inline_data;
+    const Built built = builder_.Build(at, &e);
+    if (built != Built::kOpenIt) return built == Built::kDone;
+    MapOpened(f);  // opened, it is mapped again, as any file opened
+    if (!f->present) return false;
+    at.mapped = f->mapped;
+    at.dirfd = -1;
+    at.inline_data = {};
+  }
   if (o_.stop && o_.stop->load()) return false;
   auto fd = sys_.OpenNoFollow(f->paths[0]);
   if (!fd.ok()) return false;

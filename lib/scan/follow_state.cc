@@ -3,6 +3,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
 
 #include "lib/scan/entry.h"
 #include "lib/scan/previous.h"
@@ -58,6 +61,8 @@ FollowWhy FollowState::FindChanges() {
                                              " changed inodes below " + r.path + " (a walk costs no more)"};
     for (const auto& c : r.changes.inodes) r.changed[c.ino] = &c;
     stats_->changed_inodes += r.changes.inodes.size();
+    FollowWhy linked = LinkDirs(r);
+    if (!linked.empty()) return linked;
     for (const auto& c : r.changes.inodes) {
       if (!c.exists || !S_ISDIR(c.item.mode)) continue;
       FollowWhy why = ReadChangedDir(r, c);
@@ -69,49 +74,83 @@ FollowWhy FollowState::FindChanges() {
   return {};
 }
 
-FollowWhy FollowState::ReadChangedDir(FollowRoot& r, const ChangedInode& c) {
-  std::string rel;
-  if (c.ino != kBtrfsFirstInode) {
-    auto p = sys_.DirectoryPath(r.fd, 0, c.ino);
-    if (!p.ok())
-      return {NoFollow::kDirectory, "directory inode " + std::to_string(c.ino) + " of " + r.path + ": " + p.status().message()};
-    rel = *p;
+FollowWhy FollowState::LinkDirs(FollowRoot& r) {
+  std::set<uint64_t> wanted;  // directories whose links are not known yet
+  auto want = [&](uint64_t dir) {
+    if (dir != kBtrfsFirstInode && !r.dir_links.count(dir)) wanted.insert(dir);
+  };
+  for (const auto& c : r.changes.inodes)
+    if (c.exists && S_ISDIR(c.item.mode) && c.links.size() == 1) r.dir_links[c.ino] = {c.links[0].first, c.links[0].second};
+  for (const auto& c : r.changes.inodes)
+    if (c.exists)
+      for (const auto& link : c.links) want(link.first);
+  for (int level = 0; !wanted.empty() && level < 4096; ++level) {
+    const std::vector<uint64_t> inos(wanted.begin(), wanted.end());
+    wanted.clear();
+    Status s = ReadDirLinks(sys_, r.fd, inos, &r.dir_links, &r.changes.searches);
+    if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
+    for (uint64_t ino : inos) {
+      auto it = r.dir_links.find(ino);
+      if (it != r.dir_links.end()) want(it->second.parent);  // else: looked up on its own
+    }
   }
-  auto abs = UnderRoot(r, rel);
+  return {};
+}
+
+// A changed directory's entries come from its items (DIR_INDEX), its path from its
+// link and its parent's: nothing is opened or read.
+FollowWhy FollowState::ReadChangedDir(FollowRoot& r, const ChangedInode& c) {
+  FollowWhy why;
+  auto rel = RelPath(r, c.ino, &why);
+  if (!rel) return why;
+  auto abs = UnderRoot(r, *rel);
   dir_paths_[{r.fs, c.ino}] = abs && !Excluded(r, *abs) ? abs : std::nullopt;
   if (!abs || Excluded(r, *abs)) return {};  // outside the root or excluded now: as if removed
-  auto fd = sys_.OpenDirNoFollow(*abs);
-  if (!fd.ok()) return {NoFollow::kDirectory, *abs + ": " + fd.status().message()};
   ChangedDir d;
   d.path = *abs;
-  FollowWhy why;
-  auto st = sys_.Fstat(*fd);
-  if (!st.ok() || st->ino != c.ino || st->dev != r.dev) why = {NoFollow::kDirectory, *abs + " was replaced while it was read"};
-  std::vector<DirEntry> batch;
-  while (why.empty()) {
-    auto more = sys_.ReadDir(*fd, &batch);
-    if (!more.ok()) why = {NoFollow::kDirectory, "reading directory " + *abs + ": " + more.status().message()};
-    if (!more.ok() || !*more) break;
-    for (const auto& e : batch)
-      if (e.name != "." && e.name != "..") d.entries[e.name] = e.ino;
+  for (const auto& [name, ino] : c.entries) d.entries[name] = ino;
+  dirs_[{r.fs, c.ino}] = std::move(d);
+  return {};
+}
+
+std::optional<std::string> FollowState::RelPath(FollowRoot& r, uint64_t dir_ino, FollowWhy* why, int depth) {
+  if (dir_ino == kBtrfsFirstInode) return std::string();
+  auto known = rel_paths_.find({r.fs, dir_ino});
+  if (known != rel_paths_.end()) return known->second;
+  std::optional<std::string> rel;
+  // Built from the links of the directories above it, without a lookup.
+  auto link = r.dir_links.find(dir_ino);
+  if (link != r.dir_links.end() && depth < 4096) {
+    auto up = RelPath(r, link->second.parent, why, depth + 1);
+    if (!up) return std::nullopt;
+    rel = up->empty() ? link->second.name : PathJoin(*up, link->second.name);
+    // As long as a lookup could answer (BTRFS_INO_LOOKUP_PATH_MAX): longer ones walk.
+    if (rel->size() > 4080) {
+      *why = {NoFollow::kDirectory, "directory inode " + std::to_string(dir_ino) + " of " + r.path +
+                                        ": its path is too long to follow (" + std::strerror(ENAMETOOLONG) + ")"};
+      return std::nullopt;
+    }
   }
-  sys_.Close(*fd);
-  if (why.empty()) dirs_[{r.fs, c.ino}] = std::move(d);
-  return why;
+  if (!rel) {
+    auto p = sys_.DirectoryPath(r.fd, 0, dir_ino);
+    if (!p.ok()) {  // a path too long for the lookup, or a directory gone since the search
+      *why = {NoFollow::kDirectory,
+              "directory inode " + std::to_string(dir_ino) + " of " + r.path + ": " + p.status().message()};
+      return std::nullopt;
+    }
+    rel = *p;
+  }
+  rel_paths_[{r.fs, dir_ino}] = *rel;
+  return rel;
 }
 
 std::optional<std::string> FollowState::PathOf(FollowRoot& r, uint64_t dir_ino, const std::string& name,
                                                FollowWhy* why) {
   auto it = dir_paths_.find({r.fs, dir_ino});
   if (it == dir_paths_.end()) {
-    std::optional<std::string> abs;
-    auto rel = dir_ino == kBtrfsFirstInode ? Result<std::string>(std::string()) : sys_.DirectoryPath(r.fd, 0, dir_ino);
-    if (!rel.ok()) {  // a path too long for the lookup, or a directory gone since the search
-      *why = {NoFollow::kDirectory,
-              "directory inode " + std::to_string(dir_ino) + " of " + r.path + ": " + rel.status().message()};
-      return std::nullopt;
-    }
-    abs = UnderRoot(r, *rel);
+    auto rel = RelPath(r, dir_ino, why);
+    if (!rel) return std::nullopt;
+    std::optional<std::string> abs = UnderRoot(r, *rel);
     if (abs && Excluded(r, *abs)) abs.reset();
     it = dir_paths_.emplace(std::make_pair(r.fs, dir_ino), abs).first;
   }

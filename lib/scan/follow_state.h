@@ -49,6 +49,8 @@ struct FollowRoot {
   FsIdentity id;
   SubvolumeChanges changes;
   std::unordered_map<uint64_t, const ChangedInode*> changed;  // by inode
+  // Where each directory the changed inodes lie in is linked, up to the subvolume's root.
+  std::map<uint64_t, DirLink> dir_links;
 };
 
 // A changed file: its paths now, and once mapped its record so far (identity, extents)
@@ -58,7 +60,9 @@ struct ChangedFile {
   uint64_t ino = 0;
   std::vector<std::string> paths;
   bool present = false;  // opened and mapped: a regular file of the root's subvolume
-  bool mapped = false;   // FIEMAP answered
+  bool mapped = false;   // FIEMAP answered, or the tree's items mapped it
+  bool from_items = false;  // mapped from the tree's items, not opened
+  const ChangedInode* item = nullptr;  // its items, for a file btrfs named
   FileEntry entry;
   // Hashes of a previous record with the very same extents (a reflinked copy, data
   // shared since): the same bytes, so the same hashes.
@@ -103,6 +107,9 @@ class FollowState {
 
  private:
   FollowWhy ReadChangedDir(FollowRoot& r, const ChangedInode& c);
+  // Fills r.dir_links: the changed directories' links, and their parents' up to the
+  // subvolume's root, read level by level in a few searches.
+  FollowWhy LinkDirs(FollowRoot& r);
   FollowWhy FinishDirs();
   // Sets *untouched (and writes nothing) when the record is carried exactly as it was.
   FollowWhy CarryFile(FileEntry& e, bool* untouched);
@@ -121,8 +128,12 @@ class FollowState {
   // The path of `name` in directory `dir_ino` now, or nullopt outside the root or
   // excluded; *why is set when btrfs cannot say.
   std::optional<std::string> PathOf(FollowRoot& r, uint64_t dir_ino, const std::string& name, FollowWhy* why);
+  // The path of directory `dir_ino` within its subvolume now; nullopt and *why set when
+  // btrfs cannot say.
+  std::optional<std::string> RelPath(FollowRoot& r, uint64_t dir_ino, FollowWhy* why, int depth = 0);
   bool Excluded(const FollowRoot& r, const std::string& path) const;
   void MapFile(ChangedFile* f);
+  void MapOpened(ChangedFile* f);
   bool HashFile(ChangedFile* f);
   void MatchExtents(const FileEntry& e);
   // MatchExtents for the previous record of a changed inode that still holds its data:
@@ -141,6 +152,7 @@ class FollowState {
   std::map<std::pair<uint32_t, uint64_t>, ChangedDir> dirs_;  // (fs, inode)
   std::map<std::string, const ChangedDir*, std::less<>> dirs_by_old_path_;
   std::map<std::pair<uint32_t, uint64_t>, std::optional<std::string>> dir_paths_;  // (fs, inode) -> path now
+  std::map<std::pair<uint32_t, uint64_t>, std::string> rel_paths_;  // (fs, inode) -> in its subvolume
   std::vector<IndexDir> prev_dirs_;
   bool dirs_done_ = false;
   PathMap moved_;

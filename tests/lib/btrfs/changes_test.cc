@@ -32,14 +32,29 @@ class FakeTree : public test::ForwardingSys {
   uint64_t inodes_;
 };
 
-TEST(FollowChangesTest, EveryInodeInTheChangedBlocksIsLookedUp) {
-  FakeTree sys(5);
+TEST(FollowChangesTest, EveryInodeInTheChangedBlocksIsReadInOneSearchNotOneEach) {
+  FakeTree sys(500);
   SubvolumeChanges c;
   ASSERT_TRUE(FindSubvolumeChanges(sys, -1, 9, &c).ok());
   EXPECT_FALSE(c.too_many);
-  ASSERT_EQ(c.inodes.size(), 5u);
-  EXPECT_TRUE(c.inodes[0].exists);
-  EXPECT_EQ(sys.searches, 1 + 5);  // the change search, then one per inode
+  ASSERT_EQ(c.inodes.size(), 500u);
+  for (const auto& i : c.inodes) EXPECT_TRUE(i.exists) << i.ino;
+  EXPECT_EQ(sys.searches, 2);  // the change search, then one for the run of inodes
+  EXPECT_EQ(c.searches, 2u);
+}
+
+TEST(FollowChangesTest, DirectoryLinksAreReadPerRunOfInodes) {
+  FakeTree sys(3000);
+  std::map<uint64_t, DirLink> links;
+  uint64_t searches = 0;
+  // Two runs: 256-300 and 2900-2901 (more than the gap apart).
+  std::vector<uint64_t> inos;
+  for (uint64_t i = 256; i <= 300; ++i) inos.push_back(i);
+  inos.push_back(2900);
+  inos.push_back(2901);
+  ASSERT_TRUE(ReadDirLinks(sys, -1, inos, &links, &searches).ok());
+  EXPECT_EQ(searches, 2u);
+  EXPECT_TRUE(links.empty());  // the fake tree has inode items only
 }
 
 TEST(FollowChangesTest, PastTheLimitNothingIsLookedUpAndTheCallerWalks) {

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Warm runs that stay warm: on a relatime btrfs of 20,000 files, the scan after a cycle
+# that dedupes, and the scan after a "backup" that read every file and directory, each
+# make at most 200 + 1 per 100 files of open, stat, getdents and ioctl calls (strace),
+# and each index equals a cold scan's, record for record. Both are followed scans: the
+# inodes btrfs names are decided from their tree items, not opened.
+# WARM_FILES sets the number of files (default 20000).
+source "$(dirname "$0")/lib.sh"
+it_init "$1"
+for t in mkfs.btrfs strace; do
+  command -v "$t" >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
+done
+FILES=${WARM_FILES:-20000}
+mkfs_mount btrfs 1G
+findmnt -no OPTIONS "$MNT" | grep -q relatime || fail "the test mount is not relatime: $(findmnt -no OPTIONS "$MNT")"
+T=$MNT/tree
+python3 - "$T" "$FILES" <<'PY'
+import os, random, sys
+root, n = sys.argv[1], int(sys.argv[2])
+r = random.Random(7)
+per_dir = 200
+blobs = [r.randbytes(r.choice([1500, 4096, 6000, 12000, 20000])) for _ in range(n // 4)]
+for i in range(n):
+    d = os.path.join(root, "d%03d" % (i // per_dir), "s%d" % (i % 3))
+    os.makedirs(d, exist_ok=True)
+    # Half the files repeat another's data: the dedupe rewrites their leaves.
+    data = blobs[i % len(blobs)] if i % 2 else r.randbytes(r.choice([3000, 8192, 16384]))
+    with open(os.path.join(d, "f%05d" % i), "wb") as f:
+        f.write(data)
+PY
+sync
+ensure_files=$(find "$T" -type f | wc -l)
+[ "$ensure_files" = "$FILES" ] || fail "made $ensure_files files, not $FILES"
+budget=$((200 + FILES / 100))
+
+cat_files() {  # cat_files INDEX OUT: the file records, sorted, without `reused`
+  "$BIN/oans-cat" --blocks "$1" | python3 -c '
+import json, sys
+out = []
+for line in sys.stdin:
+    j = json.loads(line)
+    if j.get("type") not in ("file", "dir"): continue
+    j.pop("reused", None)
+    out.append(json.dumps(j, sort_keys=True))
+print("\n".join(sorted(out)))' > "$2"
+}
+# calls STRACE_OUT: open, stat, getdents and ioctl calls counted by strace -c.
+calls() {
+  awk '$NF ~ /^(open|openat|openat2|stat|lstat|fstat|newfstatat|statx|getdents|getdents64|ioctl)$/ {
+         n += ($4 ~ /^[0-9]+$/) ? $4 : $3 } END { print n + 0 }' "$1"
+}
+warm() {  # warm NAME PREVIOUS: a followed scan under strace, checked against a cold scan
+  local name=$1 prev=$2
+  if [ -n "${WARM_TRACE:-}" ]; then  # WARM_TRACE=DIR: every call of the scan, for a look
+    strace -f -o "$WARM_TRACE/$name.trace" "$BIN/oans-scan" --quiet --previous "$prev" "$T" -o /dev/null
+  fi
+  strace -f -c -o "$WORK/$name.strace" "$BIN/oans-scan" --json --previous "$prev" "$T" \
+    -o "$WORK/$name.idx" 2> "$WORK/$name.json" || fail "$name: oans-scan failed: $(cat "$WORK/$name.json")"
+  [ "$(json_field "$WORK/$name.json" followed)" = True ] ||
+    fail "$name: the scan did not follow btrfs changes: $(grep -v '^{' "$WORK/$name.json" | head -3)"
+  local n
+  n=$(calls "$WORK/$name.strace")
+  "$BIN/oans-scan" --quiet "$T" -o "$WORK/$name-cold.idx"
+  cat_files "$WORK/$name.idx" "$WORK/$name.txt"
+  cat_files "$WORK/$name-cold.idx" "$WORK/$name-cold.txt"
+  cmp -s "$WORK/$name.txt" "$WORK/$name-cold.txt" || fail "$name: records differ from a cold scan's:
+$(diff "$WORK/$name-cold.txt" "$WORK/$name.txt" | head -20)"
+  echo "$name: $n open/stat/getdents/ioctl calls for $FILES files (budget $budget); changed inodes $(json_field "$WORK/$name.json" changed_inodes)"
+  sed -n '1,2p;/open\|stat\|getdents\|ioctl/p' "$WORK/$name.strace"
+  [ "$n" -le "$budget" ] || fail "$name: $n calls, more than $budget"
+  pass "$name: $n calls (at most $budget), $(wc -l < "$WORK/$name.txt") records equal to a cold scan's"
+}
+
+"$BIN/oans-scan" --quiet "$T" -o "$WORK/gen1.idx"
+"$BIN/oans-plan" --quiet "$WORK/gen1.idx" -o "$WORK/plan1"
+"$BIN/oans-apply" --json "$WORK/plan1" > "$WORK/apply1.json" || fail "apply failed"
+[ "$(json_field "$WORK/apply1.json" bytes_deduped)" -gt 0 ] || fail "the first cycle deduped nothing"
+warm after-apply "$WORK/gen1.idx"
+
+# A backup: every directory listed and every file read; relatime writes their atimes.
+before=$(stat -c %X "$T/d000/s0/f00000")
+find "$T" -type f -exec cat {} + > /dev/null
+[ "$(stat -c %X "$T/d000/s0/f00000")" != "$before" ] || fail "reading a file did not write its atime"
+warm after-backup "$WORK/after-apply.idx"
