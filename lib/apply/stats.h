@@ -22,7 +22,7 @@ struct ApplyStats {
   uint64_t files_linked = 0, bytes_linked = 0;  // hardlink mode: files linked, bytes their old copies held on disk
   uint64_t bytes_prefetched = 0;
   uint64_t files_checked = 0;
-  uint64_t files_mismatch = 0;
+  uint64_t files_changed = 0;  // files skipped: changed since the scan
   bool open_ahead = false;  // the next round opened while one was read (SSD)
   uint64_t tree_ahead_bytes = 0;  // extent and free space tree blocks read in disk order first (HDD)
   uint64_t commits = 0;  // commits (syncfs) made between rounds (HDD)
@@ -42,6 +42,8 @@ struct ApplyStats {
   int64_t net_freed() const { return data_freed - metadata_grown; }
   bool interrupted = false;
   bool deadline_reached = false;
+  bool dry_run = false;  // set by the tool, for its summary
+  double seconds = 0;   // the tool's wall time, set by it for its summary
   uint64_t bytes_skipped() const {
     uint64_t n = 0;
     for (auto& [k, v] : skipped) n += v;

@@ -100,6 +100,7 @@ struct ScanStats {
   bool previous_truncated = false;
   bool previous_damaged = false;  // ignored as damaged (previous_damaged_rescan)
   bool interrupted = false;
+  double seconds = 0;  // the tool's wall time, set by it for its summary
   StorageInfo storage;
   int threads = 0;
   ReadOrder order = ReadOrder::kNone;

@@ -43,8 +43,8 @@ class ProgressRenderer : public Observer {
   // not shown).
   void Finish();
   bool json() const { return mode_ == ProgressMode::kJson; }
-  // Time since the tool started, for its summary ("12.3s", "4m05s").
-  std::string Elapsed() const;
+  // Seconds since the tool started, for its summary.
+  double ElapsedSeconds() const;
 
  private:
   void ClearLine();

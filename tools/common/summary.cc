@@ -71,4 +71,26 @@ void WriteSummaryFile(const std::string& tool, const std::string& path, const Js
   if (!s.ok()) std::fprintf(stderr, "%s: writing the summary: %s\n", tool.c_str(), s.message().c_str());
 }
 
+std::FILE* JsonStream(bool stdout_has_output) { return stdout_has_output ? stderr : stdout; }
+
+void EmitSummary(const SummaryTo& to, const Json& json, const std::string& head,
+                 const std::vector<std::vector<std::string>>& body) {
+  WriteSummaryFile(to.tool, to.summary_file, json);
+  if (to.json) {
+    PrintJsonLine(JsonStream(to.stdout_has_output), json);
+    return;
+  }
+  if (!to.text) return;
+  const std::string first = to.tool + ":" + (head.empty() ? "" : " " + head);
+  if (!to.all) {
+    std::string text = WrapSummary(first, {});
+    for (const auto& line : body) text += WrapSummary("", line);
+    std::fputs(text.c_str(), stderr);
+    return;
+  }
+  std::fprintf(stderr, "%s\n", first.c_str());
+  for (const auto& line : body)
+    for (const auto& part : line) std::fprintf(stderr, "  %s\n", part.c_str());
+}
+
 }  // namespace oans::cli
