@@ -68,6 +68,8 @@ bool FigureEmpty(const FigureValue& v) {
           return true;
         else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, std::map<std::string, uint64_t>>)
           return x.empty();
+        else if constexpr (std::is_same_v<T, int64_t>)
+          return false;  // a net or a measured change: 0 is news
         else
           return x == T{};
       },

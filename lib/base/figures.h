@@ -54,7 +54,8 @@ using Figures = std::vector<Figure<S>>;
 
 // The value as JSON: null, a number, a flag, a string or an object.
 Json FigureJson(const FigureValue& v);
-// Whether the summary leaves the value out: null, 0, false, empty.
+// Whether the summary leaves the value out: null, 0, false, empty. A signed 0 is
+// kept: it is a net or a measured change.
 bool FigureEmpty(const FigureValue& v);
 // The label with its value: "read 1.2 GiB". A by-reason figure gives one part per
 // reason: "skipped 4 KiB: differs".
@@ -84,12 +85,17 @@ std::string FiguresHead(const Figures<S>& table, const S& s) {
 template <class S>
 std::vector<std::vector<std::string>> FiguresBody(const Figures<S>& table, const S& s, bool all = false) {
   std::vector<std::vector<std::string>> out(1);
+  bool fresh = false;  // a kNewLine figure was met: its parts begin a line
   for (const auto& f : table) {
     if (f.place == Place::kHead || !*f.label) continue;
-    if (f.place == Place::kNewLine && !out.back().empty()) out.emplace_back();
+    fresh = fresh || f.place == Place::kNewLine;
     const FigureValue v = f.get(s);
     if (!all && FigureEmpty(v)) continue;
-    for (auto& part : FigureText(f.unit, f.label, v)) out.back().push_back(std::move(part));
+    for (auto& part : FigureText(f.unit, f.label, v)) {
+      if (fresh && !out.back().empty()) out.emplace_back();
+      fresh = false;
+      out.back().push_back(std::move(part));
+    }
   }
   return out;
 }

@@ -55,6 +55,7 @@ Result<int> RunChild(const std::vector<std::string>& argv, bool* stopped) {
     struct sigaction sa = {};
     sa.sa_handler = SIG_DFL;
     for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &sa, nullptr);
+    ::dup2(STDERR_FILENO, STDOUT_FILENO);
     ::execv(args[0], args.data());
     ::_exit(127);
   }

@@ -17,7 +17,8 @@ Result<std::string> ExecutableDir();
 
 // Runs argv[0] (an absolute path) with argv and waits. Returns its exit code; a child
 // killed by signal S gives 128 + S. `stopped` (may be null) is set when a stop signal
-// arrived while it ran.
+// arrived while it ran. The child's standard output is our standard error: our
+// standard output carries only what we print (oans run --json).
 Result<int> RunChild(const std::vector<std::string>& argv, bool* stopped);
 
 // True once a stop signal (SIGINT, SIGTERM, SIGHUP) has arrived during any RunChild.

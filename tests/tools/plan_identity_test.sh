@@ -56,12 +56,12 @@ PY
 echo "ok: --since sees nothing new"
 
 # 3. oans-diff: nothing changed.
-"$BIN/oans-diff" --json before.idx after.idx >diff.jsonl
+"$BIN/oans-diff" --json before.idx after.idx >diff.jsonl 2>diff-summary.json
 python3 - "$N" <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open("diff.jsonl")]
-s = lines[-1]["summary"]
-if len(lines) != 1 or s != {"added": 0, "removed": 0, "changed": 0, "renamed": 0, "unchanged": int(sys.argv[1])}:
+s = json.loads(open("diff-summary.json").read())
+if len(lines) != 0 or s != {"added": 0, "removed": 0, "changed": 0, "renamed": 0, "unchanged": int(sys.argv[1])}:
     print(f"FAIL: oans-diff reported {lines[:3]} ... {s}")
     sys.exit(1)
 PY
