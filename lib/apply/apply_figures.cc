@@ -49,7 +49,7 @@ Figures<S> LeftOut() {
   return {
       {"bytes_skipped", Unit::kBytes, "", [](const S& s) { return V(s.bytes_skipped()); }},
       {"skipped", Unit::kByReason, "skipped {}", [](const S& s) { return V(s.skipped); }, Place::kNewLine},
-      {"not_rewritten", Unit::kByReason, "not rewritten {}", [](const S& s) { return V(s.not_rewritten); }},
+      {"not_rewritten", Unit::kByReason, "left {}", [](const S& s) { return V(s.not_rewritten); }},
       {"files_changed", Unit::kCount, "{} files changed since the scan", [](const S& s) { return V(s.files_changed); },
        Place::kNewLine},
       {"errors", Unit::kCount, "{} errors", [](const S& s) { return V(s.errors); }},

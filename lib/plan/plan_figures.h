@@ -1,5 +1,6 @@
-// The figures of a plan's summary (lib/base/figures.h): its `--json` fields and the
-// words of its human summary. docs/format.md lists them.
+// The figures of a plan's summary (lib/base/figures.h).
+// They are its `--json` fields and the words of its human summary.
+// docs/format.md lists them.
 #pragma once
 
 #include "lib/base/figures.h"

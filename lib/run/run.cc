@@ -23,6 +23,8 @@ bool Continue(int rc) { return rc == 0 || rc == 1; }
 struct Step {
   RunOutcome* out;
   Recorder* rec = nullptr;  // keeps the record of the run, when there is one
+  // oans run: the tools' stdout goes to our stderr. Ours holds only the record.
+  bool stdout_to_stderr = false;
   // Runs oans-TOOL; false (and the outcome set) when the run cannot go on.
   bool Tool(const std::string& tool, std::vector<std::string> argv, int* rc) {
     const std::string what = "the " + tool;
@@ -30,7 +32,7 @@ struct Step {
       argv.insert(argv.begin() + 1, {"--summary-file", rec->SummaryPath(tool)});
       rec->Begin(tool);
     }
-    auto r = RunChild(argv, nullptr);
+    auto r = RunChild(argv, nullptr, stdout_to_stderr);
     if (rec) rec->End(r.ok() ? *r : 2);
     if (!r.ok()) {
       out->exit_code = 2;
@@ -100,7 +102,7 @@ Result<RunConfig> Prepare(const RunRequest& req, const std::vector<std::string>&
 void Steps(const RunRequest& req, const RunConfig& c, int fd, const Generation* prev, RunOutcome* out, Recorder* rec) {
   const std::string dir = out->state_dir, idx = dir + "/" + IndexName(out->generation);
   const std::string plan = dir + "/" + PlanName(out->generation);
-  Step step{out, rec};
+  Step step{out, rec, true};
   int scan_rc = 0, plan_rc = 0, apply_rc = 0;
   std::vector<std::string> scan = {req.tool_dir + "/oans-scan", "-o", idx};
   if (prev) scan.insert(scan.end(), {"--previous", dir + "/" + IndexName(prev->number)});

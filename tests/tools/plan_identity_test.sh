@@ -25,8 +25,8 @@ cmp -s before.idx after.idx && fail "--dev 61 wrote the same index"
 grep -q '"dev":61' after.jsonl || fail "after.idx holds no record with dev 61"
 
 # 1. Merged: the second index's files are the first's.
-"$BIN/oans-plan" --json -o alone.plan before.idx 2>alone.json
-"$BIN/oans-plan" --json -o both.plan before.idx after.idx 2>both.json
+"$BIN/oans-plan" --json -o alone.plan before.idx >alone.json
+"$BIN/oans-plan" --json -o both.plan before.idx after.idx >both.json
 python3 - <<'PY'
 import json, sys
 alone = json.loads(open("alone.json").read().strip().splitlines()[-1])
@@ -45,7 +45,7 @@ cmp -s <("$BIN/oans-cat" alone.plan | tail -n +2) <("$BIN/oans-cat" both.plan | 
 echo "ok: merged, the second index adds no file"
 
 # 2. --since: nothing new.
-"$BIN/oans-plan" --json --since before.idx -o since.plan after.idx 2>since.json
+"$BIN/oans-plan" --json --since before.idx -o since.plan after.idx >since.json
 python3 - <<'PY'
 import json, sys
 s = json.loads(open("since.json").read().strip().splitlines()[-1])

@@ -37,8 +37,8 @@ Result<std::string> OpenTrustedPlan(const std::string& path) {
 // The command line, shared with `oans apply` (tools/apply/options.h).
 using Args = cli::ApplyCommandLine;
 
-// Checks what the parse could not and completes the library's options (the stop flag
-// set by signals among them); returns -1 to go on, or the exit code.
+// Checks what the parse could not, and completes the library's options.
+// Among them is the stop flag that signals set. Returns -1 to go on, or the exit code.
 int Complete(Args& a, std::atomic<bool>* stop_flag) {
   ApplyOptions& o = a.o;
   const std::string &prefetch = a.prefetch, &storage = a.storage, &link = a.link,
@@ -72,9 +72,10 @@ int Complete(Args& a, std::atomic<bool>* stop_flag) {
   return -1;
 }
 
-// Opens the journal of `plan` (PLAN.journal unless --journal names another) and tells
-// what an earlier run finished; none with --no-journal or --dry-run, nor for a plan read
-// from standard input without --journal. Returns -1 to go on, or the exit code.
+// Opens the journal of `plan`: PLAN.journal, unless --journal names another.
+// Tells what an earlier run finished. There is none with --no-journal or --dry-run,
+// nor for a plan read from standard input without --journal.
+// Returns -1 to go on, or the exit code.
 int OpenJournal(Args& a, const PlanReader& plan, bool from_stdin, std::unique_ptr<Journal>* journal) {
   ApplyOptions& o = a.o;
   std::string& journal_path = a.journal_path;
@@ -134,8 +135,8 @@ int main(int argc, char** argv) {
   ApplyOptions& o = a.o;
 
   // The whole plan is checked before any file is touched; a pipe is buffered for that.
-  // A plan file must be one that no other user can have written (lib/base/trust.h); it
-  // is opened once and read through that descriptor from then on.
+  // No other user may have been able to write a plan file (lib/base/trust.h).
+  // It is opened once and read through that descriptor from then on.
   const bool from_stdin = a.plan_path == "-";
   auto pinned = from_stdin ? SpoolStdin() : OpenTrustedPlan(a.plan_path);
   if (!pinned.ok()) return cli::Fail("oans-apply", pinned.status());

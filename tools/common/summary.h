@@ -26,15 +26,9 @@ size_t SummaryWidth();
 // wider than `width` is wrapped at spaces. width 0: SummaryWidth().
 std::string WrapSummary(const std::string& head, const std::vector<std::string>& parts, size_t width = 0);
 
-// The non-empty parts, the first one prefixed "skipped "; nothing when all are empty.
-std::vector<std::string> Skipped(const std::vector<std::string>& parts);
-
-// "12 errors" for a count, "" for 0 (left out by WrapSummary).
-std::string Counted(unsigned long long n, const std::string& what);
-
 // Adds --summary-file FILE: the summary is also written to FILE as one JSON line.
-// It holds what --json prints, whatever else is printed. oans run keeps it in its
-// record of the night.
+// It holds what --json prints, whatever else is printed.
+// oans run keeps it in its record of the night.
 CLI::Option* AddSummaryFile(CLI::App& app, std::string* path);
 // Writes summary to path, created or replaced, never through a symlink. A failure is
 // told on stderr and does not change the exit code.
@@ -45,8 +39,9 @@ inline constexpr const char* kJsonHelp =
     "Print the summary as one JSON line: on standard output, or on standard error when standard output "
     "carries the tool's output (docs/format.md, \"Summaries\")";
 
-// Where --json prints the summary. Standard output is the data stream. When it already
-// carries the tool's output, the summary goes to stderr: it must not corrupt that.
+// Where --json prints the summary. Standard output is the data stream.
+// When it carries the tool's output already, the summary goes to stderr.
+// So it cannot corrupt that output.
 std::FILE* JsonStream(bool stdout_has_output);
 
 // How a tool ends with its summary.

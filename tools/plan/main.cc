@@ -142,8 +142,8 @@ int IndexFromList(Args& a) {
   return -1;
 }
 
-// Checks what the parse could not and completes the library's options; returns -1 to go
-// on, or the exit code.
+// Checks what the parse could not, and completes the library's options.
+// Returns -1 to go on, or the exit code.
 int Complete(const CLI::App& app, Args& a, int argc, char** argv) {
   PlanOptions& o = a.o;
   if (app.count("--top") && a.top <= 0)
@@ -160,8 +160,8 @@ int Complete(const CLI::App& app, Args& a, int argc, char** argv) {
   if (app.count("--round-size") && o.round_size < (1u << 20))
     return cli::Fail("oans-plan", "--round-size must be at least 1M");
   if (o.indexes.empty()) o.indexes.push_back("-");
-  // With --since an index is read more than once (its header first): standard input is
-  // kept in memory for that.
+  // With --since an index is read more than once, its header first.
+  // Standard input is kept in memory for that.
   if (!o.since.empty())
     for (auto& path : o.indexes)
       if (path == "-") {

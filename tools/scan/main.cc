@@ -23,9 +23,8 @@
 
 using namespace oans;
 
-// Says once per filesystem when a root is on one that cannot share data with
-// FIDEDUPERANGE (lib/base/fsinfo.h); the scan goes on: its index serves reports, and
-// hardlinks.
+// Says once per filesystem when a root's cannot share data (lib/base/fsinfo.h).
+// The scan goes on: its index serves reports, and hardlinks.
 void NoticeNoReflink(const std::vector<std::string>& roots, Observer* observer) {
   std::set<dev_t> seen;
   for (const auto& r : roots) {
@@ -125,8 +124,8 @@ void AddOptions(CLI::App& app, Args& a) {
   app.footer(cli::ExitCodesHelp());
 }
 
-// Checks what the parse could not and completes the library's options; returns -1 to go
-// on, or the exit code.
+// Checks what the parse could not, and completes the library's options.
+// Returns -1 to go on, or the exit code.
 int Complete(Args& a, int argc, char** argv) {
   ScanOptions& o = a.o;
   const std::string &storage = a.storage, &order = a.order, &previous_damaged = a.previous_damaged;

@@ -1,5 +1,5 @@
-// The summaries' figures of every tool: named by their meaning, documented in
-// docs/format.md ("Summaries"), and those the run record copies exist.
+// The summaries' figures of every tool. They are named by their meaning.
+// docs/format.md ("Summaries") documents each. Those the run record copies exist.
 #include <gtest/gtest.h>
 
 #include <fstream>

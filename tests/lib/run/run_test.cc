@@ -308,7 +308,7 @@ TEST(RunChild, ChildStdoutGoesToOurStderr) {
   ASSERT_GE(e, 0);
   ::dup2(o, STDOUT_FILENO);
   ::dup2(e, STDERR_FILENO);
-  auto rc = RunChild({"/bin/sh", "-c", "echo summary"}, nullptr);
+  auto rc = RunChild({"/bin/sh", "-c", "echo summary"}, nullptr, true);
   ::dup2(saved_out, STDOUT_FILENO);
   ::dup2(saved_err, STDERR_FILENO);
   for (int fd : {o, e, saved_out, saved_err}) ::close(fd);
