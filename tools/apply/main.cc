@@ -8,7 +8,6 @@
 #include "lib/apply/apply.h"
 #include "lib/apply/apply_figures.h"
 #include "lib/apply/journal.h"
-#include "lib/base/json.h"
 #include "lib/base/trust.h"
 #include "lib/base/units.h"
 #include "lib/base/version.h"

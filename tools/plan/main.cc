@@ -8,13 +8,11 @@
 #include <cstdlib>
 
 #include "lib/scan/dupe_list.h"
-#include "lib/base/json.h"
 #include "lib/base/spill.h"
 #include "lib/base/sys.h"
 #include "lib/plan/dirs_report.h"
 #include "lib/plan/plan_figures.h"
 #include "lib/plan/planner.h"
-#include "lib/base/units.h"
 #include "lib/base/version.h"
 #include "lib/format/versions.h"
 #include "tools/common/cli.h"

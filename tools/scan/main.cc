@@ -9,12 +9,10 @@
 #include <set>
 
 #include "lib/base/fsinfo.h"
-#include "lib/base/json.h"
 #include "lib/scan/scan.h"
 #include "lib/scan/scan_figures.h"
 #include "lib/scan/walk.h"
 #include "lib/base/sys.h"
-#include "lib/base/units.h"
 #include "lib/base/version.h"
 #include "lib/format/versions.h"
 #include "tools/common/cli.h"
