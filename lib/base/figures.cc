@@ -60,6 +60,19 @@ Json FigureJson(const FigureValue& v) {
       v);
 }
 
+FigureValue FigureFromJson(const Json& j) {
+  if (j.is_boolean()) return j.get<bool>();
+  if (j.is_number_unsigned()) return j.get<uint64_t>();
+  if (j.is_number_integer()) return j.get<int64_t>();
+  if (j.is_number_float()) return j.get<double>();
+  if (j.is_string()) return j.get<std::string>();
+  if (!j.is_object()) return {};
+  std::map<std::string, uint64_t> m;
+  for (const auto& [k, n] : j.items())
+    if (n.is_number_unsigned()) m[k] = n.get<uint64_t>();
+  return m;
+}
+
 bool FigureEmpty(const FigureValue& v) {
   return std::visit(
       [](const auto& x) {

@@ -54,6 +54,8 @@ using Figures = std::vector<Figure<S>>;
 
 // The value as JSON: null, a number, a flag, a string or an object.
 Json FigureJson(const FigureValue& v);
+// A value read back from JSON: a record that holds a summary's figures.
+FigureValue FigureFromJson(const Json& j);
 // Whether the summary leaves the value out: null, 0, false, empty. A signed 0 is
 // kept: it is a net or a measured change.
 bool FigureEmpty(const FigureValue& v);

@@ -8,6 +8,7 @@
 
 #include "lib/apply/apply_figures.h"
 #include "lib/plan/plan_figures.h"
+#include "lib/run/record_figures.h"
 #include "lib/scan/scan_figures.h"
 
 namespace oans {
@@ -44,7 +45,8 @@ std::map<std::string, Fields> Declared() {
   return {{"oans-scan", FieldsOf(ScanFigures())},
           {"oans-plan", FieldsOf(PlanFigures())},
           {"oans-apply", FieldsOf(ApplyFigures())},
-          {"oans-diff", FieldsOf(DiffFigures())}};
+          {"oans-diff", FieldsOf(DiffFigures())},
+          {"oans run", FieldsOf(RecordFigures())}};
 }
 
 // Every field of every tool is documented with its unit, and nothing else is.
@@ -87,21 +89,25 @@ TEST(SummaryFigures, NamesSayTheirUnit) {
   ExpectNamedByMeaning("oans-plan", PlanFigures());
   ExpectNamedByMeaning("oans-apply", ApplyFigures());
   ExpectNamedByMeaning("oans-diff", DiffFigures());
+  ExpectNamedByMeaning("oans run", RecordFigures());
 }
 
-// lib/run/record.cc copies these fields of the steps' summaries into the run's record.
+// A record's field copied from a summary exists there, with the record's unit.
 TEST(SummaryFigures, FieldsTheRunRecordCopiesExist) {
   const auto declared = Declared();
-  auto has = [&](const std::string& tool, const std::string& field) {
-    for (const auto& f : declared.at(tool))
-      if (f.first == field) return true;
-    return false;
-  };
-  for (const char* f : {"files", "hashed"}) EXPECT_TRUE(has("oans-scan", f)) << f;
-  EXPECT_TRUE(has("oans-plan", "planned_bytes"));
-  for (const char* f : {"bytes_deduped", "bytes_linked", "bytes_skipped", "skipped", "data_freed_bytes",
-                        "metadata_grown_bytes", "net_freed_bytes", "space_approximate"})
-    EXPECT_TRUE(has("oans-apply", f)) << f;
+  const Fields record = FieldsOf(RecordFigures());
+  for (const auto& c : RecordCopies()) {
+    const Fields& tool = declared.at(std::string("oans-") + c.tool);
+    std::string unit;
+    for (const auto& f : tool)
+      if (f.first == c.from) unit = f.second;
+    EXPECT_FALSE(unit.empty()) << c.field << ": oans-" << c.tool << " has no " << c.from;
+    EXPECT_TRUE(record.count({c.field, unit})) << c.field << " is not a record figure of unit " << unit;
+  }
+  for (const char* counted : RecordCounted()) {
+    EXPECT_TRUE(record.count({counted, "bytes"})) << counted;
+    EXPECT_TRUE(record.count({std::string(counted) + "_total", "bytes"})) << counted;
+  }
 }
 
 }  // namespace
