@@ -87,9 +87,9 @@ std::string ChildTool(long pid) {
 }
 
 // The run holding the lock, from the pid the lock file holds: alive and an oans
-// process. Its generation and phase come from the newest record when that is its own;
-// else (a run about to write it, or `oans apply` of the newest plan, which keeps none)
-// the phase is the tool it runs.
+// process. Its generation and phase come from the newest record when that is its own.
+// A run may be about to write it; `oans apply` of the newest plan keeps none.
+// Then the phase is the tool it runs.
 Json Running(int dirfd, const std::vector<Json>& records) {
   const std::string text = ReadSmall(dirfd, "lock", 32);
   char* end = nullptr;
