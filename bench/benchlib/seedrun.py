@@ -54,9 +54,10 @@ def last_json_line(text):
 
 
 def run_group(cmd):
-    """Runs cmd in its own process group, stderr captured; on Ctrl-C, SIGTERM or any error
-    the whole group is killed (/usr/bin/time and strace do not pass signals on)."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    """Runs cmd in its own process group, stdout and stderr captured as one text (an oans
+    tool's --json summary goes to stdout when it writes to -o FILE). On Ctrl-C, SIGTERM or
+    any error the whole group is killed (/usr/bin/time and strace do not pass signals on)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          start_new_session=True)
     try:
         _, err = p.communicate()

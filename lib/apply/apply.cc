@@ -165,7 +165,7 @@ void Run::CommitIfDue(const PreparedRound& p) {
 void Run::ReportProblems(const PreparedRound& p) {
   for (size_t i = 0; i < p.problem.size(); ++i)
     if (!p.problem[i].empty() && !executor_->Handled(p.round.files[i])) {
-      stats_->files_mismatch++;
+      stats_->files_changed++;
       observer_->FileNotice(p.round.files[i].path, "skipped, " + p.problem[i]);
     }
 }

@@ -1,6 +1,6 @@
-// What an apply did, for its summary. Each round's executor fills a RoundResult; the
-// stage that finishes rounds adds them up in round order, so only that stage writes the
-// run's ApplyStats.
+// What an apply did, for its summary (apply_figures.h). Each round's executor fills
+// a RoundResult. The stage that finishes rounds adds them up in round order. So only
+// that stage writes the run's ApplyStats.
 #pragma once
 
 #include <algorithm>
@@ -22,15 +22,15 @@ struct ApplyStats {
   uint64_t files_linked = 0, bytes_linked = 0;  // hardlink mode: files linked, bytes their old copies held on disk
   uint64_t bytes_prefetched = 0;
   uint64_t files_checked = 0;
-  uint64_t files_mismatch = 0;
+  uint64_t files_changed = 0;  // files skipped: changed since the scan
   bool open_ahead = false;  // the next round opened while one was read (SSD)
   uint64_t tree_ahead_bytes = 0;  // extent and free space tree blocks read in disk order first (HDD)
   uint64_t commits = 0;  // commits (syncfs) made between rounds (HDD)
   // Bytes not deduped, by reason ("changed since scan", "differs", "EPERM", ...).
   std::map<std::string, uint64_t> skipped;
-  // Bytes a rewrite was planned for and not made, by reason (shared with a snapshot,
-  // ...), and the bytes then not shared into such a file: the planner's guess that did
-  // not hold, not an error (the exit code does not count them).
+  // Bytes a rewrite was planned for and not made, by reason ("shared with a snapshot").
+  // Also the bytes then not shared into such a file. The planner's guess did not hold.
+  // That is no error: the exit code does not count them.
   std::map<std::string, uint64_t> not_rewritten;
   uint64_t errors = 0;  // destinations that failed (not counting "differs"/changed)
   // Space measured before and after (lib/apply/measure.h); not in a dry run.
@@ -42,6 +42,8 @@ struct ApplyStats {
   int64_t net_freed() const { return data_freed - metadata_grown; }
   bool interrupted = false;
   bool deadline_reached = false;
+  bool dry_run = false;  // set by the tool, for its summary
+  double seconds = 0;   // the tool's wall time, set by it for its summary
   uint64_t bytes_skipped() const {
     uint64_t n = 0;
     for (auto& [k, v] : skipped) n += v;
@@ -49,8 +51,8 @@ struct ApplyStats {
   }
 };
 
-// A problem with one file: its path and what happened, in words shared by every file
-// it happens to.
+// A problem with one file: its path and what happened.
+// The words are the same for every file it happens to.
 struct FileProblem {
   std::string path, reason;
   friend bool operator==(const FileProblem&, const FileProblem&) = default;
@@ -67,8 +69,8 @@ struct RoundResult {
   std::map<std::string, uint64_t> skipped;
   std::map<std::string, uint64_t> not_rewritten;
   std::vector<FileProblem> notices;  // per-file problems for the user
-  // Something in the round failed in a way that may not happen again (busy, no space,
-  // I/O error, a file open for writing): the round is not journaled as done.
+  // Something in the round failed in a way that may not happen again.
+  // Busy, no space, an I/O error, a file open for writing: not journaled as done.
   bool retry = false;
 
   void Skip(const std::string& reason, uint64_t bytes, bool transient) {

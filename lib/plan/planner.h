@@ -124,6 +124,7 @@ struct PlanStats {
   bool refs_known = false;
   uint64_t leaves_rewritten = 0, leaves_shared = 0;  // of subvolume trees, estimated
   uint64_t left_alone_bytes = 0;  // destination bytes the snapshot policy left alone
+  double seconds = 0;  // the tool's wall time, set by it for its summary
 };
 
 // A duplicate group for reports: one source and its destinations (whole files only).

@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "lib/run/generations.h"
+#include "lib/run/record_figures.h"
 #include "lib/run/run_config.h"
 #include "lib/run/state_dir.h"
 #include "lib/run/timer.h"
@@ -51,39 +52,20 @@ void AddTotals(const RunRecord& r, Json* j) {
   for (const auto& s : r.steps) {
     const Json& m = s.summary;
     if (!m.is_object()) continue;
-    const auto copy = [&](const char* to, const char* from) {
-      if (m.contains(from)) (*j)[to] = m[from];
-    };
-    if (s.tool == "scan") {
-      copy("files_scanned", "files");
-      copy("files_read", "hashed");
-    } else if (s.tool == "plan") {
-      copy("bytes_planned", "planned_bytes");
-    } else if (s.tool == "apply") {
-      copy("bytes_deduped", "bytes_deduped");
-      copy("bytes_linked", "bytes_linked");
-      // The data oans-apply measured freed; absent or null when it could not measure.
-      if (m.contains("data_freed_bytes") && m["data_freed_bytes"].is_number_unsigned())
-        (*j)["bytes_freed"] = m["data_freed_bytes"];
-      copy("bytes_skipped", "bytes_skipped");
-      copy("skipped", "skipped");
-      copy("data_freed_bytes", "data_freed_bytes");
-      copy("metadata_grown_bytes", "metadata_grown_bytes");
-      copy("net_freed_bytes", "net_freed_bytes");
-      copy("space_approximate", "space_approximate");
-    }
+    for (const auto& c : RecordCopies())
+      if (s.tool == c.tool && m.contains(c.from)) (*j)[c.field] = m[c.from];
+    // The data oans-apply measured freed. Absent or null when it could not measure.
+    if (s.tool == "apply" && m.contains("data_freed_bytes") && m["data_freed_bytes"].is_number_unsigned())
+      (*j)["bytes_freed"] = m["data_freed_bytes"];
   }
 }
-
-// The figures summed over every generation: "X_total" is X plus the previous total.
-const char* const kCounted[] = {"bytes_deduped", "bytes_linked", "bytes_freed"};
 
 uint64_t Unsigned(const Json& j, const std::string& key) {
   return j.contains(key) && j[key].is_number_unsigned() ? j[key].get<uint64_t>() : 0;
 }
 
 void AddRunningTotals(const Json& before, Json* j) {
-  for (const std::string key : kCounted) {
+  for (const std::string key : RecordCounted()) {
     const std::string total = key + "_total";
     if (!j->contains(key) && !before.contains(total) && key == "bytes_freed") continue;
     (*j)[total] = Unsigned(before, total) + Unsigned(*j, key);
@@ -105,9 +87,9 @@ std::string ChildTool(long pid) {
 }
 
 // The run holding the lock, from the pid the lock file holds: alive and an oans
-// process. Its generation and phase come from the newest record when that is its own;
-// else (a run about to write it, or `oans apply` of the newest plan, which keeps none)
-// the phase is the tool it runs.
+// process. Its generation and phase come from the newest record when that is its own.
+// A run may be about to write it; `oans apply` of the newest plan keeps none.
+// Then the phase is the tool it runs.
 Json Running(int dirfd, const std::vector<Json>& records) {
   const std::string text = ReadSmall(dirfd, "lock", 32);
   char* end = nullptr;
@@ -176,7 +158,7 @@ Json TotalsBefore(int state_fd) {
     if (!g->record) continue;
     Json r = Json::parse(ReadSmall(state_fd, RecordName(g->number), kMaxRecordSize), nullptr, false);
     if (!r.is_object()) continue;
-    for (const std::string key : kCounted) {
+    for (const std::string key : RecordCounted()) {
       const std::string total = key + "_total";
       if (r.contains(total) || r.contains(key)) totals[total] = r.contains(total) ? Unsigned(r, total) : Unsigned(r, key);
     }

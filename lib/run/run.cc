@@ -23,6 +23,8 @@ bool Continue(int rc) { return rc == 0 || rc == 1; }
 struct Step {
   RunOutcome* out;
   Recorder* rec = nullptr;  // keeps the record of the run, when there is one
+  // oans run: the tools' stdout goes to our stderr. Ours holds only the record.
+  bool stdout_to_stderr = false;
   // Runs oans-TOOL; false (and the outcome set) when the run cannot go on.
   bool Tool(const std::string& tool, std::vector<std::string> argv, int* rc) {
     const std::string what = "the " + tool;
@@ -30,7 +32,7 @@ struct Step {
       argv.insert(argv.begin() + 1, {"--summary-file", rec->SummaryPath(tool)});
       rec->Begin(tool);
     }
-    auto r = RunChild(argv, nullptr);
+    auto r = RunChild(argv, nullptr, stdout_to_stderr);
     if (rec) rec->End(r.ok() ? *r : 2);
     if (!r.ok()) {
       out->exit_code = 2;
@@ -46,8 +48,8 @@ struct Step {
   }
 };
 
-// This run's roots and options: with roots, those given (stored later); without, the
-// stored ones followed by those given.
+// This run's roots and options. With roots: those given, stored later.
+// Without: the stored ones, followed by those given.
 Result<RunConfig> Settle(const RunRequest& req, const std::vector<std::string>& roots, int fd, const std::string& dir) {
   auto old = LoadRunConfig(fd, dir);
   if (roots.empty()) {
@@ -80,8 +82,8 @@ Status CheckRootsCanShare(const RunRequest& req, const RunConfig& c) {
   return Status::Ok();
 }
 
-// Settles the run's configuration in the locked state directory: stores it when roots
-// are given, else checks the stored roots.
+// Settles the run's configuration in the locked state directory.
+// Stores it when roots are given, else checks the stored roots.
 Result<RunConfig> Prepare(const RunRequest& req, const std::vector<std::string>& roots, int fd, const std::string& dir) {
   OANS_ASSIGN_OR_RETURN(RunConfig c, Settle(req, roots, fd, dir));
   // Given roots were checked before the state directory was opened (RunGeneration).
@@ -96,11 +98,11 @@ Result<RunConfig> Prepare(const RunRequest& req, const std::vector<std::string>&
 }
 
 // Scan, plan and apply generation out->generation in the locked, checked state
-// directory; prev is the generation with the newest index.
+// directory. prev is the generation with the newest index.
 void Steps(const RunRequest& req, const RunConfig& c, int fd, const Generation* prev, RunOutcome* out, Recorder* rec) {
   const std::string dir = out->state_dir, idx = dir + "/" + IndexName(out->generation);
   const std::string plan = dir + "/" + PlanName(out->generation);
-  Step step{out, rec};
+  Step step{out, rec, true};
   int scan_rc = 0, plan_rc = 0, apply_rc = 0;
   std::vector<std::string> scan = {req.tool_dir + "/oans-scan", "-o", idx};
   if (prev) scan.insert(scan.end(), {"--previous", dir + "/" + IndexName(prev->number)});
@@ -113,8 +115,8 @@ void Steps(const RunRequest& req, const RunConfig& c, int fd, const Generation* 
   std::vector<std::string> planv = {req.tool_dir + "/oans-plan", "-o", plan};
   planv.insert(planv.end(), req.per_run_args.begin(), req.per_run_args.end());
   planv.insert(planv.end(), c.plan_args.begin(), c.plan_args.end());
-  // After a plan applied to the end, every duplicate among the files it knew is shared
-  // or was refused: only what changed since needs planning.
+  // After a plan applied to the end, its files' duplicates are shared or refused.
+  // Only what changed since needs planning.
   if (prev && prev->applied) planv.insert(planv.end(), {"--since", dir + "/" + IndexName(prev->number)});
   planv.insert(planv.end(), {"--", idx});
   if (!step.Tool("plan", planv, &plan_rc)) return;
@@ -188,8 +190,8 @@ void ApplyNewest(const RunRequest& req, const RunConfig& c, int fd, RunOutcome* 
   out->exit_code = rc;
 }
 
-// The lock, waiting up to req.wait_lock_seconds while another run holds it (polled each
-// second; a stop request ends the wait).
+// The lock, waiting up to req.wait_lock_seconds while another run holds it.
+// It is polled each second; a stop request ends the wait.
 Result<RunLock> TakeLock(const RunRequest& req, int fd, const std::string& dir) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(req.wait_lock_seconds);
   for (bool told = false;; told = true) {

@@ -40,7 +40,7 @@ Result<std::string> ExecutableDir() {
 
 bool StopRequested() { return g_stop.load(); }
 
-Result<int> RunChild(const std::vector<std::string>& argv, bool* stopped) {
+Result<int> RunChild(const std::vector<std::string>& argv, bool* stopped, bool stdout_to_stderr) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -55,6 +55,7 @@ Result<int> RunChild(const std::vector<std::string>& argv, bool* stopped) {
     struct sigaction sa = {};
     sa.sa_handler = SIG_DFL;
     for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &sa, nullptr);
+    if (stdout_to_stderr) ::dup2(STDERR_FILENO, STDOUT_FILENO);
     ::execv(args[0], args.data());
     ::_exit(127);
   }

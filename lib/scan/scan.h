@@ -78,7 +78,7 @@ struct ScanStats {
   uint64_t files = 0;          // records written
   uint64_t bytes = 0;          // their total size
   uint64_t bytes_read = 0;     // data actually read
-  uint64_t hashed = 0;         // files read and hashed
+  uint64_t hashed = 0;         // files keyed anew: read, or from btrfs checksums
   uint64_t reused = 0;         // files whose hashes came from the previous index
   uint64_t unopened = 0;       // of those, finished from a stat alone: extents known unchanged
   uint64_t tree_mapped = 0;    // files mapped and keyed from btrfs's trees, never opened (lib/btrfs/tree_map.h)
@@ -100,6 +100,7 @@ struct ScanStats {
   bool previous_truncated = false;
   bool previous_damaged = false;  // ignored as damaged (previous_damaged_rescan)
   bool interrupted = false;
+  double seconds = 0;  // the tool's wall time, set by it for its summary
   StorageInfo storage;
   int threads = 0;
   ReadOrder order = ReadOrder::kNone;

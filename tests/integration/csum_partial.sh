@@ -85,7 +85,7 @@ done
 fiemap_of() { filefrag -v -b1 "$1" | awk '/^ *[0-9]+:/ {print $2, $4, $6}'; }
 echo "before: vm-b.img exclusive $(exclusive_bytes "$VM/vm-b.img"), in $(fiemap_of "$VM/vm-b.img" | wc -l) extents"
 
-"$BIN/oans-scan" --quiet --json -o "$WORK/a.idx" "$VM" "$SHIFT" "$TWICE" "$FRESH" 2> "$WORK/scan.json"
+"$BIN/oans-scan" --quiet --json -o "$WORK/a.idx" "$VM" "$SHIFT" "$TWICE" "$FRESH" > "$WORK/scan.json" 2>&1
 read_bytes=$(python3 -c "import json; print(json.load(open('$WORK/scan.json'))['bytes_read'])")
 [ "$read_bytes" -le $((1 << 20)) ] || fail "the scan read $read_bytes bytes"
 pass "the scan read $read_bytes bytes of data"

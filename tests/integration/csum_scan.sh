@@ -166,8 +166,8 @@ run_case() {
   fill
   local before after
   before=$(checksums "$MNT")
-  "$BIN/oans-scan" --quiet --json -o "$WORK/$name.idx" "$MNT" 2> "$WORK/$name.json"
-  "$BIN/oans-scan" --quiet --json --read-data -o "$WORK/$name-data.idx" "$MNT" 2> "$WORK/$name-data.json"
+  "$BIN/oans-scan" --quiet --json -o "$WORK/$name.idx" "$MNT" > "$WORK/$name.json" 2>&1
+  "$BIN/oans-scan" --quiet --json --read-data -o "$WORK/$name-data.idx" "$MNT" > "$WORK/$name-data.json" 2>&1
   "$BIN/oans-scan" --progress=none "$MNT" -o /dev/null 2>&1 | grep -q "from btrfs checksums" \
     || fail "$name: the summary does not say what came from checksums"
   local bytes read from_tree nocow compressed data_read
@@ -204,7 +204,7 @@ run_case() {
   if [ "$name" = crc32c ]; then
     # On a spinning disk the trees are read ahead before the walk, leaf by leaf in disk
     # order (DUP metadata on one device); the records are those of the open files all the same.
-    "$BIN/oans-scan" --quiet --json --storage=hdd -o "$WORK/hdd.idx" "$MNT" 2> "$WORK/hdd.json"
+    "$BIN/oans-scan" --quiet --json --storage=hdd -o "$WORK/hdd.idx" "$MNT" > "$WORK/hdd.json" 2>&1
     [ "$(json_field "$WORK/hdd.json" "v['tree_ahead_leaves'] > 0 and not v['tree_ahead_cut']")" = True ] \
       || fail "$name: --storage=hdd did not read the trees ahead in disk order: $(cat "$WORK/hdd.json")"
     [ "$(json_field "$WORK/$name.json" "v['tree_ahead_bytes']")" = 0 ] || fail "$name: trees read ahead on an SSD"

@@ -71,7 +71,7 @@ $(diff "$2" "$3" | head -20)"
 }
 scan() {  # scan NAME ARGS...: an index WORK/NAME.idx and its records WORK/NAME.txt
   local name=$1; shift
-  "$BIN/oans-scan" --json "$@" "$T" -o "$WORK/$name.idx" 2> "$WORK/$name.json" ||
+  "$BIN/oans-scan" --json "$@" "$T" -o "$WORK/$name.idx" > "$WORK/$name.json" 2>&1 ||
     fail "$name: oans-scan failed: $(cat "$WORK/$name.json")"
   cat_files "$WORK/$name.idx" "$WORK/$name.txt"
 }

@@ -26,7 +26,7 @@ seeds=${OANS_FOLLOW_SEEDS:-12}
 for seed in $(seq 1 "$seeds"); do
   made=$(python3 "$PY" change "$T" "$seed" 6)
   sync
-  "$BIN/oans-scan" --json --previous "$prev" "$T" -o "$WORK/w$seed.idx" 2> "$WORK/w$seed.json" ||
+  "$BIN/oans-scan" --json --previous "$prev" "$T" -o "$WORK/w$seed.idx" > "$WORK/w$seed.json" 2>&1 ||
     fail "seed $seed: following scan failed: $(cat "$WORK/w$seed.json")"
   [ "$(json_field "$WORK/w$seed.json" followed)" = True ] ||
     fail "seed $seed: the scan did not follow btrfs changes: $(cat "$WORK/w$seed.json")"
@@ -38,7 +38,7 @@ for seed in $(seq 1 "$seeds"); do
 $out"
   # plan --since the previous index: from the changes the index lists, the plan a join
   # of the two indexes gives.
-  "$BIN/oans-plan" --json --since "$prev" "$WORK/w$seed.idx" -o "$WORK/l$seed.plan" 2> "$WORK/l$seed.json" ||
+  "$BIN/oans-plan" --json --since "$prev" "$WORK/w$seed.idx" -o "$WORK/l$seed.plan" > "$WORK/l$seed.json" 2>&1 ||
     fail "seed $seed: plan --since failed: $(cat "$WORK/l$seed.json")"
   [ "$(json_field "$WORK/l$seed.json" since_listed)" = True ] ||
     fail "seed $seed: plan --since did not use the index's list of changes: $(cat "$WORK/l$seed.json")"
@@ -63,7 +63,7 @@ sync
 # LeakSanitizer cannot run under ptrace: leaks are checked in every other run of the scan.
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
   strace -f -y -o "$WORK/strace.txt" -e trace=openat,openat2,open,newfstatat,statx,fstat,getdents64 \
-  "$BIN/oans-scan" --json --previous "$prev" "$T" -o "$WORK/warm.idx" 2> "$WORK/warm.json"
+  "$BIN/oans-scan" --json --previous "$prev" "$T" -o "$WORK/warm.idx" > "$WORK/warm.json" 2>&1
 [ "$(json_field "$WORK/warm.json" followed)" = True ] || fail "warm scan did not follow: $(cat "$WORK/warm.json")"
 [ "$(json_field "$WORK/warm.json" changed_inodes)" = 0 ] || fail "warm scan saw changes: $(cat "$WORK/warm.json")"
 # Calls on the tree (strace -y names each descriptor's path): the root's open and stat only.
@@ -75,13 +75,13 @@ python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/warm.idx") <("$BIN/oans-
 pass "unchanged: 0 inodes looked at, no directory read and no file opened or stat'ed below the root, the same records"
 # oans-plan --since: an index that holds exactly what the previous one held plans
 # nothing, from the headers alone; one change and it plans again.
-"$BIN/oans-plan" --json --since "$prev" "$WORK/warm.idx" -o "$WORK/warm.plan" 2> "$WORK/warm-plan.json"
+"$BIN/oans-plan" --json --since "$prev" "$WORK/warm.idx" -o "$WORK/warm.plan" > "$WORK/warm-plan.json" 2>&1
 [ "$(json_field "$WORK/warm-plan.json" unchanged_since)" = True ] ||
   fail "the plan read an unchanged index: $(cat "$WORK/warm-plan.json")"
 [ "$(json_field "$WORK/warm-plan.json" planned_bytes)" = 0 ] || fail "unchanged index, yet a plan"
 "$BIN/oans-apply" --quiet "$WORK/warm.plan" || fail "the empty plan does not apply"
 # The same from standard input, which --since reads twice.
-"$BIN/oans-plan" --json --since "$prev" -o "$WORK/stdin.plan" - < "$WORK/warm.idx" 2> "$WORK/stdin-plan.json" ||
+"$BIN/oans-plan" --json --since "$prev" -o "$WORK/stdin.plan" - < "$WORK/warm.idx" > "$WORK/stdin-plan.json" 2>&1 ||
   fail "plan --since of an index on standard input failed: $(cat "$WORK/stdin-plan.json")"
 [ "$(json_field "$WORK/stdin-plan.json" unchanged_since)" = True ] ||
   fail "the plan read an unchanged index on standard input: $(cat "$WORK/stdin-plan.json")"
@@ -97,7 +97,7 @@ ln -s /etc/passwd "$T/to-passwd"
 ln -s /etc "$T/to-etc"
 rand_file "$T/fresh" 300000 77
 sync
-"$BIN/oans-scan" --json --previous "$WORK/warm.idx" "$T" -o "$WORK/reflink.idx" 2> "$WORK/reflink.json"
+"$BIN/oans-scan" --json --previous "$WORK/warm.idx" "$T" -o "$WORK/reflink.idx" > "$WORK/reflink.json" 2>&1
 [ "$(json_field "$WORK/reflink.json" same_extents)" = 1 ] || fail "reflinked copy not matched: $(cat "$WORK/reflink.json")"
 [ "$(json_field "$WORK/reflink.json" hashed)" = 1 ] || fail "more than the new file read: $(cat "$WORK/reflink.json")"
 # The new file's 300000 bytes are read, or taken from btrfs's checksums (lib/scan/csum.h).
@@ -108,7 +108,7 @@ python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/reflink.idx") <("$BIN/oa
   fail "after a reflinked copy the followed index differs from a cold scan's"
 "$BIN/oans-cat" "$WORK/reflink.idx" | grep -q '/etc\|to-passwd\|to-etc' && fail "a planted symlink was followed"
 pass "a reflinked copy took the hashes of the extents it shares: only the new file's 300000 bytes read or taken from checksums"
-"$BIN/oans-plan" --json --since "$WORK/warm.idx" "$WORK/reflink.idx" -o "$WORK/reflink.plan" 2> "$WORK/reflink-plan.json"
+"$BIN/oans-plan" --json --since "$WORK/warm.idx" "$WORK/reflink.idx" -o "$WORK/reflink.plan" > "$WORK/reflink-plan.json" 2>&1
 [ "$(json_field "$WORK/reflink-plan.json" unchanged_since)" = False ] || fail "a changed index taken for unchanged"
 prev=$WORK/reflink.idx
 

@@ -17,7 +17,7 @@ json_field() { python3 -c "import json,sys; print(json.loads(open(sys.argv[1]).r
 # same_as_cold NAME PREV: a followed scan from PREV equals a cold scan; sets prev to it.
 same_as_cold() {
   local rc=0
-  "$BIN/oans-scan" --json --previous "$2" "$T" -o "$WORK/$1.idx" 2> "$WORK/$1.json" || rc=$?
+  "$BIN/oans-scan" --json --previous "$2" "$T" -o "$WORK/$1.idx" > "$WORK/$1.json" 2>&1 || rc=$?
   # 1: done, with files that could not be read (the damaged one below)
   [ $rc -le 1 ] || fail "$1: the scan failed: $(cat "$WORK/$1.json")"
   "$BIN/oans-scan" --quiet "$T" -o "$WORK/$1-cold.idx" 2>/dev/null || [ $? = 1 ]
@@ -147,14 +147,14 @@ pass "the root replaced by a new directory: the new root's record, the new file,
 rand_file "$T/fresh2" 20000 4
 sync
 "$BIN/oans-scan" --quiet --storage=hdd "$T" -o "$WORK/spin.idx"
-"$BIN/oans-scan" --json --previous "$WORK/spin.idx" "$T" -o "$WORK/spin-followed.idx" 2> "$WORK/spin-followed.json"
+"$BIN/oans-scan" --json --previous "$WORK/spin.idx" "$T" -o "$WORK/spin-followed.idx" > "$WORK/spin-followed.json" 2>&1
 [ "$(followed spin-followed)" = True ] || fail "spinning: not followed: $(cat "$WORK/spin-followed.json")"
 "$BIN/oans-cat" "$WORK/spin-followed.idx" > "$WORK/spin.jsonl"
 [[ "$(head -1 "$WORK/spin.jsonl")" == *'"spinning":true'* ]] ||
   fail "a followed scan did not keep the previous index's spinning disk: $(head -1 "$WORK/spin.jsonl")"
 [ "$(json_field "$WORK/spin-followed.json" storage)" = hdd ] || fail "spinning: the summary does not say hdd"
 "$BIN/oans-scan" --json --storage=ssd --previous "$WORK/spin-followed.idx" "$T" -o "$WORK/ssd-followed.idx" \
-  2> "$WORK/ssd-followed.json"
+  > "$WORK/ssd-followed.json" 2>&1
 [ "$(followed ssd-followed)" = True ] || fail "--storage=ssd: not followed: $(cat "$WORK/ssd-followed.json")"
 "$BIN/oans-cat" "$WORK/ssd-followed.idx" > "$WORK/ssd.jsonl"
 [[ "$(head -1 "$WORK/ssd.jsonl")" == *'"spinning":false'* ]] || fail "--storage=ssd on a followed scan: the index says it spins"

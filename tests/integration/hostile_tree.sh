@@ -78,14 +78,14 @@ before=$(checksums "$T")
 # Permission denied: an unprivileged scan records the unreadable directory and goes on.
 chmod 755 "$WORK" "$T"
 set +e
-setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/oans-scan" --json "$T/vol1" -o /dev/null 2> "$WORK/nobody.err"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/oans-scan" --json "$T/vol1" -o /dev/null > "$WORK/nobody.err" 2>&1
 rc=$?
 set -e
 [ $rc = 1 ] || fail "unprivileged scan: exit $rc, $(cat "$WORK/nobody.err")"
 grep -q "denied" "$WORK/nobody.err" || fail "permission denied not reported: $(cat "$WORK/nobody.err")"
 pass "permission denied is recorded and the walk goes on (exit $rc)"
 
-"$BIN/oans-scan" --json "$T" -o "$WORK/idx" 2> "$WORK/scan.err"
+"$BIN/oans-scan" --json "$T" -o "$WORK/idx" > "$WORK/scan.err" 2>&1
 grep -q "loop-a" "$WORK/idx" 2>/dev/null && fail "symlink loop followed"
 "$BIN/oans-cat" "$WORK/idx" > "$WORK/idx.json"
 python3 - "$WORK/idx.json" <<'PY' || fail "index content"

@@ -44,7 +44,7 @@ assert a["block_count"] == b["block_count"] == 0, a["block_count"]
 PY
 pass "4 EiB and 1 TiB sparse files scanned in ${secs}s with ${kib} KiB, recorded with their hashes"
 
-"$BIN/oans-plan" --json "$WORK/idx" -o "$WORK/plan" 2> "$WORK/plan.json"
+"$BIN/oans-plan" --json "$WORK/idx" -o "$WORK/plan" > "$WORK/plan.json" 2>&1
 "$BIN/oans-apply" --quiet "$WORK/plan"
 sync
 [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed"

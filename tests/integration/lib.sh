@@ -250,7 +250,7 @@ plan_many_rounds() {
   tree_and_copy
   before=$(checksums "$MNT")
   "$BIN/oans-scan" --quiet "$MNT" -o "$WORK/idx"
-  "$BIN/oans-plan" --json --round-size 1M "$WORK/idx" -o "$WORK/plan" 2> "$WORK/plan.json"
+  "$BIN/oans-plan" --json --round-size 1M "$WORK/idx" -o "$WORK/plan" > "$WORK/plan.json" 2>&1
   rounds=$(python3 -c "import json; print(json.load(open('$WORK/plan.json'))['rounds'])")
   [ "$rounds" -ge 10 ] || fail "expected at least 10 rounds, got $rounds"
 }

@@ -63,7 +63,7 @@ rand_file "$MNT/srv/fz/sub/new" $((64 << 10)) 3
 sync
 meta_before=$(meta)
 "$BIN/oans-scan" --json --previous "$WORK/nested.idx" "$MNT/srv" "$MNT/srv/fz/sub" -o "$WORK/followed.idx" \
-  2> "$WORK/followed.err"
+  > "$WORK/followed.err" 2>&1
 cat "$WORK/followed.err"
 grep -q '"followed":true' "$WORK/followed.err" || fail "the scan did not follow btrfs changes"
 n=$(once_each "$WORK/followed.idx" "$MNT/srv") || fail "followed scan: $n"

@@ -15,7 +15,7 @@ cp -a --reflink=never "$A/sv/orig" "$A/sv/copy"
 sync
 before=$(checksums "$A")
 "$BIN/oans-scan" --quiet "$A" -o "$WORK/idx"
-"$BIN/oans-plan" --json --round-size 1M "$WORK/idx" -o "$WORK/plan" 2> "$WORK/plan.json"
+"$BIN/oans-plan" --json --round-size 1M "$WORK/idx" -o "$WORK/plan" > "$WORK/plan.json" 2>&1
 rounds=$(python3 -c "import json; print(json.load(open('$WORK/plan.json'))['rounds'])")
 [ "$rounds" -ge 10 ] || fail "expected at least 10 rounds, got $rounds"
 dev_before=$(stat -c %d "$A/sv/orig")

@@ -21,7 +21,7 @@ cp -a --reflink=never "$MNT/a" "$MNT/b"
 sync
 disk() { btrfs filesystem sync "$MNT" > /dev/null; compsize -b "$MNT" | awk '/^TOTAL/ {print $3}'; }
 "$BIN/oans-scan" --quiet -o "$WORK/idx" "$MNT"
-"$BIN/oans-plan" --json -o "$WORK/plan" "$WORK/idx" 2> "$WORK/plan.json"
+"$BIN/oans-plan" --json -o "$WORK/plan" "$WORK/idx" > "$WORK/plan.json" 2>&1
 cat "$WORK/plan.json"
 c0=$(disk)
 "$BIN/oans-apply" --quiet "$WORK/plan"

@@ -16,7 +16,7 @@ make_fs() {  # make_fs NAME: the same tree and snapshots on image NAME
 }
 make_fs all
 # Small rounds: an operation of 51 destinations opens as many files.
-"$BIN/oans-plan" --json --snapshots=all --round-size 8M -o "$WORK/all.plan" "$WORK/all.idx" 2> "$WORK/all.json"
+"$BIN/oans-plan" --json --snapshots=all --round-size 8M -o "$WORK/all.plan" "$WORK/all.idx" > "$WORK/all.json" 2>&1
 all_net=$(json_field "$WORK/all.json" net_bytes)
 u0=$(df_used "$MNT")
 "$BIN/oans-apply" --quiet "$WORK/all.plan"
@@ -26,7 +26,7 @@ echo "--snapshots=all: predicted net $all_net, df's $all_df"
 [ "$all_net" -lt 0 ] || fail "--snapshots=all predicted a net of $all_net, not a loss"
 
 make_fs auto
-"$BIN/oans-plan" --json -o "$WORK/auto.plan" "$WORK/auto.idx" 2> "$WORK/auto.json"
+"$BIN/oans-plan" --json -o "$WORK/auto.plan" "$WORK/auto.idx" > "$WORK/auto.json" 2>&1
 "$BIN/oans-plan" -o /dev/null "$WORK/auto.idx" 2> "$WORK/auto.txt"
 cat "$WORK/auto.json" "$WORK/auto.txt"
 net=$(json_field "$WORK/auto.json" net_bytes)

@@ -17,15 +17,15 @@ mkdir "$MNT/snaps"
 for i in $(seq 1 12); do btrfs -q subvolume snapshot -r "$MNT/vol" "$MNT/snaps/s$i"; done
 before=$(checksums "$MNT/vol")
 "$BIN/oans-scan" --quiet -o "$WORK/idx" "$MNT"
-"$BIN/oans-plan" --json --snapshots=all -o "$WORK/all.plan" "$WORK/idx" 2> "$WORK/all.json"
-"$BIN/oans-plan" --json -o "$WORK/auto.plan" "$WORK/idx" 2> "$WORK/auto.json"
+"$BIN/oans-plan" --json --snapshots=all -o "$WORK/all.plan" "$WORK/idx" > "$WORK/all.json" 2>&1
+"$BIN/oans-plan" --json -o "$WORK/auto.plan" "$WORK/idx" > "$WORK/auto.json" 2>&1
 "$BIN/oans-plan" --stats -o /dev/null "$WORK/idx" 2> "$WORK/auto.txt"
 cat "$WORK/all.json" "$WORK/auto.json" "$WORK/auto.txt"
 all_net=$(json_field "$WORK/all.json" net_bytes)
 net=$(json_field "$WORK/auto.json" net_bytes)
 frees=$(json_field "$WORK/auto.json" frees_bytes)
 [ "$(json_field "$WORK/auto.json" refs_known)" = True ] || fail "the scan's census of references was not used"
-grep -A1 "^oans-plan: [0-9]* files" "$WORK/auto.txt" | tail -1 | grep -q "^  net .* to free" ||
+grep -A1 "^oans-plan: found [0-9]* files" "$WORK/auto.txt" | tail -1 | grep -q "^  net .* to free" ||
   fail "the summary does not lead with the net"
 [ "$net" -ge 0 ] || fail "the default plan's net $net is negative"
 python3 -c "import sys; sys.exit(0 if $net >= 0.9 * $all_net else 1)" || fail "default net $net < 90% of all's $all_net"

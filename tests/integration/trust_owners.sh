@@ -135,8 +135,8 @@ sync
 before=$(checksums "$MNT")
 meta_before=$(meta "$S")
 "$BIN/oans-scan" --quiet "$S" -o "$WORK/s.idx"
-"$BIN/oans-plan" --json "$WORK/s.idx" -o "$WORK/s-any.plan" 2> "$WORK/s-any.json"
-"$BIN/oans-plan" --json --same-owner "$WORK/s.idx" -o "$WORK/s.plan" 2> "$WORK/s.json"
+"$BIN/oans-plan" --json "$WORK/s.idx" -o "$WORK/s-any.plan" > "$WORK/s-any.json" 2>&1
+"$BIN/oans-plan" --json --same-owner "$WORK/s.idx" -o "$WORK/s.plan" > "$WORK/s.json" 2>&1
 groups() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['whole_file_groups'])" "$1"; }
 [ "$(groups "$WORK/s-any.json")" = 1 ] || fail "without --same-owner the guess should pair: $(cat "$WORK/s-any.json")"
 [ "$(groups "$WORK/s.json")" = 0 ] || fail "--same-owner paired files of two owners: $(cat "$WORK/s.json")"

@@ -39,7 +39,7 @@ owners_before=$(owners)
 # The scan under strace: every open, with a summary (-C) of the calls counted.
 traced_scan() {
   strace -f -C -e trace=open,openat,openat2 -o "$WORK/$1.trace" \
-    "$BIN/oans-scan" --quiet --json --storage=hdd "${@:2}" "$MNT" -o "$WORK/$1.idx" 2> "$WORK/$1.json" \
+    "$BIN/oans-scan" --quiet --json --storage=hdd "${@:2}" "$MNT" -o "$WORK/$1.idx" > "$WORK/$1.json" 2>&1 \
     || fail "scan $1: $(tail -3 "$WORK/$1.json")"
 }
 opens_of() { grep -Ec "open(at2?)?\(.*[\"/]$2\"" "$WORK/$1.trace" || true; }
@@ -63,7 +63,7 @@ PY
 pass "whole files only: no file of a unique size opened ($(total_opens whole) opens in all)"
 
 # The plan leaves the unread records out; hardlink mode links every duplicate.
-"$BIN/oans-plan" --json --whole-files-only "$WORK/whole.idx" -o "$WORK/plan" 2> "$WORK/plan.json" || fail "plan"
+"$BIN/oans-plan" --json --whole-files-only "$WORK/whole.idx" -o "$WORK/plan" > "$WORK/plan.json" 2>&1 || fail "plan"
 python3 - "$WORK/plan.json" <<'PY' || fail "plan summary: $(cat "$WORK/plan.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -80,14 +80,14 @@ done
 pass "every duplicate linked; contents, owners and modes unchanged"
 
 # A later scan that plans blocks needs every hash: it reads the unread files then.
-"$BIN/oans-scan" --quiet --json --previous "$WORK/whole.idx" "$MNT" -o "$WORK/later.idx" 2> "$WORK/later.json" \
+"$BIN/oans-scan" --quiet --json --previous "$WORK/whole.idx" "$MNT" -o "$WORK/later.idx" > "$WORK/later.json" 2>&1 \
   || fail "later scan: $(cat "$WORK/later.json")"
 python3 - "$WORK/later.json" <<'PY' || fail "later scan: $(cat "$WORK/later.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))
 assert s["unread"] == 0 and s["hashed"] >= 200 and s["errors"] == 0, s
 PY
-"$BIN/oans-plan" --json "$WORK/later.idx" -o /dev/null 2> "$WORK/later-plan.json" || fail "plan of the later index"
+"$BIN/oans-plan" --json "$WORK/later.idx" -o /dev/null > "$WORK/later-plan.json" 2>&1 || fail "plan of the later index"
 grep -q '"skipped_unread":0' "$WORK/later-plan.json" || fail "later plan: $(cat "$WORK/later-plan.json")"
 pass "a later scan without --whole-files-only reads the files left unread"
 
@@ -115,12 +115,12 @@ rand_file "$MNT/one.bin" 70000 1
 rand_file "$MNT/a.bin" 90000 2
 cp -a "$MNT/a.bin" "$MNT/b.bin"
 sync
-"$BIN/oans-scan" --quiet --json --read-data --whole-files-only "$MNT" -o "$WORK/b1.idx" 2> "$WORK/b1.json" \
+"$BIN/oans-scan" --quiet --json --read-data --whole-files-only "$MNT" -o "$WORK/b1.idx" > "$WORK/b1.json" 2>&1 \
   || fail "btrfs scan: $(cat "$WORK/b1.json")"
 grep -q '"unread":1,' "$WORK/b1.json" || fail "btrfs scan: $(cat "$WORK/b1.json")"
-"$BIN/oans-scan" --quiet --json --read-data --previous "$WORK/b1.idx" "$MNT" -o "$WORK/b2.idx" 2> "$WORK/b2.json" \
+"$BIN/oans-scan" --quiet --json --read-data --previous "$WORK/b1.idx" "$MNT" -o "$WORK/b2.idx" > "$WORK/b2.json" 2>&1 \
   || fail "btrfs later scan: $(cat "$WORK/b2.json")"
 grep -q '"not_followed":"unread_record"' "$WORK/b2.json" || fail "followed over an unread record: $(cat "$WORK/b2.json")"
-"$BIN/oans-plan" --json "$WORK/b2.idx" -o /dev/null 2> "$WORK/b2-plan.json" || fail "plan of the later btrfs index"
+"$BIN/oans-plan" --json "$WORK/b2.idx" -o /dev/null > "$WORK/b2-plan.json" 2>&1 || fail "plan of the later btrfs index"
 grep -q '"skipped_unread":0' "$WORK/b2-plan.json" || fail "unread record carried: $(cat "$WORK/b2-plan.json")"
 pass "a scan following btrfs changes walks over an unread record and reads the file"

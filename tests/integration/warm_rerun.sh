@@ -17,10 +17,10 @@ json_field() { python3 -c "import json,sys; print(json.loads(open(sys.argv[1]).r
 sync
 
 # Warm: nothing changed since the apply. No data is read and the plan is empty.
-"$BIN/oans-scan" --json --previous "$WORK/gen1.idx" "$MNT" -o "$WORK/gen2.idx" 2> "$WORK/scan2.json"
+"$BIN/oans-scan" --json --previous "$WORK/gen1.idx" "$MNT" -o "$WORK/gen2.idx" > "$WORK/scan2.json" 2>&1
 [ "$(json_field "$WORK/scan2.json" bytes_read)" = 0 ] || fail "warm scan read data: $(cat "$WORK/scan2.json")"
 [ "$(json_field "$WORK/scan2.json" hashed)" = 0 ] || fail "warm scan hashed files"
-"$BIN/oans-plan" --json "$WORK/gen2.idx" -o "$WORK/plan2" 2> "$WORK/plan2.json"
+"$BIN/oans-plan" --json "$WORK/gen2.idx" -o "$WORK/plan2" > "$WORK/plan2.json" 2>&1
 [ "$(json_field "$WORK/plan2.json" planned_bytes)" = 0 ] || fail "warm plan not empty: $(cat "$WORK/plan2.json")"
 [ "$(json_field "$WORK/plan2.json" shared_bytes)" -gt 0 ] || fail "shared data since the last run not seen"
 pass "warm re-run of a deduped tree: 0 bytes read, empty plan, sharing seen through refreshed extents"
@@ -53,7 +53,7 @@ with open(f"{m}/orig/media/big1.bin", "rb") as s, open(f"{m}/copy/new/big1.again
     d.write(s.read())                                                                   # new file, a duplicate
 PY
 sync
-"$BIN/oans-scan" --json --previous "$WORK/gen2.idx" "$MNT" -o "$WORK/gen3.idx" 2> "$WORK/scan3.json"
+"$BIN/oans-scan" --json --previous "$WORK/gen2.idx" "$MNT" -o "$WORK/gen3.idx" > "$WORK/scan3.json" 2>&1
 hashed=$(json_field "$WORK/scan3.json" hashed)
 same=$(json_field "$WORK/scan3.json" same_extents)
 # Re-read: modified, appended, truncated, replaced, new; the renamed file (a new ctime)
@@ -62,12 +62,14 @@ same=$(json_field "$WORK/scan3.json" same_extents)
   fail "expected 6 files re-read (or 5 and the renamed one proven by its extents), got $hashed/$same: $(cat "$WORK/scan3.json")"
 pass "only the new, changed or renamed files were read or proven by their extents: $hashed read, $same by extents"
 
-"$BIN/oans-diff" --json "$WORK/gen2.idx" "$WORK/gen3.idx" > "$WORK/diff.json"
-python3 - "$WORK/diff.json" <<'PY' || fail "diff wrong: $(cat "$WORK/diff.json")"
+# The changes on stdout, the summary on stderr (stdout carries the changes).
+"$BIN/oans-diff" --json "$WORK/gen2.idx" "$WORK/gen3.idx" > "$WORK/diff.json" 2> "$WORK/diff-summary.json"
+python3 - "$WORK/diff.json" "$WORK/diff-summary.json" <<'PY' || fail "diff wrong: $(cat "$WORK/diff.json" "$WORK/diff-summary.json")"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
-s = lines[-1]["summary"]
-ch = {(l["change"], l["path"].split("/copy/")[-1]) for l in lines[:-1]}
+s = json.loads(open(sys.argv[2]).read())
+assert all("change" in l for l in lines), lines
+ch = {(l["change"], l["path"].split("/copy/")[-1]) for l in lines}
 want = {("changed", "src/file20.bin"), ("changed", "src/file21.bin"), ("changed", "src/file22.bin"),
         ("renamed", "src/file23.renamed"), ("removed", "src/file24.bin"), ("removed", "src/file25.bin"),
         ("added", "src/file25.bin"), ("added", "new/big1.again")}
@@ -77,7 +79,7 @@ assert s["added"] == 2 and s["removed"] == 2 and s["changed"] == 3 and s["rename
 PY
 pass "oans-diff lists added, removed, changed and renamed files"
 
-"$BIN/oans-plan" --json --since "$WORK/gen2.idx" "$WORK/gen3.idx" -o "$WORK/plan3" 2> "$WORK/plan3.json"
+"$BIN/oans-plan" --json --since "$WORK/gen2.idx" "$WORK/gen3.idx" -o "$WORK/plan3" > "$WORK/plan3.json" 2>&1
 "$BIN/oans-cat" "$WORK/plan3" | grep -q "big1.again" || fail "new duplicate not planned"
 n_groups=$(json_field "$WORK/plan3.json" whole_file_groups)
 [ "$n_groups" -le 3 ] || fail "--since planned $n_groups whole-file groups, expected only those with changed files"
@@ -90,7 +92,7 @@ pass "--since plans only groups touching new or changed files; the new copy is s
 
 # The apply changed big1.again's extents but none of its identity (a dedupe keeps mtime
 # and ctime): the next scan must map it again and see it sharing big1.bin's extents.
-"$BIN/oans-scan" --json --previous "$WORK/gen3.idx" "$MNT" -o "$WORK/gen3b.idx" 2> "$WORK/scan3b.json"
+"$BIN/oans-scan" --json --previous "$WORK/gen3.idx" "$MNT" -o "$WORK/gen3b.idx" > "$WORK/scan3b.json" 2>&1
 [ "$(json_field "$WORK/scan3b.json" bytes_read)" = 0 ] || fail "nothing changed in content, yet data was read"
 "$BIN/oans-cat" "$WORK/gen3b.idx" > "$WORK/gen3b.json"
 "$BIN/oans-cat" "$WORK/gen3.idx" > "$WORK/gen3.json"
@@ -124,7 +126,7 @@ set +e
 "$BIN/oans-plan" "$WORK/cut.idx" -o "$WORK/p" 2> "$WORK/err"; rc=$?
 set -e
 [ $rc = 2 ] && grep -q "no trailer" "$WORK/err" || fail "plan accepted an incomplete index"
-"$BIN/oans-scan" --json --previous "$WORK/cut.idx" "$MNT" -o "$WORK/gen4.idx" 2> "$WORK/scan4.json"
+"$BIN/oans-scan" --json --previous "$WORK/cut.idx" "$MNT" -o "$WORK/gen4.idx" > "$WORK/scan4.json" 2>&1
 grep -q "incomplete" "$WORK/scan4.json" || fail "no warning about the incomplete previous index"
 [ "$(json_field "$WORK/scan4.json" bytes_read)" = 0 ] || fail "interrupted index not reused"
 pass "an interrupted index is accepted as --previous with a warning, and reused"
@@ -139,7 +141,7 @@ starts = [i for i in range(len(data)) if data.startswith(magic, i)]
 batch, trailer = starts[1], starts[-1]
 open(sys.argv[2], "wb").write(data[:(batch + trailer) // 2])
 PY
-"$BIN/oans-scan" --json --previous "$WORK/cutin.idx" "$MNT" -o "$WORK/gen5.idx" 2> "$WORK/scan5.json"
+"$BIN/oans-scan" --json --previous "$WORK/cutin.idx" "$MNT" -o "$WORK/gen5.idx" > "$WORK/scan5.json" 2>&1
 grep -q "incomplete" "$WORK/scan5.json" || fail "no warning about the cut previous index"
 pass "an index cut inside a batch is accepted as --previous with a warning"
 
@@ -177,7 +179,7 @@ grep -q "bad.idx is damaged" "$WORK/err" || fail "the damaged file is not named"
 grep -q "byte $(cat "$WORK/bad.idx.offset")" "$WORK/err" || fail "the damaged frame's offset is not named"
 grep -q -- "--previous-damaged=rescan" "$WORK/err" || fail "no way out offered"
 [ ! -e "$WORK/gen6.idx" ] || fail "an index was written although the scan was refused"
-"$BIN/oans-scan" --json --previous "$WORK/bad.idx" --previous-damaged=rescan "$MNT" -o "$WORK/gen6.idx" 2> "$WORK/scan6.json"
+"$BIN/oans-scan" --json --previous "$WORK/bad.idx" --previous-damaged=rescan "$MNT" -o "$WORK/gen6.idx" > "$WORK/scan6.json" 2>&1
 grep -q "damaged" "$WORK/scan6.json" || fail "no warning about ignoring the damaged index"
 [ "$(json_field "$WORK/scan6.json" reused)" = 0 ] || fail "hashes reused from a damaged index"
 same_hashes "$WORK/gen6.idx" "$WORK/fresh.idx" || fail "hashes after a damaged --previous differ from a fresh scan"
@@ -203,7 +205,7 @@ sync
 after_rewrite=$(checksums "$MNT")
 [ "$before" != "$after_rewrite" ] || fail "the test needs file30 rewritten"
 "$BIN/oans-scan" --quiet "$MNT" -o "$WORK/fresh2.idx"
-"$BIN/oans-scan" --json --previous "$WORK/gen3b.idx" "$MNT" -o "$WORK/gen7.idx" 2> "$WORK/scan7.json"
+"$BIN/oans-scan" --json --previous "$WORK/gen3b.idx" "$MNT" -o "$WORK/gen7.idx" > "$WORK/scan7.json" 2>&1
 [ "$(json_field "$WORK/scan7.json" hashed)" = 1 ] || fail "expected only the rewritten file read: $(cat "$WORK/scan7.json")"
 same_hashes "$WORK/gen7.idx" "$WORK/fresh2.idx" || fail "a renamed, rewritten file kept its old hashes"
 [ "$after_rewrite" = "$(checksums "$MNT")" ] || fail "contents changed during the scans"

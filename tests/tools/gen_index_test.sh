@@ -34,7 +34,7 @@ cmp -s a.idx c.idx && fail "--seed 8 wrote the same index as --seed 7"
 # 2. The index, the planner's report and statistics, the plan.
 "$BIN/oans-cat" a.idx >index.jsonl
 "$BIN/oans-plan" --format json a.idx >report.jsonl 2>/dev/null
-"$BIN/oans-plan" --json -o a.plan a.idx 2>plan-stats.json
+"$BIN/oans-plan" --json -o a.plan a.idx >plan-stats.json
 "$BIN/oans-cat" a.plan >plan.jsonl
 python3 - <<'PY'
 import json, sys
@@ -162,7 +162,7 @@ PY
 # 3. Inline files (the default): the planner skips exactly those.
 "$gen" --files 10000 --seed 3 --dup-ratio 0.2 --json >d.idx 2>gen-d.json
 "$BIN/oans-plan" --format json d.idx >report-d.jsonl 2>/dev/null
-"$BIN/oans-plan" --json --whole-files-only -o /dev/null d.idx 2>stats-d.json
+"$BIN/oans-plan" --json --whole-files-only -o /dev/null d.idx >stats-d.json
 python3 - <<'PY'
 import json, sys
 gen = json.loads(open("gen-d.json").read().strip().splitlines()[-1])

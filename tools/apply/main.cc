@@ -6,8 +6,8 @@
 #include <cstdio>
 
 #include "lib/apply/apply.h"
+#include "lib/apply/apply_figures.h"
 #include "lib/apply/journal.h"
-#include "lib/base/json.h"
 #include "lib/base/trust.h"
 #include "lib/base/units.h"
 #include "lib/base/version.h"
@@ -36,8 +36,8 @@ Result<std::string> OpenTrustedPlan(const std::string& path) {
 // The command line, shared with `oans apply` (tools/apply/options.h).
 using Args = cli::ApplyCommandLine;
 
-// Checks what the parse could not and completes the library's options (the stop flag
-// set by signals among them); returns -1 to go on, or the exit code.
+// Checks what the parse could not, and completes the library's options.
+// Among them is the stop flag that signals set. Returns -1 to go on, or the exit code.
 int Complete(Args& a, std::atomic<bool>* stop_flag) {
   ApplyOptions& o = a.o;
   const std::string &prefetch = a.prefetch, &storage = a.storage, &link = a.link,
@@ -71,9 +71,10 @@ int Complete(Args& a, std::atomic<bool>* stop_flag) {
   return -1;
 }
 
-// Opens the journal of `plan` (PLAN.journal unless --journal names another) and tells
-// what an earlier run finished; none with --no-journal or --dry-run, nor for a plan read
-// from standard input without --journal. Returns -1 to go on, or the exit code.
+// Opens the journal of `plan`: PLAN.journal, unless --journal names another.
+// Tells what an earlier run finished. There is none with --no-journal or --dry-run,
+// nor for a plan read from standard input without --journal.
+// Returns -1 to go on, or the exit code.
 int OpenJournal(Args& a, const PlanReader& plan, bool from_stdin, std::unique_ptr<Journal>* journal) {
   ApplyOptions& o = a.o;
   std::string& journal_path = a.journal_path;
@@ -93,81 +94,13 @@ int OpenJournal(Args& a, const PlanReader& plan, bool from_stdin, std::unique_pt
   return -1;
 }
 
-// The summary's fields, for --json and --summary-file.
-Json SummaryJson(const ApplyStats& s, bool dry_run) {
-  Json reasons = Json::object(), not_rewritten = Json::object();
-  for (auto& [k, v] : s.not_rewritten) not_rewritten[ToValidUtf8(k)] = v;
-  for (auto& [k, v] : s.skipped) {
-    Json& slot = reasons[ToValidUtf8(k)];
-    slot = (slot.is_null() ? 0 : slot.get<uint64_t>()) + v;
-  }
-  return Json{{"rounds", s.rounds},
-              {"rounds_done", s.rounds_done},
-              {"rounds_from_journal", s.rounds_from_journal},
-              {"rounds_to_retry", s.rounds_to_retry},
-              {"operations", s.ops},
-              {"bytes_planned", s.bytes_planned},
-              {"bytes_deduped", s.bytes_deduped},
-              {"bytes_rewritten", s.bytes_rewritten},
-              {"files_linked", s.files_linked},
-              {"bytes_linked", s.bytes_linked},
-              {"bytes_prefetched", s.bytes_prefetched},
-              {"bytes_skipped", s.bytes_skipped()},
-              {"skipped", std::move(reasons)},
-              {"not_rewritten", std::move(not_rewritten)},
-              {"files_checked", s.files_checked},
-              {"open_ahead", s.open_ahead},
-              {"tree_ahead_bytes", s.tree_ahead_bytes},
-              {"commits", s.commits},
-              {"files_changed", s.files_mismatch},
-              {"errors", s.errors},
-              {"interrupted", s.interrupted},
-              {"dry_run", dry_run},
-              {"data_freed_bytes", s.space_measured ? Json(s.data_freed) : Json()},
-              {"metadata_grown_bytes", s.space_measured && s.space_split ? Json(s.metadata_grown) : Json()},
-              {"net_freed_bytes", s.space_measured ? Json(s.net_freed()) : Json()},
-              {"space_approximate", s.space_approximate}};
-}
-
-// What the filesystems measured before and after say was given back.
-void PrintSpace(const ApplyStats& s) {
-  if (!s.space_measured) return;
-  if (s.space_split)
-    std::fprintf(stderr, "  net freed %s: data %s freed, metadata %s grown\n", FormatSignedSize(s.net_freed()).c_str(),
-                 FormatSignedSize(s.data_freed).c_str(), FormatSignedSize(s.metadata_grown).c_str());
-  else
-    std::fprintf(stderr, "  net freed %s (space in use, data and metadata)\n", FormatSignedSize(s.net_freed()).c_str());
-  if (s.space_approximate) std::fputs("  approximate: other writes moved the space too\n", stderr);
-}
-
-void PrintTextSummary(const ApplyStats& s, const ApplyOptions& o, const std::string& elapsed) {
-  // Hardlink mode shares by linking: its figures are files linked and the bytes their
-  // replaced copies held.
-  const std::string done_what =
-      o.hardlink ? "linked " + std::to_string(s.files_linked) + (s.files_linked == 1 ? " file" : " files") +
-                       ", freeing " + FormatSize(s.bytes_linked) + " of " + FormatSize(s.bytes_planned) + " planned"
-                 : "deduped " + FormatSize(s.bytes_deduped) + " of " + FormatSize(s.bytes_planned) + " planned";
-  std::fputs(cli::WrapSummary(std::string("oans-apply: ") + (o.dry_run ? "dry run: " : "") + "done " +
-                                  std::to_string(s.rounds_done + s.rounds_from_journal) + " of " +
-                                  std::to_string(s.rounds) + " rounds in " + elapsed,
-                              {std::to_string(s.ops) + " operations",
-                               s.bytes_rewritten ? "rewrote " + FormatSize(s.bytes_rewritten) + " into new extents" : "",
-                               done_what})
-                 .c_str(),
-             stderr);
-  PrintSpace(s);
-  for (auto& [reason, bytes] : s.skipped)
-    std::fprintf(stderr, "  skipped %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
-  for (auto& [reason, bytes] : s.not_rewritten)
-    std::fprintf(stderr, "  left %s: %s\n", FormatSize(bytes).c_str(), reason.c_str());
+// What to do next, after the figures: advice the figures cannot give.
+void PrintAdvice(const ApplyStats& s) {
   if (s.rounds_to_retry)
-    std::fputs(cli::WrapSummary("", {std::to_string(s.rounds_to_retry) +
-                                         " rounds met a passing problem (busy, no space, a writer, an I/O error)",
+    std::fputs(cli::WrapSummary("", {"rounds to retry met a passing problem (busy, no space, a writer, an I/O error)",
                                      "not journaled as done: run again with the same plan to retry them"})
                    .c_str(),
                stderr);
-  if (s.rounds_from_journal)
-    std::fprintf(stderr, "  %llu rounds were already done by an earlier run\n", (unsigned long long)s.rounds_from_journal);
   if (s.interrupted)
     std::fprintf(stderr, "  %s; run again with the same plan to continue\n",
                  s.deadline_reached ? "deadline reached" : "stopped early");
@@ -201,8 +134,8 @@ int main(int argc, char** argv) {
   ApplyOptions& o = a.o;
 
   // The whole plan is checked before any file is touched; a pipe is buffered for that.
-  // A plan file must be one that no other user can have written (lib/base/trust.h); it
-  // is opened once and read through that descriptor from then on.
+  // No other user may have been able to write a plan file (lib/base/trust.h).
+  // It is opened once and read through that descriptor from then on.
   const bool from_stdin = a.plan_path == "-";
   auto pinned = from_stdin ? SpoolStdin() : OpenTrustedPlan(a.plan_path);
   if (!pinned.ok()) return cli::Fail("oans-apply", pinned.status());
@@ -231,13 +164,14 @@ int main(int argc, char** argv) {
                    FormatSize(s.bytes_deduped).c_str());
     return cli::Fail("oans-apply", st);
   }
-  const Json summary = SummaryJson(s, o.dry_run);
-  cli::WriteSummaryFile("oans-apply", a.summary_file, summary);
-  if (a.json)
-    PrintJsonLine(stdout, summary);
-  else if (!a.quiet || s.bytes_skipped() || s.interrupted)
-    PrintTextSummary(s, o, renderer.Elapsed());
+  s.dry_run = o.dry_run;
+  s.seconds = renderer.ElapsedSeconds();
+  const bool text = !a.quiet || s.bytes_skipped() || s.interrupted;
+  cli::EmitFigures({.tool = "oans-apply", .summary_file = a.summary_file, .json = a.json, .text = text,
+                    .stdout_has_output = o.dry_run},
+                   ApplyFigures(), s);
+  if (text && !a.json) PrintAdvice(s);
   if (s.interrupted) return cli::kStopped;
   if (o.hardlink && s.files_linked == 0 && s.bytes_skipped()) return cli::kPartial;
-  return (s.bytes_skipped() || s.files_mismatch || s.errors) ? cli::kPartial : cli::kOk;
+  return (s.bytes_skipped() || s.files_changed || s.errors) ? cli::kPartial : cli::kOk;
 }

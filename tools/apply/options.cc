@@ -52,7 +52,7 @@ void AddApplyOptions(CLI::App& app, ApplyCommandLine* c) {
       ->check(CLI::IsMember({"owner", "mode", "xattrs", "mtime", "reach"}));
   app.add_flag("--no-journal", c->no_journal, "Do not keep a journal: every run starts from the first round");
   app.add_flag("-q,--quiet", c->quiet, "Print only errors and the summary's problems");
-  app.add_flag("--json", c->json, "Print the summary as JSON on stdout");
+  app.add_flag("--json", c->json, kJsonHelp);
   AddSummaryFile(app, &c->summary_file);
 }
 

@@ -129,8 +129,8 @@ void ProgressRenderer::Progress(const ProgressSnapshot& s) {
   line_open_ = true;
 }
 
-std::string ProgressRenderer::Elapsed() const {
-  return FormatDuration(std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start_).count());
+double ProgressRenderer::ElapsedSeconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start_).count();
 }
 
 void ProgressRenderer::Notice(const std::string& message) {

@@ -1,5 +1,5 @@
-// Renders library progress and notices on stderr: a one-line display (progress_line.h) on
-// a terminal, one JSON object per line for automation, or nothing.
+// Renders library progress and notices on stderr. A terminal gets a one-line display
+// (progress_line.h). Automation gets one JSON object per line. Or nothing is shown.
 #pragma once
 
 #include <chrono>
@@ -20,8 +20,8 @@ size_t TerminalWidth(int fd = 2);
 // line and a newline; on a terminal at fd, wrapped within its width (WrapForTerminal).
 std::string FitLine(int fd, const std::string& line);
 
-// text in lines of at most `width` columns, broken at spaces (a longer word is cut),
-// the later lines indented by two; each line ends with a newline.
+// text in lines of at most `width` columns, broken at spaces; a longer word is cut.
+// The later lines are indented by two. Each line ends with a newline.
 std::string WrapForTerminal(const std::string& text, size_t width);
 
 // Parses "auto", "tty", "json", "none".
@@ -29,22 +29,22 @@ bool ParseProgressMode(const std::string& s, ProgressMode* out);
 
 class ProgressRenderer : public Observer {
  public:
-  // kAuto shows the terminal display only when stderr is a terminal. quiet hides
-  // notices and progress (errors are still printed by the tools).
+  // kAuto shows the terminal display only when stderr is a terminal.
+  // quiet hides notices and progress. The tools still print errors.
   ProgressRenderer(const std::string& tool, ProgressMode mode, bool quiet);
   ~ProgressRenderer() override;
   void Progress(const ProgressSnapshot& s) override;
   void Notice(const std::string& message) override;
-  // The first kShownPerReason files of each reason are printed; the others are counted,
-  // and Finish prints one line per reason saying how many more there were.
+  // The first kShownPerReason files of each reason are printed; the others are counted.
+  // Finish prints one line per reason saying how many more there were.
   void FileNotice(const std::string& path, const std::string& reason) override;
   static constexpr uint64_t kShownPerReason = 10;
   // Ends the progress line before a summary is printed (and, once, the counts of files
   // not shown).
   void Finish();
   bool json() const { return mode_ == ProgressMode::kJson; }
-  // Time since the tool started, for its summary ("12.3s", "4m05s").
-  std::string Elapsed() const;
+  // Seconds since the tool started, for its summary.
+  double ElapsedSeconds() const;
 
  private:
   void ClearLine();

@@ -40,17 +40,6 @@ std::string WrapSummary(const std::string& head, const std::vector<std::string>&
   return out + "\n";
 }
 
-std::vector<std::string> Skipped(const std::vector<std::string>& parts) {
-  std::vector<std::string> out;
-  for (const auto& p : parts)
-    if (!p.empty()) out.push_back(out.empty() ? "skipped " + p : p);
-  return out;
-}
-
-std::string Counted(unsigned long long n, const std::string& what) {
-  return n ? std::to_string(n) + " " + what : "";
-}
-
 CLI::Option* AddSummaryFile(CLI::App& app, std::string* path) {
   return app.add_option("--summary-file", *path,
                         "Also write the summary as one JSON line (the fields of --json) to FILE")
@@ -60,8 +49,8 @@ CLI::Option* AddSummaryFile(CLI::App& app, std::string* path) {
 void WriteSummaryFile(const std::string& tool, const std::string& path, const Json& summary) {
   if (path.empty()) return;
   const std::string line = JsonLine(summary) + "\n";
-  // As every output: a new file (mode 0600) put in place whole, never written through a
-  // symlink or a hardlink planted at the name.
+  // As every output: a new file (mode 0600), put in place whole.
+  // Never written through a symlink or a hardlink planted at the name.
   Status s = [&]() -> Status {
     OANS_ASSIGN_OR_RETURN(auto out, OutputFile::Open(path));
     if (::write(out->fd(), line.data(), line.size()) != ssize_t(line.size()))
@@ -69,6 +58,28 @@ void WriteSummaryFile(const std::string& tool, const std::string& path, const Js
     return out->Commit();
   }();
   if (!s.ok()) std::fprintf(stderr, "%s: writing the summary: %s\n", tool.c_str(), s.message().c_str());
+}
+
+std::FILE* JsonStream(bool stdout_has_output) { return stdout_has_output ? stderr : stdout; }
+
+void EmitSummary(const SummaryTo& to, const Json& json, const std::string& head,
+                 const std::vector<std::vector<std::string>>& body) {
+  WriteSummaryFile(to.tool, to.summary_file, json);
+  if (to.json) {
+    PrintJsonLine(JsonStream(to.stdout_has_output), json);
+    return;
+  }
+  if (!to.text) return;
+  const std::string first = to.tool + ":" + (head.empty() ? "" : " " + head);
+  if (!to.all) {
+    std::string text = WrapSummary(first, {});
+    for (const auto& line : body) text += WrapSummary("", line);
+    std::fputs(text.c_str(), stderr);
+    return;
+  }
+  std::fprintf(stderr, "%s\n", first.c_str());
+  for (const auto& line : body)
+    for (const auto& part : line) std::fprintf(stderr, "  %s\n", part.c_str());
 }
 
 }  // namespace oans::cli

@@ -2,10 +2,12 @@
 #include <cstdio>
 
 #include "lib/plan/diff.h"
+#include "lib/plan/plan_figures.h"
 #include "lib/base/json.h"
 #include "lib/base/version.h"
 #include "lib/format/versions.h"
 #include "tools/common/cli.h"
+#include "tools/common/summary.h"
 
 using namespace oans;
 
@@ -23,7 +25,7 @@ int main(int argc, char** argv) {
   bool json = false;
   app.add_option("old", old_path, "The earlier index")->required()->type_name("OLD");
   app.add_option("new", new_path, "The later index")->required()->type_name("NEW");
-  app.add_flag("--json", json, "One JSON object per line, then a summary object");
+  app.add_flag("--json", json, "One JSON object per change on standard output; the summary as JSON on standard error");
   app.footer(cli::ExitCodesHelp());
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   DiffStats s;
@@ -46,12 +48,9 @@ int main(int argc, char** argv) {
       },
       &s);
   if (!st.ok()) return cli::Fail("oans-diff", st);
-  if (json)
-    PrintJsonLine(stdout, Json{{"summary", Json{{"added", s.added}, {"removed", s.removed}, {"changed", s.changed},
-                                                {"renamed", s.renamed}, {"unchanged", s.unchanged}}}});
-  else
-    std::fprintf(stderr, "oans-diff: %llu added, %llu removed, %llu changed, %llu renamed, %llu unchanged\n",
-                 (unsigned long long)s.added, (unsigned long long)s.removed, (unsigned long long)s.changed,
-                 (unsigned long long)s.renamed, (unsigned long long)s.unchanged);
+  // Standard output carries the changes: the summary goes to stderr.
+  cli::EmitFigures(
+      {.tool = "oans-diff", .summary_file = "", .json = json, .text = true, .all = false, .stdout_has_output = true},
+                   DiffFigures(), s);
   return cli::kOk;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "lib/base/units.h"
+#include "lib/run/record_figures.h"
 #include "tools/common/progress.h"
 #include "tools/common/summary.h"
 
@@ -20,10 +21,6 @@ std::string ShortTime(const Json& t) {
   std::string s = t.get<std::string>();
   if (s.size() >= 19) s = s.substr(0, 10) + " " + s.substr(11, 8);
   return s;
-}
-
-uint64_t Bytes(const Json& record, const char* key) {
-  return record.contains(key) && record[key].is_number_unsigned() ? record[key].get<uint64_t>() : 0;
 }
 
 // Parts joined with ", " in lines within the summary width, indented by four.
@@ -49,18 +46,7 @@ void PrintRecord(const Json& g, const Json& running) {
   std::printf("%s%s\n", line.c_str(), steps.empty() ? "" : ":");
   PrintIndented(steps);
   std::vector<std::string> parts;
-  if (g.contains("files_scanned"))
-    parts.push_back(std::to_string(Bytes(g, "files_scanned")) + " files scanned, " +
-                    std::to_string(Bytes(g, "files_read")) + " read");
-  if (g.contains("bytes_planned")) parts.push_back("planned " + FormatSize(Bytes(g, "bytes_planned")));
-  if (g.contains("bytes_deduped")) parts.push_back("deduped " + FormatSize(Bytes(g, "bytes_deduped")));
-  if (g.contains("net_freed_bytes") && g["net_freed_bytes"].is_number())
-    parts.push_back("net freed " + FormatSignedSize(g["net_freed_bytes"].get<int64_t>()) +
-                    (g.value("space_approximate", false) ? " (approximate)" : ""));
-  if (Bytes(g, "bytes_linked")) parts.push_back("hardlinked " + FormatSize(Bytes(g, "bytes_linked")));
-  if (g.contains("skipped"))
-    for (const auto& [reason, bytes] : g["skipped"].items())
-      parts.push_back("skipped " + FormatSize(bytes.get<uint64_t>()) + ": " + reason);
+  for (const auto& line : FiguresBody(RecordFigures(), g)) parts.insert(parts.end(), line.begin(), line.end());
   PrintIndented(parts);
   if (g.value("message", std::string()) != "")
     std::fputs(FitLine(STDOUT_FILENO, "    " + g["message"].get<std::string>()).c_str(), stdout);

@@ -8,12 +8,11 @@
 #include <cstdlib>
 
 #include "lib/scan/dupe_list.h"
-#include "lib/base/json.h"
 #include "lib/base/spill.h"
 #include "lib/base/sys.h"
 #include "lib/plan/dirs_report.h"
+#include "lib/plan/plan_figures.h"
 #include "lib/plan/planner.h"
-#include "lib/base/units.h"
 #include "lib/base/version.h"
 #include "lib/format/versions.h"
 #include "tools/common/cli.h"
@@ -100,8 +99,8 @@ void AddOptions(CLI::App& app, Args& a) {
                  "With --format dirs or dirs-json (the directories with the most reclaimable bytes, added up the "
                  "tree like du, and their duplicate files): only the first N (default all)")
       ->type_name("N");
-  app.add_flag("--stats", stats_flag, "Print groups, duplicate, shared and reclaimable bytes on stderr");
-  app.add_flag("--json", json, "Print the statistics as JSON on stderr (implies --stats)");
+  app.add_flag("--stats", stats_flag, "Print every figure of the summary on stderr, one a line, zeros too");
+  app.add_flag("--json", json, cli::kJsonHelp);
   cli::AddSummaryFile(app, &a.summary_file);
   app.add_option("--progress", progress, "Progress on stderr: auto, tty, json or none")
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
@@ -141,8 +140,8 @@ int IndexFromList(Args& a) {
   return -1;
 }
 
-// Checks what the parse could not and completes the library's options; returns -1 to go
-// on, or the exit code.
+// Checks what the parse could not, and completes the library's options.
+// Returns -1 to go on, or the exit code.
 int Complete(const CLI::App& app, Args& a, int argc, char** argv) {
   PlanOptions& o = a.o;
   if (app.count("--top") && a.top <= 0)
@@ -159,8 +158,8 @@ int Complete(const CLI::App& app, Args& a, int argc, char** argv) {
   if (app.count("--round-size") && o.round_size < (1u << 20))
     return cli::Fail("oans-plan", "--round-size must be at least 1M");
   if (o.indexes.empty()) o.indexes.push_back("-");
-  // With --since an index is read more than once (its header first): standard input is
-  // kept in memory for that.
+  // With --since an index is read more than once, its header first.
+  // Standard input is kept in memory for that.
   if (!o.since.empty())
     for (auto& path : o.indexes)
       if (path == "-") {
@@ -208,81 +207,10 @@ int Plan(const Args& a, cli::ProgressRenderer& renderer, PlanStats* stats, int* 
   return -1;
 }
 
-// The statistics --json prints and --summary-file writes.
-Json JsonStats(const PlanStats& s) {
-  return Json{{"files", s.files},
-              {"filesystems", s.filesystems},
-              {"groups", s.whole_groups + s.block_groups},
-              {"whole_file_groups", s.whole_groups},
-              {"block_groups", s.block_groups},
-              {"duplicate_bytes", s.duplicate_bytes},
-              {"shared_bytes", s.shared_bytes},
-              {"partial_bytes", s.partial_bytes},
-              {"partial_left_bytes", s.partial_left_bytes},
-              {"rewrite_bytes", s.rewrite_bytes},
-              {"planned_bytes", s.planned_bytes},
-              {"unchanged_since", s.unchanged_since},
-              {"since_listed", s.since_listed},
-              {"since_left_out", s.since_left_out},
-              {"operations", s.ops}, {"rounds", s.rounds},
-              {"operations_alongside", s.ops_alongside},
-              {"skipped_errors", s.skipped_errors}, {"skipped_unread", s.skipped_unread}, {"skipped_inline", s.skipped_inline},
-              {"frees_bytes", s.frees_bytes}, {"frees_later_bytes", s.frees_later_bytes},
-              {"metadata_bytes", s.metadata_bytes}, {"net_bytes", s.net_bytes}, {"refs_known", s.refs_known},
-              {"leaves_rewritten", s.leaves_rewritten}, {"leaves_shared", s.leaves_shared},
-              {"left_alone_bytes", s.left_alone_bytes}};
-}
-
-// The space lines that lead a summary: the net and what makes it, then what the
-// snapshots' expiry frees and whether references were known.
-std::vector<std::string> SpaceLines(const PlanStats& s) {
-  std::vector<std::string> l = {"net " + FormatSignedSize(s.net_bytes) + " to free: " + FormatSize(s.frees_bytes) +
-                                " of data, metadata +" + FormatSize(s.metadata_bytes)};
-  if (s.frees_later_bytes) l.push_back(FormatSize(s.frees_later_bytes) + " more once read-only snapshots go");
-  if (!s.refs_known) l.push_back("references not known: covered extents counted as freed");
-  return l;
-}
-
-void PrintStats(const PlanStats& s, const std::string& elapsed) {
-  std::fprintf(stderr, "oans-plan: %llu files on %llu filesystem(s) in %s\n", (unsigned long long)s.files,
-               (unsigned long long)s.filesystems, elapsed.c_str());
-  for (const auto& l : SpaceLines(s)) std::fprintf(stderr, "  %s\n", l.c_str());
-  std::fprintf(stderr,
-               "  duplicate groups:   %llu (%llu whole-file, %llu block)\n"
-               "  duplicate bytes:    %s (%s as 4 KiB partial matches)\n"
-               "  partial, left:      %s (shorter than --min-run, or freeing no extent)\n"
-               "  to rewrite:         %s (copied to new extents so that old ones go free)\n"
-               "  already shared:     %s\n"
-               "  to dedupe:          %s in %llu operations, %llu rounds\n"
-               "  packed alongside:   %llu operations (read with their neighbours on the disk)\n"
-               "  not considered:     %llu files the scan could not read, %llu with inline data\n",
-               (unsigned long long)(s.whole_groups + s.block_groups), (unsigned long long)s.whole_groups,
-               (unsigned long long)s.block_groups, FormatSize(s.duplicate_bytes).c_str(),
-               FormatSize(s.partial_bytes).c_str(), FormatSize(s.partial_left_bytes).c_str(),
-               FormatSize(s.rewrite_bytes).c_str(), FormatSize(s.shared_bytes).c_str(), FormatSize(s.planned_bytes).c_str(), (unsigned long long)s.ops,
-               (unsigned long long)s.rounds, (unsigned long long)s.ops_alongside, (unsigned long long)s.skipped_errors,
-               (unsigned long long)s.skipped_inline);
-}
-
-void PrintSummary(const PlanStats& s, const std::string& elapsed) {
-  using ull = unsigned long long;
-  const std::string head = "oans-plan: found " + std::to_string(s.whole_groups + s.block_groups) +
-                           " duplicate groups in " + std::to_string(s.files) + " files in " + elapsed;
-  std::vector<std::string> parts = SpaceLines(s);
-  parts.insert(parts.end(), {FormatSize(s.planned_bytes) + " to dedupe in " + std::to_string(s.rounds) + " rounds",
-                             FormatSize(s.shared_bytes) + " already shared"});
-  if (s.rewrite_bytes)
-    parts.push_back(FormatSize(s.rewrite_bytes) + " to rewrite into new extents first");
-  if (s.partial_left_bytes)
-    parts.push_back(FormatSize(s.partial_left_bytes) +
-                    " of partial duplicates left (shorter than --min-run, or sharing them would free no extent)");
-  for (auto& p : cli::Skipped({cli::Counted(ull(s.skipped_errors), "unreadable in the scan"),
-                               cli::Counted(ull(s.skipped_unread), "left unread by the scan (a unique size)"),
-                               cli::Counted(ull(s.skipped_inline), "with inline data")}))
-    parts.push_back(std::move(p));
-  if (s.since_listed)
-    parts.push_back(std::to_string(s.since_left_out) + " unchanged files sharing nothing with a changed one left out");
-  std::fputs(cli::WrapSummary(head, parts).c_str(), stderr);
+// A note the figures cannot give: net figures that may be too high.
+void RefsNote(const PlanStats& s, const Args& a) {
+  if (s.refs_known || a.json || a.quiet || (!s.frees_bytes && !s.planned_bytes)) return;
+  std::fputs("  references not known: covered extents counted as freed\n", stderr);
 }
 
 }  // namespace
@@ -317,13 +245,10 @@ int main(int argc, char** argv) {
   PlanStats s;
   int report_rc = cli::kOk;
   if (int rc = Plan(a, renderer, &s, &report_rc); rc >= 0) return rc;
-  const Json summary = JsonStats(s);
-  cli::WriteSummaryFile("oans-plan", a.summary_file, summary);
-  if (a.json)
-    PrintJsonLine(stderr, summary);
-  else if (a.stats_flag)
-    PrintStats(s, renderer.Elapsed());
-  else if (!a.quiet)
-    PrintSummary(s, renderer.Elapsed());
+  s.seconds = renderer.ElapsedSeconds();
+  cli::EmitFigures({.tool = "oans-plan", .summary_file = a.summary_file, .json = a.json,
+                    .text = !a.quiet || a.stats_flag, .all = a.stats_flag, .stdout_has_output = a.output == "-"},
+                   PlanFigures(), s);
+  RefsNote(s, a);
   return report_rc;
 }

@@ -9,11 +9,10 @@
 #include <set>
 
 #include "lib/base/fsinfo.h"
-#include "lib/base/json.h"
 #include "lib/scan/scan.h"
+#include "lib/scan/scan_figures.h"
 #include "lib/scan/walk.h"
 #include "lib/base/sys.h"
-#include "lib/base/units.h"
 #include "lib/base/version.h"
 #include "lib/format/versions.h"
 #include "tools/common/cli.h"
@@ -22,9 +21,8 @@
 
 using namespace oans;
 
-// Says once per filesystem when a root is on one that cannot share data with
-// FIDEDUPERANGE (lib/base/fsinfo.h); the scan goes on: its index serves reports, and
-// hardlinks.
+// Says once per filesystem when a root's cannot share data (lib/base/fsinfo.h).
+// The scan goes on: its index serves reports, and hardlinks.
 void NoticeNoReflink(const std::vector<std::string>& roots, Observer* observer) {
   std::set<dev_t> seen;
   for (const auto& r : roots) {
@@ -37,31 +35,6 @@ void NoticeNoReflink(const std::vector<std::string>& roots, Observer* observer) 
       observer->Notice(r + " is on " + what + ", which cannot share data between files: only hardlinks can dedupe "
                        "it (oans-apply --link=hard)");
   }
-}
-
-// Bytes read, by why they were read rather than taken from btrfs checksums.
-Json ReadByReason(const ChecksumCounts& c) {
-  Json j = Json::object();
-  for (size_t i = 0; i < c.read.size(); ++i)
-    if (c.read[i]) j[ReadWhyName(ReadWhy(i))] = c.read[i];
-  return j;
-}
-
-// "from checksums 2.1 GiB of 1200 files, holes 3 MiB; read for: compressed 12 MiB, ..."
-std::string ChecksumSummary(const ChecksumCounts& c) {
-  std::vector<std::string> parts;
-  if (c.files || c.bytes)
-    parts.push_back("from btrfs checksums " + FormatSize(c.bytes) + " (" + std::to_string(c.files) + " files, " +
-                    std::to_string(c.searches) + " searches)");
-  if (c.inline_bytes) parts.push_back("inline data from the tree " + FormatSize(c.inline_bytes));
-  if (c.hole_bytes) parts.push_back("holes " + FormatSize(c.hole_bytes));
-  bool first = true;
-  for (size_t i = 0; i < c.read.size(); ++i)
-    if (c.read[i]) {
-      parts.push_back(std::string(first ? "read as " : "") + ReadWhyName(ReadWhy(i)) + " " + FormatSize(c.read[i]));
-      first = false;
-    }
-  return cli::WrapSummary("", parts);
 }
 
 namespace {
@@ -144,13 +117,13 @@ void AddOptions(CLI::App& app, Args& a) {
   app.add_option("--progress", progress, "Progress on stderr: auto (terminal only), tty, json or none")
       ->check(CLI::IsMember({"auto", "tty", "json", "none"}));
   app.add_flag("-q,--quiet", quiet, "Print only errors");
-  app.add_flag("--json", json, "Print the summary as JSON on stderr");
+  app.add_flag("--json", json, cli::kJsonHelp);
   cli::AddSummaryFile(app, &a.summary_file);
   app.footer(cli::ExitCodesHelp());
 }
 
-// Checks what the parse could not and completes the library's options; returns -1 to go
-// on, or the exit code.
+// Checks what the parse could not, and completes the library's options.
+// Returns -1 to go on, or the exit code.
 int Complete(Args& a, int argc, char** argv) {
   ScanOptions& o = a.o;
   const std::string &storage = a.storage, &order = a.order, &previous_damaged = a.previous_damaged;
@@ -182,82 +155,6 @@ std::vector<std::string> UnmatchedExcludes(const Args& a, const ScanStats& stats
   for (size_t i = 0; i < a.given_excludes && i < stats.exclude_hits.size(); ++i)
     if (stats.exclude_hits[i] == 0) out.push_back(a.o.excludes[i]);
   return out;
-}
-
-// The summary --json prints and --summary-file writes.
-Json JsonSummary(const ScanStats& stats) {
-  return Json{{"files", stats.files},
-              {"bytes", stats.bytes},
-              {"bytes_read", stats.bytes_read},
-              {"hashed", stats.hashed},
-              {"reused", stats.reused},
-              {"unopened", stats.unopened},
-              {"tree_mapped", stats.tree_mapped},
-              {"tree_ahead_bytes", stats.tree_ahead_bytes},
-              {"tree_ahead_leaves", stats.tree_ahead_leaves},
-              {"tree_ahead_cut", stats.tree_ahead_cut},
-              {"errors", stats.errors},
-              {"unread", stats.unread},
-              {"hardlinks", stats.hardlinks},
-              {"dirs", stats.dirs},
-              {"skipped_small", stats.skipped_small},
-              {"skipped_special", stats.skipped_special},
-              {"skipped_symlinks", stats.skipped_symlinks},
-              {"skipped_mounts", stats.skipped_mounts},
-              {"excluded", stats.excluded},
-              {"storage", StorageKindName(stats.storage.kind)},
-              {"threads", stats.threads},
-              {"order", ReadOrderName(stats.order)},
-              {"followed", stats.followed},
-              {"not_followed", NoFollowName(stats.not_followed)},
-              {"changed_inodes", stats.changed_inodes},
-              {"same_extents", stats.same_extents},
-              {"checksum_files", stats.checksums.files},
-              {"checksum_bytes", stats.checksums.bytes},
-              {"checksum_searches", stats.checksums.searches},
-              {"hole_bytes", stats.checksums.hole_bytes},
-              {"inline_tree_bytes", stats.checksums.inline_bytes},
-              {"read_by_reason", ReadByReason(stats.checksums)}};
-}
-
-void PrintTextSummary(const ScanStats& stats, const std::string& elapsed) {
-  using ull = unsigned long long;
-  const std::string found = "oans-scan: found " + std::to_string(stats.files) + " files (" +
-                            FormatSize(stats.bytes) + ") in " + std::to_string(stats.dirs) + " directories in " +
-                            elapsed;
-  std::fputs(cli::WrapSummary(found, {"read " + FormatSize(stats.bytes_read),
-                                      "hashed " + std::to_string(stats.hashed) + " files" +
-                                          (stats.tree_mapped ? " (" + std::to_string(stats.tree_mapped) +
-                                                                   " mapped from btrfs's trees, not opened)"
-                                                             : ""),
-                                      stats.unread ? "left " + std::to_string(stats.unread) +
-                                                         " files of a unique size unread"
-                                                   : "",
-                                      "reused " + std::to_string(stats.reused) + " from the previous index (" +
-                                          std::to_string(stats.unopened) + " not opened)",
-                                      stats.tree_ahead_bytes
-                                          ? "read btrfs's trees ahead: " + FormatSize(stats.tree_ahead_bytes) +
-                                                (stats.tree_ahead_leaves
-                                                     ? " (" + std::to_string(stats.tree_ahead_leaves) +
-                                                           " leaves in disk order)"
-                                                     : " in key order") +
-                                                (stats.tree_ahead_cut ? ", stopped at --memory" : "")
-                                          : "",
-                                      stats.followed ? "followed btrfs changes: " +
-                                                           std::to_string(stats.changed_inodes) + " inodes looked at"
-                                                     : "walked the tree"})
-                 .c_str(),
-             stderr);
-  std::fputs(ChecksumSummary(stats.checksums).c_str(), stderr);
-  std::fputs(cli::WrapSummary("", cli::Skipped({cli::Counted(ull(stats.errors), "unreadable"),
-                                                cli::Counted(ull(stats.hardlinks), "extra hardlinks"),
-                                                cli::Counted(ull(stats.skipped_symlinks), "symlinks"),
-                                                cli::Counted(ull(stats.skipped_special), "special files"),
-                                                cli::Counted(ull(stats.skipped_small), "below --min-size"),
-                                                cli::Counted(ull(stats.excluded), "excluded"),
-                                                cli::Counted(ull(stats.skipped_mounts), "mount points")}))
-                 .c_str(),
-             stderr);
 }
 
 }  // namespace
@@ -315,11 +212,9 @@ int main(int argc, char** argv) {
     return cli::kStopped;
   }
   if (Status c = (*out)->Commit(); !c.ok()) return cli::Fail("oans-scan", c);
-  const Json summary = JsonSummary(stats);
-  cli::WriteSummaryFile("oans-scan", a.summary_file, summary);
-  if (a.json)
-    PrintJsonLine(stderr, summary);
-  else if (!a.quiet)
-    PrintTextSummary(stats, renderer.Elapsed());
+  stats.seconds = renderer.ElapsedSeconds();
+  cli::EmitFigures({.tool = "oans-scan", .summary_file = a.summary_file, .json = a.json, .text = !a.quiet,
+                    .stdout_has_output = a.output == "-"},
+                   ScanFigures(), stats);
   return stats.errors ? cli::kPartial : cli::kOk;
 }

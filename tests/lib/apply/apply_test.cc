@@ -346,7 +346,7 @@ TEST_F(ApplyTest, RunsEveryOperation) {
   EXPECT_EQ(stats.ops, 3u);
   EXPECT_EQ(stats.bytes_deduped, 2u * 8192 + 4096 + 4096);
   EXPECT_EQ(stats.files_checked, 5u);
-  EXPECT_EQ(stats.files_mismatch, 0u);
+  EXPECT_EQ(stats.files_changed, 0u);
   EXPECT_EQ(stats.errors, 0u);
   EXPECT_TRUE(stats.skipped.empty());
   EXPECT_FALSE(stats.interrupted);
@@ -430,7 +430,7 @@ TEST_F(ApplyTest, IdentityMismatchSkipsTheFile) {
   auto calls = sys_.calls();
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].dests, (std::vector<std::pair<std::string, uint64_t>>{{P("d"), 0}, {P("e"), 0}}));
-  EXPECT_EQ(stats.files_mismatch, 3u);
+  EXPECT_EQ(stats.files_changed, 3u);
   EXPECT_EQ(stats.bytes_deduped, 2u * 8192);
   EXPECT_EQ(stats.skipped["changed since scan (replaced by another file)"], 8192u);
   EXPECT_EQ(stats.skipped["changed since scan (modified)"], 2u * 8192);
@@ -447,7 +447,7 @@ TEST_F(ApplyTest, ChangedSourceSkipsTheOperation) {
   ASSERT_EQ(calls.size(), 1u);  // only a -> b
   EXPECT_EQ(calls[0].src, P("a"));
   EXPECT_EQ(stats.skipped["source changed since scan (modified)"], 2u * 8192);
-  EXPECT_EQ(stats.files_mismatch, 1u);
+  EXPECT_EQ(stats.files_changed, 1u);
   EXPECT_EQ(stats.bytes_deduped, 8192u);
 }
 
@@ -458,7 +458,7 @@ TEST_F(ApplyTest, FileChangedOnDiskSinceThePlan) {
   ApplyStats stats;
   ASSERT_OK(Apply(Header(1), rounds, &stats));
   EXPECT_TRUE(sys_.calls().empty());
-  EXPECT_EQ(stats.files_mismatch, 1u);
+  EXPECT_EQ(stats.files_changed, 1u);
   EXPECT_EQ(stats.skipped["changed since scan (modified)"], 8192u);
   // Replaced by another file under the same name.
   rounds = {Round(0, {Ref(P("s")), Ref(P("b"))}, {{0, {1}}})};
@@ -474,7 +474,7 @@ TEST_F(ApplyTest, FileChangedOnDiskSinceThePlan) {
   ApplyStats stats3;
   ASSERT_OK(Apply(Header(1), rounds, &stats3));
   EXPECT_TRUE(sys_.calls().empty());
-  EXPECT_EQ(stats3.files_mismatch, 1u);
+  EXPECT_EQ(stats3.files_changed, 1u);
   EXPECT_EQ(stats3.skipped.begin()->first.rfind("ENOENT", 0), 0u) << stats3.skipped.begin()->first;
 }
 
@@ -825,7 +825,7 @@ TEST_F(ApplyTest, DryRunChangesNothing) {
   EXPECT_NE(lines[0].find("\"path\":\"" + P("a") + "\""), std::string::npos) << lines[0];
   EXPECT_EQ(lines[0].find(P("b")), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find("\"length\":8192"), std::string::npos) << lines[0];
-  EXPECT_EQ(stats.files_mismatch, 2u);
+  EXPECT_EQ(stats.files_changed, 2u);
 }
 
 TEST_F(ApplyTest, DryRunLineIsValidJsonText) {
@@ -855,7 +855,7 @@ TEST_F(ApplyTest, PathsOutsideTheRootsRefused) {
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].dests, (std::vector<std::pair<std::string, uint64_t>>{{P("a"), 0}}));
   EXPECT_EQ(stats.skipped["outside the plan's roots"], 2u * 8192);
-  EXPECT_EQ(stats.files_mismatch, 2u);
+  EXPECT_EQ(stats.files_changed, 2u);
   EXPECT_FALSE(sys_.Opened(root_ + "evil/x"));  // refused before opening
   EXPECT_FALSE(sys_.Opened(P("sub/../b")));
 }
@@ -869,7 +869,7 @@ TEST_F(ApplyTest, SymlinkInPathRefused) {
   ApplyStats stats;
   ASSERT_OK(Apply(Header(1), {Round(0, {Ref(P("s")), via}, {{0, {1}}})}, &stats));
   EXPECT_TRUE(sys_.calls().empty());
-  EXPECT_EQ(stats.files_mismatch, 1u);
+  EXPECT_EQ(stats.files_changed, 1u);
   ASSERT_EQ(stats.skipped.size(), 1u);
   EXPECT_EQ(stats.skipped.begin()->first.rfind("ELOOP", 0), 0u) << stats.skipped.begin()->first;
 }
@@ -892,7 +892,7 @@ TEST_F(ApplyTest, FileOnAnotherSubvolumeRefused) {
   ApplyStats stats;
   ASSERT_OK(Apply(Header(1), {Round(0, {Ref(P("s")), Ref(P("a"))}, {{0, {1}}})}, &stats));
   EXPECT_TRUE(sys_.calls().empty());
-  EXPECT_EQ(stats.files_mismatch, 2u);
+  EXPECT_EQ(stats.files_changed, 2u);
   EXPECT_EQ(stats.skipped["source on another filesystem than the plan names"], 8192u);
 }
 
@@ -1086,14 +1086,14 @@ TEST_F(ApplyTest, DeviceNumberChangedSinceThePlanIsTheSameFile) {
   a.dev += 17;
   ApplyStats stats;
   ASSERT_OK(Apply(Header(1), {Round(0, {s, a}, {{0, {1}}})}, &stats));
-  EXPECT_EQ(stats.files_mismatch, 0u);
+  EXPECT_EQ(stats.files_changed, 0u);
   EXPECT_EQ(stats.bytes_deduped, 8192u);
   // Another inode under the same name is still refused.
   PlanFileRef other = Ref(P("b"));
   other.path = P("a");
   ApplyStats again;
   ASSERT_OK(Apply(Header(1), {Round(0, {s, other}, {{0, {1}}})}, &again));
-  EXPECT_EQ(again.files_mismatch, 1u);
+  EXPECT_EQ(again.files_changed, 1u);
   EXPECT_EQ(again.bytes_deduped, 0u);
 }
 

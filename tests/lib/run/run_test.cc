@@ -9,6 +9,7 @@
 #include "lib/run/generations.h"
 #include "lib/run/run_config.h"
 #include "lib/run/run_lock.h"
+#include "lib/run/spawn.h"
 #include "lib/run/state_dir.h"
 #include "tests/lib/test_util.h"
 
@@ -292,6 +293,29 @@ TEST(Generations, ListedNewestIndexAndRetention) {
   ASSERT_OK(RemoveOldGenerations(*fd, 3, &removed));  // only two complete: nothing goes
   EXPECT_TRUE(removed.empty());
   ::close(*fd);
+}
+
+// A step's standard output goes to our standard error: oans run --json stays one line.
+TEST(RunChild, ChildStdoutGoesToOurStderr) {
+  TempDir dir;
+  const std::string out = dir.Join("out"), err = dir.Join("err");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const int saved_out = ::dup(STDOUT_FILENO), saved_err = ::dup(STDERR_FILENO);
+  const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(o, 0);
+  ASSERT_GE(e, 0);
+  ::dup2(o, STDOUT_FILENO);
+  ::dup2(e, STDERR_FILENO);
+  auto rc = RunChild({"/bin/sh", "-c", "echo summary"}, nullptr, true);
+  ::dup2(saved_out, STDOUT_FILENO);
+  ::dup2(saved_err, STDERR_FILENO);
+  for (int fd : {o, e, saved_out, saved_err}) ::close(fd);
+  ASSERT_TRUE(rc.ok()) << rc.status().message();
+  EXPECT_EQ(*rc, 0);
+  EXPECT_EQ(test::ReadFile(out), "");
+  EXPECT_EQ(test::ReadFile(err), "summary\n");
 }
 
 }  // namespace

@@ -88,9 +88,8 @@ TEST(SummaryTest, WrapsAtEightyColumnsAndLeavesOutEmptyParts) {
   EXPECT_EQ(text.find(",\n  ,"), std::string::npos);
   EXPECT_EQ(text.substr(text.size() - 15), "part number 11\n") << text;
   EXPECT_EQ(WrapSummary("head", {}), "head\n");
-  EXPECT_EQ(WrapSummary("", Skipped({Counted(0, "symlinks")})), "");
-  EXPECT_EQ(WrapSummary("", Skipped({Counted(2, "symlinks"), Counted(0, "x"), Counted(1, "mount points")})),
-            "  skipped 2 symlinks, 1 mount points\n");
+  EXPECT_EQ(WrapSummary("", {"", ""}), "");
+  EXPECT_EQ(WrapSummary("", {"skipped 2 symlinks", "", "1 mount points"}), "  skipped 2 symlinks, 1 mount points\n");
 }
 
 }  // namespace
