@@ -55,7 +55,7 @@ warm() {  # warm NAME PREVIOUS: a followed scan under strace, checked against a 
     strace -f -o "$WARM_TRACE/$name.trace" "$BIN/oans-scan" --quiet --previous "$prev" "$T" -o /dev/null
   fi
   strace -f -c -o "$WORK/$name.strace" "$BIN/oans-scan" --json --previous "$prev" "$T" \
-    -o "$WORK/$name.idx" 2> "$WORK/$name.json" || fail "$name: oans-scan failed: $(cat "$WORK/$name.json")"
+    -o "$WORK/$name.idx" > "$WORK/$name.json" 2>&1 || fail "$name: oans-scan failed: $(cat "$WORK/$name.json")"
   [ "$(json_field "$WORK/$name.json" followed)" = True ] ||
     fail "$name: the scan did not follow btrfs changes: $(grep -v '^{' "$WORK/$name.json" | head -3)"
   local n
