@@ -944,6 +944,19 @@ class SeedScenario(unittest.TestCase):
         self.assertIn("(duperemove ran on /mnt/tree/k00 only, 80,000 files: the ratios below use its measured "
                       "warm run; scaled per file to the whole tree it would take 1,000.0 s, 500.0x the oans "
                       "warm cycle and - the nightly one)", text)
+        section["scenarios"]["warm-backup"] = {"oans": {"cycle": dict(cyc, wall_s=4.5, max_rss_bytes=200 << 20)}}
+        section["backup_reads"] = {"oans": {"inodes": 93_779, "seconds": 6.9, "atime_written": 93_779,
+                                            "remount": "strictatime"}}
+        lines = self.seed.seed_report(section, common.human)
+        text = "\n".join(lines)
+        self.assertIn("backup read before oans's warm-backup: 93,779 directories and files in 6.9 s, "
+                      "atime written on 93,779 (strictatime remount)", text)
+        self.assertEqual(next(line for line in lines if "warm-backup oans cycle" in line).split()[3], "4.50")
+        self.assertRegex(text, r"warm-backup cycle wall \(s\) +4\.50 \(limit 2\): DOES NOT HOLD")
+        self.assertRegex(text, r"warm-backup cycle peak RSS \(MiB\) +200\.00 \(limit 64\): DOES NOT HOLD")
+        self.assertRegex(text, r"warm-apply cycle wall \(s\) +- \(limit 2\): not measured")
+        rows = self.seed.warm_targets({"warm-apply": {"oans": {"cycle": {"wall_s": 2.0, "max_rss_bytes": 64 << 20}}}})
+        self.assertEqual([r[3] for r in rows], [True, True, None, None])
         self.assertEqual(self.seed.scaled_to({"wall_s": 2.0}, 10, 50), {"wall_s": 10.0, "scaled_from_files": 10})
         self.assertIsNone(self.seed.scaled_to(None, 10, 50))
 
