@@ -25,7 +25,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 
-from benchlib import common, diskmodel, image, memcap, plot, timing, trace  # noqa: E402
+from benchlib import backup, common, diskmodel, image, memcap, plot, timing, trace  # noqa: E402
 
 
 def load_script(name):
@@ -195,6 +195,94 @@ class Selection(unittest.TestCase):
         self.assertFalse(memcap.stale_cgroup(f"{p}200-2", 100, alive))  # another running benchmark
         self.assertTrue(memcap.stale_cgroup(f"{p}x-2", 100, alive))     # not a pid: ours by name
         self.assertFalse(memcap.stale_cgroup("user.slice", 100, alive))
+
+
+def mount_options_of(path):
+    """The options of the mount holding path (the longest mount point above it)."""
+    best, opts = "", ""
+    with open("/proc/mounts") as f:
+        for line in f:
+            fields = line.split()
+            mp = fields[1].replace("\\040", " ")
+            if (path == mp or path.startswith(mp.rstrip("/") + "/")) and len(mp) >= len(best):
+                best, opts = mp, fields[3]
+    return opts.split(",")
+
+
+class WarmScenarios(unittest.TestCase):
+    """bench-dedupe's warm cycles, --atime and --also-oans; benchlib/backup.py."""
+
+    def test_chain_cycles(self):
+        dedupe = load_script("bench-dedupe")
+        cases = [(["cold"], ["cold"]), (["hash"], []), (["bounds", "warm-apply"], ["cold", "warm-apply"]),
+                 (["warm"], ["cold", "warm-apply", "warm"]),
+                 (["warm-backup", "nightly"], ["cold", "warm-apply", "warm-backup", "nightly"]),
+                 (["nightly"], ["cold", "nightly"]), (dedupe.ALL_SCENARIOS, dedupe.CYCLES)]
+        for asked, cycles in cases:
+            self.assertEqual(dedupe.chain_cycles(asked), cycles, msg=asked)
+        for s in dedupe.CYCLES[1:]:
+            self.assertEqual(dedupe.FLOOR_OF[s], ("stat", 1))
+
+    def test_options(self):
+        dedupe = load_script("bench-dedupe")
+        a = dedupe.parse_args(["--also-oans", "old=/x/build", "--also-oans", "v2=y"])
+        self.assertEqual((a.atime, a.also_oans), ("relatime", [("old", "/x/build"), ("v2", os.path.abspath("y"))]))
+        self.assertEqual(dedupe.parse_args(["--atime", "noatime"]).atime, "noatime")
+        scale = load_script("bench-scale")
+        self.assertEqual((scale.parse_args([]).atime, scale.parse_args(["--atime", "noatime"]).atime),
+                         ("relatime", "noatime"))
+        self.assertIn("warm-backup", scale.parse_args([]).seed_strace)
+        with contextlib.redirect_stderr(io.StringIO()):
+            for bad in (["--atime", "strictatime"], ["--also-oans", "old"], ["--also-oans", "oans=/b"],
+                        ["--also-oans", "a b=/b"], ["--also-oans", "x=/a", "--also-oans", "x=/b"],
+                        ["--also-oans", "=/b"], ["--also-oans", "old="]):
+                with self.assertRaises(SystemExit, msg=bad):
+                    dedupe.parse_args(bad)
+            with self.assertRaises(SystemExit):
+                scale.parse_args(["--atime", "atime"])
+
+    def test_mount_options(self):
+        self.assertEqual(backup.mount_options("relatime"), "relatime,nodiscard")
+        self.assertEqual(backup.mount_options("noatime", "xfs"), "noatime")
+        with self.assertRaises(ValueError):
+            backup.mount_options("strictatime")
+
+    def make_tree(self, d):
+        os.makedirs(os.path.join(d, "a", "b"))
+        for rel in ("f", "a/g", "a/b/h"):
+            with open(os.path.join(d, rel), "w") as f:
+                f.write(rel)
+        os.symlink("f", os.path.join(d, "link"))
+        return [d, os.path.join(d, "a"), os.path.join(d, "a", "b"), os.path.join(d, "f"),
+                os.path.join(d, "a", "g"), os.path.join(d, "a", "b", "h")]
+
+    def test_atimes_written(self):
+        with tempfile.TemporaryDirectory() as d:
+            paths = self.make_tree(d)
+            before = backup.atimes(d)
+            self.assertEqual(sorted(before), sorted(paths))  # the symlink is neither read nor counted
+            after = dict(before)
+            after[paths[3]] += 1
+            after[paths[1]] += 5
+            del after[paths[5]]
+            self.assertEqual(backup.written(before, after), 2)
+            self.assertEqual(backup.written(before, before), 0)
+        self.assertEqual(backup.read_command("/m/t x", 2),
+                         "find '/m/t x' -type f -print0 | xargs -0 -r -P 2 -n 200 cat > /dev/null")
+
+    def test_read_writes_old_atimes(self):
+        """A real read (no remount: mode noatime) of a tree whose atimes are two days old
+        writes every directory's and file's atime where the mount updates atimes."""
+        with tempfile.TemporaryDirectory() as d:
+            if "noatime" in mount_options_of(os.path.realpath(d)):
+                self.skipTest(f"{d} is on a noatime mount")
+            paths = self.make_tree(d)
+            old = 1_000_000_000
+            for p in paths:
+                os.utime(p, ns=(old, os.lstat(p).st_mtime_ns))
+            with contextlib.redirect_stderr(io.StringIO()):
+                got = backup.backup_read(d, d, "noatime")
+        self.assertEqual((got["inodes"], got["atime_written"], got["remount"]), (6, 6, None))
 
 
 TRACE_TEXT = """\
@@ -856,6 +944,19 @@ class SeedScenario(unittest.TestCase):
         self.assertIn("(duperemove ran on /mnt/tree/k00 only, 80,000 files: the ratios below use its measured "
                       "warm run; scaled per file to the whole tree it would take 1,000.0 s, 500.0x the oans "
                       "warm cycle and - the nightly one)", text)
+        section["scenarios"]["warm-backup"] = {"oans": {"cycle": dict(cyc, wall_s=4.5, max_rss_bytes=200 << 20)}}
+        section["backup_reads"] = {"oans": {"inodes": 93_779, "seconds": 6.9, "atime_written": 93_779,
+                                            "remount": "strictatime"}}
+        lines = self.seed.seed_report(section, common.human)
+        text = "\n".join(lines)
+        self.assertIn("backup read before oans's warm-backup: 93,779 directories and files in 6.9 s, "
+                      "atime written on 93,779 (strictatime remount)", text)
+        self.assertEqual(next(line for line in lines if "warm-backup oans cycle" in line).split()[3], "4.50")
+        self.assertRegex(text, r"warm-backup cycle wall \(s\) +4\.50 \(limit 2\): DOES NOT HOLD")
+        self.assertRegex(text, r"warm-backup cycle peak RSS \(MiB\) +200\.00 \(limit 64\): DOES NOT HOLD")
+        self.assertRegex(text, r"warm-apply cycle wall \(s\) +- \(limit 2\): not measured")
+        rows = self.seed.warm_targets({"warm-apply": {"oans": {"cycle": {"wall_s": 2.0, "max_rss_bytes": 64 << 20}}}})
+        self.assertEqual([r[3] for r in rows], [True, True, None, None])
         self.assertEqual(self.seed.scaled_to({"wall_s": 2.0}, 10, 50), {"wall_s": 10.0, "scaled_from_files": 10})
         self.assertIsNone(self.seed.scaled_to(None, 10, 50))
 

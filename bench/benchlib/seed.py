@@ -7,7 +7,8 @@ strace_counts() the calls per system call of a `strace -f -c -o FILE` table;
 path_calls()    the open, stat and getdents calls among them;
 cycle()         the figures of a cycle from those of its steps (sums; peak RSS
                 is the largest of any one step);
-seed_targets()  issue 16's "done when" lines checked against the figures.
+seed_targets()  issue 16's "done when" lines checked against the figures;
+warm_targets()  the limits of the warm cycles after an apply and after a backup.
 """
 
 import random
@@ -129,7 +130,20 @@ def seed_targets(files, oans_warm, oans_nightly, dr_warm, warm_calls):
             row("duperemove warm / oans nightly (x)", sn, 10, lambda v: v >= 10)]
 
 
-SCENARIOS = ("cold", "settle", "after-apply", "warm", "nightly")
+def warm_targets(scenarios):
+    """[(what, measured, limit, holds)]: the warm-apply and warm-backup oans cycles each
+    at most 2 s and 64 MiB peak RSS (a missing figure: measured and holds None)."""
+    rows = []
+    for name in ("warm-apply", "warm-backup"):
+        fig = ((scenarios.get(name) or {}).get("oans") or {}).get("cycle") or {}
+        wall, rss = fig.get("wall_s"), fig.get("max_rss_bytes")
+        rows.append((f"{name} cycle wall (s)", wall, 2.0, None if wall is None else wall <= 2.0))
+        mib = None if rss is None else rss / (1 << 20)
+        rows.append((f"{name} cycle peak RSS (MiB)", mib, 64, None if mib is None else mib <= 64))
+    return rows
+
+
+SCENARIOS = ("cold", "warm-apply", "after-apply", "warm", "warm-backup", "nightly")
 
 
 def _fig_row(label, fig, calls, human, base=None):
@@ -179,14 +193,18 @@ def seed_report(section, human):
     rows = seed_targets(t.get("files", 0), ow.get("cycle"), on.get("cycle"), dw,
                         (ow.get("path_calls") or {}).get("cycle"))
     part = section.get("duperemove_files")
-    lines.append("  targets of issue 16:")
+    for tool, b in sorted((section.get("backup_reads") or {}).items()):
+        lines.append(f"  backup read before {tool}'s warm-backup: {b['inodes']:,} directories and files in "
+                     f"{b['seconds']:.1f} s, atime written on {b['atime_written']:,}"
+                     + (f" ({b['remount']} remount)" if b.get("remount") else ""))
+    lines.append("  targets:")
     if part and dw:
         scaled = scaled_to(dw, part, t.get("files", 0))
         lines.append(f"    (duperemove ran on {section.get('duperemove_root')} only, {part:,} files: the ratios "
                      f"below use its measured warm run; scaled per file to the whole tree it would take "
                      f"{scaled['wall_s']:,.1f} s, {times(speedup(scaled, ow.get('cycle')))} the oans warm "
                      f"cycle and {times(speedup(scaled, on.get('cycle')))} the nightly one)")
-    for what, value, limit, holds in rows:
+    for what, value, limit, holds in rows + warm_targets(scen):
         state = "not measured" if holds is None else ("holds" if holds else "DOES NOT HOLD")
         shown = "-" if value is None else f"{value:,.2f}"
         lines.append(f"    {what:<36} {shown:>12} (limit {limit:,.6g}): {state}")

@@ -5,22 +5,26 @@ caches: sync; echo 3 > drop_caches before each cycle), in this order:
 
   oans cold        oans-scan -o gen0.idx TREE; oans-plan -o plan gen0.idx;
                    oans-apply --quiet plan            (each step timed)
-  oans settle      the first re-run after the dedupe, --previous gen0.idx: the
-                   dedupe moved extents of ~1M files, which this scan re-reads;
-                   plan --since gen0.idx (its plan was applied; whole with
-                   --seed-full-plan), apply
-  oans after-apply scan --previous settle.idx, plan --since settle.idx, apply:
-                   the files settle's apply deduped are the only change
+  oans warm-apply  warm after apply: the first re-run after the dedupe, no settle
+                   step, --previous gen0.idx: the dedupe moved extents of ~1M
+                   files; plan --since gen0.idx (its plan was applied; whole
+                   with --seed-full-plan), apply
+  oans after-apply scan --previous apply.idx, plan --since apply.idx, apply:
+                   the files warm-apply's apply deduped are the only change
   oans warm        nothing changed since after-apply: scan --previous after.idx,
                    plan --since after.idx, apply; then the three again from
                    after.idx under strace -f -c
+  (the backup read: every directory and file read once, benchlib.backup)
+  oans warm-backup warm after backup: scan --previous warm.idx, plan, apply
   (the nightly change is made: benchlib.seed.nightly_plan)
-  oans nightly     scan --previous warm.idx, plan (the same), apply; then under strace
-                   from warm.idx again
+  oans nightly     scan --previous backup.idx, plan (the same), apply; then under
+                   strace from backup.idx again
   (the nightly change is undone: benchlib.seedtree.undo_change)
   duperemove cold  duperemove -dr -q --hashfile=HF ROOT (HF removed first),
                    ROOT being TREE or TREE/--seed-dr-subtree; capped
   duperemove warm  the same command, HF kept
+  (the backup read again)
+  duperemove warm-backup  the same command, HF kept
   (the same nightly change made again, only when ROOT is TREE)
   duperemove nightly  the same command, HF kept; then the change undone
   duperemove warm under strace -f -c: a re-run with nothing changed, counted
@@ -34,6 +38,7 @@ import os
 import signal
 import subprocess
 
+from .backup import backup_read
 from .common import Fatal, human, log, quoted, read_file, run
 from .image import drop_caches
 from .seed import add_counts, cycle, nightly_plan, path_calls, strace_counts
@@ -193,12 +198,14 @@ class SeedRun:
                 os.unlink(self.path(name))
             self.oans("cold", None, "gen0.idx", "cold" in trace)
             self.image.count_dedupe_run()
-        self.oans("settle", "gen0.idx", "settle.idx", "settle" in trace)
-        self.oans("after-apply", "settle.idx", "after.idx", "after-apply" in trace)
+        self.oans("warm-apply", "gen0.idx", "apply.idx", "warm-apply" in trace)
+        self.oans("after-apply", "apply.idx", "after.idx", "after-apply" in trace)
         self.oans("warm", "after.idx", "warm.idx", "warm" in trace)
+        self.backup_read("oans")
+        self.oans("warm-backup", "warm.idx", "backup.idx", "warm-backup" in trace)
         plan = self.nightly_change(write_small_file)
         try:
-            self.oans("nightly", "warm.idx", "nightly.idx", "nightly" in trace)
+            self.oans("nightly", "backup.idx", "nightly.idx", "nightly" in trace)
         finally:
             undo_change(self.image)
         if self.args.seed_oans_only:
@@ -206,6 +213,8 @@ class SeedRun:
             return
         self.duperemove("cold", "cold" in trace)
         self.duperemove("warm", False)
+        self.backup_read("duperemove")
+        self.duperemove("warm-backup", False)
         if self.dr_root == self.image.tree:
             apply_change(self.image, plan, write_small_file)
             try:
@@ -214,6 +223,12 @@ class SeedRun:
                 undo_change(self.image)
         if "warm" in trace and not self.args.seed_no_dr_strace:
             self.duperemove_traced("warm")
+
+    def backup_read(self, tool):
+        """The nightly backup's read of the whole tree before tool's warm-backup cycle."""
+        reads = self.section.setdefault("backup_reads", {})
+        reads[tool] = backup_read(self.image.mnt, self.image.tree, self.args.atime)
+        self.save()
 
     def nightly_change(self, write_small_file):
         """Makes the nightly change (recorded in the section) and returns its plan, which

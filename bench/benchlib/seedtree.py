@@ -1,7 +1,7 @@
 """The seed-scale tree of bench-scale: ~2 million files on a btrfs image.
 
 WORKDIR/seed/disk.img (sparse), attached with `losetup --direct-io=on` and
-mounted noatime at WORKDIR/seed/mnt, holds
+mounted at WORKDIR/seed/mnt with the run's --atime option, holds
 
   MNT/tree/kNN/linux-source-6.1/...  Debian's linux-source-6.1 unpacked
                                      (k00), then copied with
@@ -48,7 +48,8 @@ def free_bytes(path):
 class SeedImage(LoopImage):
     def __init__(self, workdir, want, create_small):
         """want: the tree's parameters (kernel_copies, small_files, dup_ratio, seed, workers,
-        image_bytes); create_small(tree, n, dup_ratio, seed, workers) writes the small files."""
+        image_bytes, atime: the mount's atime option, not part of the tree's identity);
+        create_small(tree, n, dup_ratio, seed, workers) writes the small files."""
         self.dir = os.path.join(workdir, "seed")
         super().__init__(os.path.join(self.dir, "disk.img"), os.path.join(self.dir, "mnt"))
         self.tree = os.path.join(self.mnt, "tree")
@@ -84,7 +85,7 @@ class SeedImage(LoopImage):
         failure = self.attach()
         if failure is not None:
             log(f"warning: losetup --direct-io=on failed ({failure}); using a buffered loop")
-        return self.mount("noatime", check=check).returncode == 0
+        return self.mount(self.want.get("atime", "relatime"), check=check).returncode == 0
 
     def prepare(self, rebuild=False):
         """Mounts the image with the wanted tree (undoing a leftover nightly change),
@@ -120,7 +121,7 @@ class SeedImage(LoopImage):
         if failure is not None:
             log(f"warning: losetup --direct-io=on failed ({failure}); using a buffered loop")
         run(["mkfs.btrfs", "-q", "-f", self.loopdev], capture=True)
-        self.mount("noatime")
+        self.mount(self.want.get("atime", "relatime"))
         os.makedirs(self.tree)
         made = write_kernel_copies(self.tree, self.want["kernel_copies"])
         log(f"writing {self.want['small_files']} small files")
