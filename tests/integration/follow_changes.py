@@ -62,7 +62,7 @@ def change(root, seed, count):
         fs, ds = files(root), dirs(root)
         kind = r.choice(["new", "delete", "modify", "append", "truncate", "rename", "move", "rename_dir",
                          "move_dir", "delete_dir", "link", "unlink_link", "mtime_restored", "chattr",
-                         "dedupe", "defrag", "new_dir", "reflink_copy", "nocow_inplace", "copy", "copy_shifted"])
+                         "dedupe", "defrag", "new_dir", "reflink_copy", "nocow_inplace", "copy", "copy_shifted", "read"])
         f = r.choice(fs) if fs else None
         d = r.choice(ds) if ds else root
         try:
@@ -133,6 +133,12 @@ def change(root, seed, count):
                 if big:
                     with open(r.choice(big), "rb") as i, open(os.path.join(d, f"s{seed}_{n}"), "wb") as o:
                         o.write(data(r, 12288) + i.read())
+            elif kind == "read":
+                # A backup's reads: relatime writes atimes, nothing else changes.
+                for x in os.listdir(d):
+                    p = os.path.join(d, x)
+                    if os.path.isfile(p) and not os.path.islink(p):
+                        with open(p, "rb") as i: i.read()
             elif kind == "reflink_copy":
                 subprocess.run(["cp", "--reflink=always", f, os.path.join(d, f"c{seed}_{n}")], check=True)
             made.append(kind)
