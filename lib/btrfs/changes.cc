@@ -73,6 +73,8 @@ Status ReadRun(Sys& sys, int fd, size_t first, size_t last, SubvolumeChanges* ou
   bool bad = false, usable = true;
   auto end_inode = [&] {
     if (c && c->exists && S_ISREG(c->item.mode)) c->mapped = usable && map->Finish(&c->map);
+    // Inline data is read again if the file needs keys: most changed files keep theirs.
+    if (c) std::string().swap(c->map.inline_data);
     c = nullptr;
   };
   out->searches++;

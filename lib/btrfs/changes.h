@@ -28,7 +28,8 @@ struct ChangedInode {
   std::vector<std::pair<uint64_t, std::string>> links;  // (directory inode, name)
   // A directory's entries (its DIR_INDEX items): name and inode, subvolumes left out.
   std::vector<std::pair<std::string, uint64_t>> entries;
-  // A regular file's map from its items (lib/btrfs/tree_map.h), when they decode.
+  // A regular file's map from its items (lib/btrfs/tree_map.h), when they decode;
+  // without its inline data (MapFromTree gives it).
   bool mapped = false;
   TreeMap map;
 };

@@ -212,7 +212,12 @@ bool FollowState::HashFile(ChangedFile* f) {
   if (at.same_data) return builder_.Build(at, &e) == Built::kDone;
   if (f->from_items) {  // inline data or btrfs checksums, unopened, as a walk keys it
     at.dirfd = f->root->fd;
-    at.inline_data = f->item->map.inline_data;
+    TreeMap again;  // the inline data, kept by no search so far
+    const auto& x = e.extents;
+    if (x.size() == 1 && (x[0].flags & kExtentInline) && !(x[0].flags & kExtentEncoded)) {
+      auto found = MapFromTree(sys_, f->root->fd, f->ino, &again);
+      if (found.ok() && *found && again.inode.transid == f->item->map.inode.transid) at.inline_data = again.inline_data;
+    }
     const Built built = builder_.Build(at, &e);
     if (built != Built::kOpenIt) return built == Built::kDone;
     MapOpened(f);  // opened, it is mapped again, as any file opened
