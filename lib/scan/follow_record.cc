@@ -65,6 +65,10 @@ bool SameRecord(const FileEntry& a, const FileEntry& b) {
 }  // namespace
 
 FollowWhy FollowState::MapChanged() {
+  size_t regular = 0;
+  for (const auto& r : roots)
+    for (const auto& c : r.changes.inodes) regular += c.exists && S_ISREG(c.item.mode);
+  files_.reserve(regular);
   for (auto& r : roots)
     for (const auto& c : r.changes.inodes) {
       if (!c.exists || !S_ISREG(c.item.mode)) continue;
@@ -132,7 +136,7 @@ void FollowState::MatchExtents(const FileEntry& e) {
     if (f.root->id.uuid != uuid) continue;
     if (f.same_extents || f.entry.size != e.size || !SameExtents(f.entry.extents, e.extents)) continue;
     f.same_extents = true;
-    f.keys = e;
+    f.keys = std::make_unique<FileEntry>(e);
   }
 }
 
@@ -207,7 +211,7 @@ bool FollowState::HashFile(ChangedFile* f) {
     at.same_data = &before->second;
     f->same_extents = false;  // counted as the same inode's
   } else if (f->mapped && f->same_extents) {
-    at.same_data = &f->keys;
+    at.same_data = f->keys.get();
   }
   if (at.same_data) return builder_.Build(at, &e) == Built::kDone;
   if (f->from_items) {  // inline data or btrfs checksums, unopened, as a walk keys it

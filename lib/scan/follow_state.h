@@ -67,7 +67,7 @@ struct ChangedFile {
   // Hashes of a previous record with the very same extents (a reflinked copy, data
   // shared since): the same bytes, so the same hashes.
   bool same_extents = false;
-  FileEntry keys;  // that record (its keys and sums are taken)
+  std::unique_ptr<FileEntry> keys;  // that record (its keys and sums are taken)
 };
 
 // A changed directory that still exists below its root: its path now and its entries.
