@@ -276,7 +276,7 @@ class BlockTrace(unittest.TestCase):
                          {"evicted_pages": 5, "by_thread": {"kdamond": 1, "kswapd0": 4}, "phases": {"apply": 5}})
         self.assertEqual(trace.eviction_figures(ev[:1], [])["phases"], {"start": 1})
         self.assertEqual(trace.eviction_filter(40), 's_dev == 40 && !(comm ~ "oans-*" || comm ~ "*duperemove*"'
-                         ' || comm ~ "pool-*" || comm ~ "rdfind" || comm ~ "jdupes")')
+                         ' || comm ~ "pool*" || comm ~ "rdfind" || comm ~ "jdupes")')
 
     def test_dev_t_and_stale(self):
         self.assertEqual(trace.dev_t(7, 3), (7 << 20) | 3)
