@@ -43,9 +43,10 @@ EVICT_EVENT = ("filemap", "mm_filemap_delete_from_page_cache")
 # The kernel threads of background reclaim: kswapd (memory short machine-wide) and
 # kdamond (DAMON's proactive reclaim, which evicts pages not touched for a while).
 RECLAIMERS = ("kswapd", "kdamond")
-# The tools' own tasks (comm globs): their evictions (a memory cap's reclaim, DONTNEED,
-# a replaced file's pages; duperemove's glib threads are "pool") are part of the run. Any other task's are not: the machine's
-# reclaim, or another process's drop_caches.
+# The tools' own tasks (comm globs; duperemove's glib threads are "pool"): their
+# evictions (a memory cap's reclaim, DONTNEED, a replaced file's pages) are part of
+# the run. Any other task's are not: the machine's reclaim, or another process's
+# drop_caches.
 OWN_TASKS = ("oans-*", "*duperemove*", "pool*", "rdfind", "jdupes")
 
 
