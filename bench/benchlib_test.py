@@ -25,7 +25,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 
-from benchlib import backup, common, diskmodel, image, memcap, plot, timing, trace  # noqa: E402
+from benchlib import backup, common, diskmodel, image, memcap, needed, plot, timing, trace  # noqa: E402
 
 
 def load_script(name):
@@ -363,7 +363,8 @@ class BlockTrace(unittest.TestCase):
         self.assertEqual(trace.eviction_figures(ev, marks),
                          {"evicted_pages": 5, "by_thread": {"kdamond": 1, "kswapd0": 4}, "phases": {"apply": 5}})
         self.assertEqual(trace.eviction_figures(ev[:1], [])["phases"], {"start": 1})
-        self.assertEqual(trace.eviction_filter(40), 's_dev == 40 && (comm ~ "kswapd*" || comm ~ "kdamond*")')
+        self.assertEqual(trace.eviction_filter(40), 's_dev == 40 && !(comm ~ "oans-*" || comm ~ "*duperemove*"'
+                         ' || comm ~ "pool*" || comm ~ "rdfind" || comm ~ "jdupes")')
 
     def test_dev_t_and_stale(self):
         self.assertEqual(trace.dev_t(7, 3), (7 << 20) | 3)
@@ -460,6 +461,34 @@ class DiskModel(unittest.TestCase):
         self.assertEqual(diskmodel.DiskModel.from_description(old).write_queue, 1)
         with self.assertRaises(ValueError):
             diskmodel.DiskModel(1 << 30, write_queue=0)
+
+
+class Needed(unittest.TestCase):
+    """What a whole-file dedupe must read, and the links a run left."""
+
+    @staticmethod
+    def st(ino, size, dev=1):
+        return os.stat_result((0o100644, ino, dev, 1, 0, 0, size, 0, 0, 0))
+
+    def test_needed_files_are_the_shared_sizes_once_per_inode(self):
+        e = [("a", self.st(1, 10)), ("b", self.st(2, 10)), ("c", self.st(3, 7)),
+             ("d", self.st(4, 0)), ("e", self.st(5, 0)), ("f", self.st(1, 10))]
+        self.assertEqual([p for p, _ in needed.needed_files(e)], ["a", "b"])
+        # a size met twice only through one inode's two names is not shared
+        self.assertEqual(needed.needed_files([("a", self.st(1, 9)), ("b", self.st(1, 9))]), [])
+
+    def test_extent_requests_cover_whole_sectors(self):
+        r = needed.extent_requests([(1024, 4096), (513, 10), (1000, 30), (0, 0)])
+        self.assertEqual([(x.sector, x.sectors) for x in r], [(2, 8), (1, 1), (1, 2)])
+
+    def test_link_groups_and_their_differences(self):
+        e = [("/t/a", self.st(1, 5)), ("/t/b", self.st(1, 5)), ("/t/c", self.st(2, 5))]
+        groups, f = needed.link_groups(e, "/t")
+        self.assertEqual(groups, [["a", "b"]])
+        self.assertEqual((f["groups"], f["linked_names"], f["links_made"]), (1, 2, 1))
+        self.assertEqual(needed.group_differences(groups, groups), [])
+        self.assertEqual(needed.group_differences(groups, [["a", "b", "c"]]), ["a", "b", "c"])
+        self.assertEqual(needed.group_differences(groups, []), ["a", "b"])
 
 
 class SwapList(unittest.TestCase):

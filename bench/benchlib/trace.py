@@ -43,6 +43,11 @@ EVICT_EVENT = ("filemap", "mm_filemap_delete_from_page_cache")
 # The kernel threads of background reclaim: kswapd (memory short machine-wide) and
 # kdamond (DAMON's proactive reclaim, which evicts pages not touched for a while).
 RECLAIMERS = ("kswapd", "kdamond")
+# The tools' own tasks (comm globs; duperemove's glib threads are "pool"): their
+# evictions (a memory cap's reclaim, DONTNEED, a replaced file's pages) are part of
+# the run. Any other task's are not: the machine's reclaim, or another process's
+# drop_caches.
+OWN_TASKS = ("oans-*", "*duperemove*", "pool*", "rdfind", "jdupes")
 
 
 class Request:
@@ -99,9 +104,10 @@ def parse_trace(text):
 
 def eviction_filter(s_dev):
     """The tracefs filter of the evictions watched: one filesystem's pages, evicted by
-    a background reclaim thread (the current task is the evicting one)."""
-    who = " || ".join(f'comm ~ "{name}*"' for name in RECLAIMERS)
-    return f"s_dev == {s_dev} && ({who})"
+    a task not the tools' own (the current task is the evicting one): a background
+    reclaim thread, or another process's drop_caches."""
+    own = " || ".join(f'comm ~ "{name}"' for name in OWN_TASKS)
+    return f"s_dev == {s_dev} && !({own})"
 
 
 def parse_evictions(text):

@@ -2,6 +2,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <numeric>
+#include <tuple>
+#include <vector>
+
 #include "lib/apply/errors.h"
 #include "lib/base/paths.h"
 #include "lib/btrfs/tree_ahead.h"
@@ -32,7 +37,14 @@ void Verifier::OpenAll(PreparedRound* r) {
   r->fds.assign(files.size(), -1);
   r->problem.assign(files.size(), "");
   r->transient.assign(files.size(), false);
-  for (size_t i = 0; i < files.size(); ++i) {
+  // In inode order: each open reads its inode, and inode order is the inode
+  // tables' disk order, so a round's opens sweep them once.
+  std::vector<size_t> order(files.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(files[a].fs, files[a].ino, a) < std::tie(files[b].fs, files[b].ino, b);
+  });
+  for (size_t i : order) {
     auto fd = Open(files[i]);
     if (fd.ok()) {
       r->fds[i] = *fd;
