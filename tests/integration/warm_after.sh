@@ -4,6 +4,7 @@
 # make at most 200 + 1 per 100 files of open, stat, getdents and ioctl calls (strace),
 # and each index equals a cold scan's, record for record. Both are followed scans: the
 # inodes btrfs names are decided from their tree items, not opened.
+# Twice: the root a directory, and the root a subvolume of its own.
 # WARM_FILES sets the number of files (default 20000).
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
@@ -11,28 +12,6 @@ for t in mkfs.btrfs strace; do
   command -v "$t" >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
 done
 FILES=${WARM_FILES:-20000}
-mkfs_mount btrfs 1G
-findmnt -no OPTIONS "$MNT" | grep -q relatime || fail "the test mount is not relatime: $(findmnt -no OPTIONS "$MNT")"
-T=$MNT/tree
-python3 - "$T" "$FILES" <<'PY'
-import os, random, sys
-root, n = sys.argv[1], int(sys.argv[2])
-r = random.Random(7)
-per_dir = 200
-blobs = [r.randbytes(r.choice([1500, 4096, 6000, 12000, 20000])) for _ in range(n // 4)]
-for i in range(n):
-    d = os.path.join(root, "d%03d" % (i // per_dir), "s%d" % (i % 3))
-    os.makedirs(d, exist_ok=True)
-    # Half the files repeat another's data: the dedupe rewrites their leaves.
-    data = blobs[i % len(blobs)] if i % 2 else r.randbytes(r.choice([3000, 8192, 16384]))
-    with open(os.path.join(d, "f%05d" % i), "wb") as f:
-        f.write(data)
-PY
-sync
-ensure_files=$(find "$T" -type f | wc -l)
-[ "$ensure_files" = "$FILES" ] || fail "made $ensure_files files, not $FILES"
-budget=$((200 + FILES / 100))
-
 cat_files() {  # cat_files INDEX OUT: the file records, sorted, without `reused`
   "$BIN/oans-cat" --blocks "$1" | python3 -c '
 import json, sys
@@ -71,14 +50,43 @@ $(diff "$WORK/$name-cold.txt" "$WORK/$name.txt" | head -20)"
   pass "$name: $n calls (at most $budget), $(wc -l < "$WORK/$name.txt") records equal to a cold scan's"
 }
 
-"$BIN/oans-scan" --quiet "$T" -o "$WORK/gen1.idx"
-"$BIN/oans-plan" --quiet "$WORK/gen1.idx" -o "$WORK/plan1"
-"$BIN/oans-apply" --json "$WORK/plan1" > "$WORK/apply1.json" || fail "apply failed"
-[ "$(json_field "$WORK/apply1.json" bytes_deduped)" -gt 0 ] || fail "the first cycle deduped nothing"
-warm after-apply "$WORK/gen1.idx"
+# make_files DIR N: N files, half of them copies of others, 200 to a directory.
+make_files() {
+  python3 - "$1" "$2" <<'PY'
+import os, random, sys
+root, n = sys.argv[1], int(sys.argv[2])
+r = random.Random(7)
+per_dir = 200
+blobs = [r.randbytes(r.choice([1500, 4096, 6000, 12000, 20000])) for _ in range(n // 4)]
+for i in range(n):
+    d = os.path.join(root, "d%03d" % (i // per_dir), "s%d" % (i % 3))
+    os.makedirs(d, exist_ok=True)
+    # Half the files repeat another's data: the dedupe rewrites their leaves.
+    data = blobs[i % len(blobs)] if i % 2 else r.randbytes(r.choice([3000, 8192, 16384]))
+    with open(os.path.join(d, "f%05d" % i), "wb") as f:
+        f.write(data)
+PY
+}
+for KIND in directory subvolume; do
+  mkfs_mount btrfs 1G "$KIND"
+  findmnt -no OPTIONS "$MNT" | grep -q relatime || fail "the test mount is not relatime: $(findmnt -no OPTIONS "$MNT")"
+  T=$MNT/tree
+  if [ "$KIND" = subvolume ]; then btrfs subvolume create "$T" > /dev/null; fi
+  make_files "$T" "$FILES"
+  sync
+  ensure_files=$(find "$T" -type f | wc -l)
+  [ "$ensure_files" = "$FILES" ] || fail "made $ensure_files files, not $FILES"
+  budget=$((200 + FILES / 100))
 
-# A backup: every directory listed and every file read; relatime writes their atimes.
-before=$(stat -c %X "$T/d000/s0/f00000")
-find "$T" -type f -exec cat {} + > /dev/null
-[ "$(stat -c %X "$T/d000/s0/f00000")" != "$before" ] || fail "reading a file did not write its atime"
-warm after-backup "$WORK/after-apply.idx"
+  "$BIN/oans-scan" --quiet "$T" -o "$WORK/$KIND-gen1.idx"
+  "$BIN/oans-plan" --quiet "$WORK/$KIND-gen1.idx" -o "$WORK/$KIND-plan1"
+  "$BIN/oans-apply" --json "$WORK/$KIND-plan1" > "$WORK/$KIND-apply1.json" || fail "apply failed"
+  [ "$(json_field "$WORK/$KIND-apply1.json" bytes_deduped)" -gt 0 ] || fail "the first cycle deduped nothing"
+  warm "$KIND-after-apply" "$WORK/$KIND-gen1.idx"
+
+  # A backup: every directory listed and every file read; relatime writes their atimes.
+  before=$(stat -c %X "$T/d000/s0/f00000")
+  find "$T" -type f -exec cat {} + > /dev/null
+  [ "$(stat -c %X "$T/d000/s0/f00000")" != "$before" ] || fail "reading a file did not write its atime"
+  warm "$KIND-after-backup" "$WORK/$KIND-after-apply.idx"
+done
