@@ -175,7 +175,10 @@ Status SearchExtents(int fd, const std::vector<std::pair<uint64_t, uint64_t>>& r
   OANS_RETURN_IF_ERROR(BtrfsTreeSearch(fd, s, [&](const BtrfsItem& it) {
     if (it.key.type == kBtrfsExtentItem) {
       finish();
-      if (++seen % 4096 == 0 && o.stop && o.stop()) return !(stopped = true);
+      if (++seen % 4096 == 0 && o.stop && o.stop()) {
+        stopped = true;
+        return false;
+      }
       const bool decoded = DecodeDataExtentItem(it.data, &x);
       if (decoded && !x.data) return true;  // a tree block's
       const uint64_t start = it.key.objectid, end = start + it.key.offset;
