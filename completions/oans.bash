@@ -19,7 +19,7 @@ _oans_tool() {
     oans-apply) opts="--dry-run --prefetch --storage --deadline --until --max-rate --io-class --journal --no-journal --link --link-relax --progress --quiet --json --summary-file --help --version"
       # oans apply without PLAN: the newest plan of oans run, in the state directory given.
       [[ ${COMP_WORDS[0]##*/} == oans ]] && opts+=" --state-dir" ;;
-    oans-cat) opts="--blocks --help --version" ;;
+    oans-cat) opts="--blocks --extents --help --version" ;;
     oans-diff) opts="--json --help --version" ;;
     *) return ;;
   esac

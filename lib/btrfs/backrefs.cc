@@ -13,13 +13,13 @@
 #include <string>
 #include <utility>
 
+#include "lib/btrfs/extent_item.h"
 #include "lib/btrfs/search.h"
 #include "lib/btrfs/space.h"
 
 namespace oans {
 namespace {
 
-constexpr uint8_t kExtentItem = BTRFS_EXTENT_ITEM_KEY;
 constexpr uint64_t kBackMargin = 128ull << 20;  // the largest data extent
 constexpr size_t kMaxRefsBuffer = 16u << 20;    // LOGICAL_INO_V2's limit
 
@@ -29,9 +29,18 @@ uint64_t Le64(std::string_view d, size_t at) {
   return le64toh(v);
 }
 
+uint32_t Le32(std::string_view d, size_t at) {
+  uint32_t v = 0;
+  if (at + 4 <= d.size()) std::memcpy(&v, d.data() + at, 4);
+  return le32toh(v);
+}
+
 // A subvolume's root item: the fields read.
 struct Root {
+  bool whole = false;  // the item holds every field below but the UUIDs
   uint64_t flags = 0, bytes_used = 0;
+  uint64_t last_snapshot = 0;  // the transaction of its last snapshot (0: never)
+  uint32_t refs = 0;           // 0: deleted, its tree being dropped
   std::string uuid, parent_uuid;
 };
 
@@ -44,8 +53,11 @@ std::map<uint64_t, Root> ReadRoots(int fd, Status* status) {
   *status = BtrfsTreeSearch(fd, s, [&](const BtrfsItem& it) {
     if (it.key.type != kBtrfsRootItem) return true;
     Root r;
+    r.whole = it.data.size() >= offsetof(btrfs_root_item, drop_progress);
     r.flags = Le64(it.data, offsetof(btrfs_root_item, flags));
     r.bytes_used = Le64(it.data, offsetof(btrfs_root_item, bytes_used));
+    r.last_snapshot = Le64(it.data, offsetof(btrfs_root_item, last_snapshot));
+    r.refs = Le32(it.data, offsetof(btrfs_root_item, refs));
     if (it.data.size() >= offsetof(btrfs_root_item, received_uuid)) {
       r.uuid.assign(it.data.data() + offsetof(btrfs_root_item, uuid), BTRFS_UUID_SIZE);
       r.parent_uuid.assign(it.data.data() + offsetof(btrfs_root_item, parent_uuid), BTRFS_UUID_SIZE);
@@ -60,6 +72,8 @@ bool IsZero(const std::string& u) { return std::all_of(u.begin(), u.end(), [](ch
 
 // Every reference to the extent at `bytenr`, counted by (subvolume, inode).
 Status CountRefs(int fd, const std::map<uint64_t, Root>& roots, std::vector<char>* buf, DataExtentRefs* e) {
+  e->looked_up = true;
+  e->refs = e->ro_refs = 0;
   for (;;) {
     btrfs_ioctl_logical_ino_args args{};
     args.logical = e->bytenr;
@@ -93,31 +107,113 @@ Status CountRefs(int fd, const std::map<uint64_t, Root>& roots, std::vector<char
   }
 }
 
-}  // namespace
+// One data extent's references as its items list them, read in key order: its
+// EXTENT_ITEM, then the keyed references under the same bytenr.
+struct ItemRefs {
+  bool open = false;
+  size_t index = 0;     // of the extent in the output
+  bool usable = false;  // every item decoded, no shared reference
+  uint64_t total = 0, counted = 0, generation = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> owners;  // (root, inode)
 
-Status DataExtentsAt(int fd, const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
-                     const std::function<bool()>& stop, std::vector<DataExtentRefs>* out) {
-  if (ranges.empty()) return Status::Ok();
+  void Start(size_t at, bool decoded, const BtrfsDataExtent& x) {
+    open = true;
+    index = at;
+    usable = decoded;
+    total = x.refs;
+    generation = x.generation;
+    counted = 0;
+    owners.clear();
+    if (decoded)
+      for (const auto& r : x.inline_refs) Add(r);
+  }
+  void Add(const BtrfsDataRef& r) {
+    usable &= !r.shared;
+    counted += r.count;
+    owners.push_back({r.root, r.inode});
+  }
+  // Fills e's references when the items name every holder; false when they may not.
+  bool Finish(const std::map<uint64_t, Root>& roots, DataExtentRefs* e) {
+    open = false;
+    if (!usable || counted != total) return false;  // a shared reference, or the items disagree
+    for (const auto& [root, ino] : owners) {
+      auto it = roots.find(root);
+      // A snapshot since it was written may hold it through the subvolume's tree blocks.
+      if (it == roots.end() || !it->second.whole || it->second.refs == 0 ||
+          generation <= it->second.last_snapshot)
+        return false;
+    }
+    std::sort(owners.begin(), owners.end());
+    owners.erase(std::unique(owners.begin(), owners.end()), owners.end());
+    e->refs = uint32_t(owners.size());
+    e->ro_refs = 0;
+    for (const auto& [root, ino] : owners) e->ro_refs += (roots.at(root).flags & BTRFS_ROOT_SUBVOL_RDONLY) ? 1 : 0;
+    return true;
+  }
+};
+
+// Searches the extent tree for the data extents of `ranges`, appended to `out`, each
+// with the references its items name; the indexes of those they cannot count go to
+// `look_up`.
+Status SearchExtents(int fd, const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                     const std::map<uint64_t, Root>& roots, const DataExtentsOptions& o,
+                     std::vector<DataExtentRefs>* out, std::vector<size_t>* look_up) {
   BtrfsSearch s;
   s.tree_id = kBtrfsExtentTree;
   const uint64_t first = ranges.front().first;
-  s.min = {first > kBackMargin ? first - kBackMargin : 0, kExtentItem, 0};
-  s.max = {ranges.back().second, kExtentItem, 0};
+  s.min = {first > kBackMargin ? first - kBackMargin : 0, kBtrfsExtentItem, 0};
+  s.max = {ranges.back().second, kBtrfsExtentItem, 0};  // with the keyed references before it
   size_t next = 0;
-  const size_t first_out = out->size();
+  uint64_t seen = 0;
+  bool stopped = false;
+  ItemRefs cur;
+  BtrfsDataExtent x;
+  auto finish = [&] {
+    if (cur.open && (o.look_up_all || !cur.Finish(roots, &(*out)[cur.index]))) look_up->push_back(cur.index);
+    cur.open = false;
+  };
   OANS_RETURN_IF_ERROR(BtrfsTreeSearch(fd, s, [&](const BtrfsItem& it) {
-    if (it.key.type != kExtentItem || !(Le64(it.data, 16) & BTRFS_EXTENT_FLAG_DATA)) return true;
-    const uint64_t start = it.key.objectid, end = start + it.key.offset;
-    while (next < ranges.size() && ranges[next].second <= start) ++next;
-    if (next < ranges.size() && ranges[next].first < end) out->push_back({start, it.key.offset, 0, 0, true});
-    return next < ranges.size();
+    if (it.key.type == kBtrfsExtentItem) {
+      finish();
+      if (++seen % 4096 == 0 && o.stop && o.stop()) {
+        stopped = true;
+        return false;
+      }
+      const bool decoded = DecodeDataExtentItem(it.data, &x);
+      if (decoded && !x.data) return true;  // a tree block's
+      const uint64_t start = it.key.objectid, end = start + it.key.offset;
+      while (next < ranges.size() && ranges[next].second <= start) ++next;
+      if (next < ranges.size() && ranges[next].first < end) {
+        out->push_back({start, it.key.offset, 0, 0, true, false});
+        cur.Start(out->size() - 1, decoded, x);
+      }
+      return next < ranges.size();
+    }
+    if (cur.open && it.key.objectid == (*out)[cur.index].bytenr &&
+        (it.key.type == kBtrfsExtentDataRef || it.key.type == kBtrfsSharedDataRef)) {
+      BtrfsDataRef r;
+      if (DecodeDataRefItem(it.key, it.data, &r)) cur.Add(r);
+      else cur.usable = false;
+    }
+    return true;
   }));
+  finish();
+  return stopped ? Status::Interrupted("stopped") : Status::Ok();
+}
+
+}  // namespace
+
+Status DataExtentsAt(int fd, const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                     const DataExtentsOptions& o, std::vector<DataExtentRefs>* out) {
+  if (ranges.empty()) return Status::Ok();
   Status roots_status;
   const auto roots = ReadRoots(fd, &roots_status);
   OANS_RETURN_IF_ERROR(roots_status);
+  std::vector<size_t> look_up;
+  OANS_RETURN_IF_ERROR(SearchExtents(fd, ranges, roots, o, out, &look_up));
   std::vector<char> buf(64u << 10);
-  for (size_t i = first_out; i < out->size(); ++i) {
-    if (stop && stop()) return Status::Interrupted("stopped");
+  for (size_t i : look_up) {
+    if (o.stop && o.stop()) return Status::Interrupted("stopped");
     OANS_RETURN_IF_ERROR(CountRefs(fd, roots, &buf, &(*out)[i]));
   }
   return Status::Ok();

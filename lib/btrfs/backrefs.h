@@ -2,10 +2,14 @@
 // reference to each, in any subvolume, scanned or not. An extent goes free only when
 // its last reference goes; snapshots and reflinked copies outside the scanned roots
 // hold it too. Each extent is found in the extent tree (one search in key order over
-// the addresses' span, merged with them), and its references counted by
-// BTRFS_IOC_LOGICAL_INO_V2 with BTRFS_LOGICAL_INO_ARGS_IGNORE_OFFSET, which resolves
-// tree blocks shared between snapshots into each subvolume holding them. Subvolume
-// facts (read-only, shared tree, size) come from the root tree.
+// the addresses' span, merged with them), with the back references its items list
+// (lib/btrfs/extent_item.h). Those name each (subvolume, inode) directly, unless a
+// snapshot may hold the extent through a shared tree block: a shared reference, or
+// a subvolume snapshotted since the extent was written (its ROOT_ITEM's
+// last_snapshot, the test the kernel itself makes). Only then are its references
+// counted by BTRFS_IOC_LOGICAL_INO_V2 with BTRFS_LOGICAL_INO_ARGS_IGNORE_OFFSET,
+// which resolves shared tree blocks into each subvolume holding them: one ioctl per
+// extent. Subvolume facts (read-only, shared tree, size) come from the root tree.
 // Needs CAP_SYS_ADMIN. LOGICAL_INO walks every back reference: run it apart from
 // dedupes of the same extents (bees saw the two deadlock).
 #pragma once
@@ -26,13 +30,20 @@ struct DataExtentRefs {
   uint32_t refs = 0;        // distinct (subvolume, inode) pairs referencing it
   uint32_t ro_refs = 0;     // of those, in read-only subvolumes
   bool complete = true;     // false: more references than could be listed
+  bool looked_up = false;   // counted by LOGICAL_INO_V2, not from its items
+};
+
+struct DataExtentsOptions {
+  std::function<bool()> stop;  // asked between extents (may be empty)
+  // Count every extent's references by LOGICAL_INO_V2, as a check of the items' reading.
+  bool look_up_all = false;
 };
 
 // The data extents overlapping the address ranges `ranges` ([start, end), sorted, not
 // overlapping) on the filesystem of `fd`, each once, in address order, appended to
-// `out`. `stop` (may be empty) is asked between extents.
+// `out`.
 Status DataExtentsAt(int fd, const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
-                     const std::function<bool()>& stop, std::vector<DataExtentRefs>* out);
+                     const DataExtentsOptions& options, std::vector<DataExtentRefs>* out);
 
 // A subvolume as the root tree has it.
 struct SubvolumeFacts {

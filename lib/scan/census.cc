@@ -70,11 +70,18 @@ Status RefCensus::Write(const IndexHeader& h, const std::atomic<bool>* stop, Obs
     const int fd = ::open(h.filesystems[fs].mount_point.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return Status::Io("opening " + h.filesystems[fs].mount_point, errno);
     std::vector<DataExtentRefs> found;
-    Status s = DataExtentsAt(fd, merged, [stop] { return stop && stop->load(); }, &found);
+    DataExtentsOptions options;
+    options.stop = [stop] { return stop && stop->load(); };
+    options.look_up_all = look_up_all_;
+    Status s = DataExtentsAt(fd, merged, options, &found);
     ::close(fd);
     OANS_RETURN_IF_ERROR(s);
-    for (const auto& e : found)
-      if (e.complete) OANS_RETURN_IF_ERROR(out->AddExtent({fs, e.bytenr, e.disk_bytes, e.refs, e.ro_refs}));
+    for (const auto& e : found) {
+      if (!e.complete) continue;
+      OANS_RETURN_IF_ERROR(out->AddExtent({fs, e.bytenr, e.disk_bytes, e.refs, e.ro_refs}));
+      extents_++;
+      looked_up_ += e.looked_up;
+    }
   }
   ranges_ = {};
   return Status::Ok();

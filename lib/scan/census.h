@@ -21,7 +21,8 @@ namespace oans {
 
 class RefCensus {
  public:
-  explicit RefCensus(uint64_t limit) : limit_(limit) {}
+  // `look_up_all`: every extent's references by LOGICAL_INO_V2 (DataExtentsOptions).
+  RefCensus(uint64_t limit, bool look_up_all) : limit_(limit), look_up_all_(look_up_all) {}
   // Notes the ranges record `e` points at. Safe from several threads.
   void Note(const FileEntry& e);
   // Fills header.subvolumes and header.refs_known for the btrfs filesystems of
@@ -29,6 +30,9 @@ class RefCensus {
   void Describe(Sys& sys, IndexHeader* header);
   // Writes the data extents of the ranges noted on each btrfs filesystem.
   Status Write(const IndexHeader& header, const std::atomic<bool>* stop, Observer* observer, IndexWriter* out);
+  // After Write: the extents written, and of those, the ones counted by LOGICAL_INO_V2.
+  uint64_t extents() const { return extents_; }
+  uint64_t looked_up() const { return looked_up_; }
 
  private:
   struct Range {
@@ -39,6 +43,8 @@ class RefCensus {
     }
   };
   uint64_t limit_;
+  bool look_up_all_;
+  uint64_t extents_ = 0, looked_up_ = 0;
   std::mutex mu_;
   std::vector<Range> ranges_;
   bool overflow_ = false;

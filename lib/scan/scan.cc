@@ -345,7 +345,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   const bool previous_whole = !o.previous.empty() && !stats->previous_truncated && !stats->previous_damaged;
   Sink sink(std::move(*spool), std::move(*dir_spool), stats, observer,
             EstimateWalk(sys, header.roots, stats->previous_records, stats->previous_bytes, previous_whole));
-  RefCensus census(o.memory / 96);  // ranges of 24 bytes: a hundredth of --memory
+  RefCensus census(o.memory / 96, o.census_look_up_all);  // ranges of 24 bytes: a hundredth of --memory
   Checksums checksums(sys, o.read_data);
   WalkState state{sys, o, *prev, filesystems, sink, checksums};
   sink.OnAdd([&census, &state](const FileEntry& e) {
@@ -391,6 +391,8 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     return Status::Interrupted("scan interrupted");
   }
   OANS_RETURN_IF_ERROR(census.Write(header, o.stop, observer, &writer));
+  stats->census_extents = census.extents();
+  stats->census_looked_up = census.looked_up();
   return writer.Finish();
 }
 

@@ -66,6 +66,9 @@ struct ScanOptions {
   // btrfs checksums key the files (ext4, XFS, --read-data), a file whose size no other
   // file has is recorded unread (hashed false, no error) and never opened.
   bool whole_files_only = false;
+  // Count every btrfs data extent's references by LOGICAL_INO_V2, not from its items
+  // (lib/btrfs/backrefs.h): a check of the census, set by $OANS_CENSUS_LOOK_UP_ALL.
+  bool census_look_up_all = false;
   std::string temp_dir;  // for the spool of records finished during the walk ("" = default)
   // Memory for the --previous index's records; past it they go to an unnamed file in
   // temp_dir (lib/scan/previous.h). Its keys, 24 bytes a file, stay in memory.
@@ -85,6 +88,8 @@ struct ScanStats {
   uint64_t tree_ahead_bytes = 0;   // on a spinning disk, btrfs tree blocks read before the walk (tree_ahead.h)
   uint64_t tree_ahead_leaves = 0;  // of those, leaves read in disk order
   bool tree_ahead_cut = false;     // that read stopped at --memory
+  uint64_t census_extents = 0;    // btrfs data extents whose references the index lists
+  uint64_t census_looked_up = 0;  // of those, counted by LOGICAL_INO_V2, not from their items
   uint64_t errors = 0;         // files recorded with an error
   uint64_t unread = 0;         // files of a unique size recorded unread (whole_files_only)
   uint64_t hardlinks = 0;      // extra names of inodes already recorded

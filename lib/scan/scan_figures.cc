@@ -41,6 +41,10 @@ Figures<S> Found() {
        [](const S& s) { return V(s.tree_ahead_leaves); }},
       {"tree_ahead_cut", Unit::kFlag, "trees read ahead up to --memory",
        [](const S& s) { return V(s.tree_ahead_cut); }},
+      {"census_extents", Unit::kCount, "counted the references of {} btrfs extents",
+       [](const S& s) { return V(s.census_extents); }},
+      {"census_looked_up", Unit::kCount, "{} of them by LOGICAL_INO",
+       [](const S& s) { return V(s.census_looked_up); }},
   };
 }
 

@@ -112,9 +112,16 @@ Json FileJson(const FileEntry& e, bool blocks) {
   return j;
 }
 
-int CatIndex(const std::string& path, bool blocks) {
+int CatIndex(const std::string& path, bool blocks, bool extents) {
   IndexReadOptions ro;
   ro.allow_truncated = true;
+  if (extents)
+    ro.on_extents = [](const IndexHeader&, const std::vector<IndexExtent>& batch) {
+      for (const auto& x : batch)
+        PrintJsonLine(stdout, Json{{"type", "extent"}, {"fs", x.fs}, {"bytenr", x.bytenr},
+                                   {"disk_bytes", x.disk_bytes}, {"refs", x.refs}, {"ro_refs", x.ro_refs}});
+      return Status::Ok();
+    };
   ro.on_dirs = [](const IndexHeader&, std::vector<IndexDir>& dirs) {
     for (const auto& d : dirs) {
       Json j = Json::object();
@@ -243,13 +250,17 @@ int main(int argc, char** argv) {
                "Examples:\n"
                "  oans-cat data.idx | head                        the header and the first files\n"
                "  oans-cat --blocks data.idx                      with every block hash\n"
+               "  oans-cat --extents data.idx                     with the btrfs data extents' references\n"
                "  oans-cat plan.capnp                             the plan's rounds and operations",
                "oans-cat"};
   app.set_version_flag("--version", ToolVersionString("oans-cat"));
   std::string path;
-  bool blocks = false;
+  bool blocks = false, extents = false;
   app.add_option("file", path, "Index or plan file ('-' for standard input)")->required()->type_name("FILE");
   app.add_flag("--blocks", blocks, "Include every block hash of index records");
+  app.add_flag("--extents", extents,
+               "Include the btrfs data extents the records point into, with their references, as "
+               "{\"type\":\"extent\",\"fs\",\"bytenr\",\"disk_bytes\",\"refs\",\"ro_refs\"} lines");
   app.footer(cli::ExitCodesHelp());
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   if (path == "-") {
@@ -262,5 +273,5 @@ int main(int argc, char** argv) {
   auto kind = DetectFileKind(path);
   if (!kind.ok()) return cli::Fail("oans-cat", kind.status());
   if (*kind == FileKind::kPlan) return CatPlan(path);
-  return CatIndex(path, blocks);
+  return CatIndex(path, blocks, extents);
 }

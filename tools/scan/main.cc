@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
+#include <string>
 
 #include "lib/base/fsinfo.h"
 #include "lib/scan/scan.h"
@@ -182,6 +184,8 @@ int main(int argc, char** argv) {
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   if (int rc = Complete(a, argc, argv); rc >= 0) return rc;
   ScanOptions& o = a.o;
+  // A check of the census (docs/format.md): every extent's references by LOGICAL_INO.
+  if (const char* env = std::getenv("OANS_CENSUS_LOOK_UP_ALL")) o.census_look_up_all = std::string(env) == "1";
   std::atomic<bool> stop{false};
   o.stop = &stop;
   cli::InstallSignalHandlers(&stop);
