@@ -25,11 +25,7 @@ Status ChangedNumbers(Sys& sys, int fd, uint64_t since, size_t limit, std::vecto
   out->searches++;
   OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, s, [&](const BtrfsItem& item) {
     const uint8_t t = item.key.type;
-    if (t == kBtrfsDirItem || t == kBtrfsDirIndex) {
-      bad |= !DecodeDirItems(item.data, [&](const BtrfsDirEntry& e) {
-        if (e.location.type == kBtrfsRootItem) out->subvolume_entry = true;
-      });
-    }
+    if (t == kBtrfsDirItem || t == kBtrfsDirIndex) bad |= !DecodeDirItems(item.data, [](const BtrfsDirEntry&) {});
     if (t != kBtrfsInodeItem && t != kBtrfsInodeRef && t != kBtrfsInodeExtref && t != kBtrfsDirItem &&
         t != kBtrfsDirIndex && t != kBtrfsExtentData && t != kBtrfsXattrItem)
       return true;

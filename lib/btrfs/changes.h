@@ -36,9 +36,6 @@ struct ChangedInode {
 
 struct SubvolumeChanges {
   std::vector<ChangedInode> inodes;  // sorted by inode number
-  // A directory entry naming another subvolume lies in a block written since: a
-  // subvolume below was created, removed or snapshotted (or sits beside one that was).
-  bool subvolume_entry = false;
   // More inodes than the limit were found: none is read, and a walk costs no more
   // than following would.
   bool too_many = false;

@@ -243,6 +243,16 @@ bool DecodeRootItem(std::string_view d, BtrfsRootItem* out) {
   return true;
 }
 
+bool DecodeRootRef(std::string_view d, BtrfsRootRef* out) {
+  if (d.size() < sizeof(btrfs_root_ref)) return false;
+  const char* p = d.data();
+  out->dirid = Le<uint64_t>(p + offsetof(btrfs_root_ref, dirid));
+  const uint16_t n = Le<uint16_t>(p + offsetof(btrfs_root_ref, name_len));
+  if (d.size() - sizeof(btrfs_root_ref) < n) return false;
+  out->name = d.substr(sizeof(btrfs_root_ref), n);
+  return true;
+}
+
 bool DecodeChunk(std::string_view d, BtrfsChunk* out) {
   if (d.size() < sizeof(btrfs_chunk)) return false;  // holds stripe 0
   const char* p = d.data();

@@ -125,6 +125,14 @@ struct BtrfsRootItem {
 };
 bool DecodeRootItem(std::string_view data, BtrfsRootItem* out);
 
+// A ROOT_REF (root tree, key (parent id, ROOT_REF, child id)): where a subvolume is
+// linked in its parent, the directory and the name.
+struct BtrfsRootRef {
+  uint64_t dirid = 0;
+  std::string_view name;
+};
+bool DecodeRootRef(std::string_view data, BtrfsRootRef* out);
+
 // A CHUNK_ITEM (chunk tree, key (256, CHUNK_ITEM, logical start)): its length, type and
 // profile flags (BTRFS_BLOCK_GROUP_*), and where its first stripe lies.
 struct BtrfsChunk {

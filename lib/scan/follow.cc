@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -10,6 +11,7 @@
 #include "lib/base/paths.h"
 #include "lib/base/spill.h"
 #include "lib/btrfs/changes.h"
+#include "lib/btrfs/subvolumes.h"
 #include "lib/scan/follow_state.h"
 
 namespace oans {
@@ -33,45 +35,113 @@ FollowWhy HeaderMismatch(const ScanOptions& o, const IndexHeader& start, const I
   return {};
 }
 
+// Whether the previous index's filesystem `was` is the subvolume open as r now: the
+// same subvolume (not another under its id), at a generation no older than recorded.
+FollowWhy SameSubvolume(const FsRecord& was, FollowRoot* r) {
+  if (was.subvolume_uuid != r->id.subvolume_uuid)
+    return {NoFollow::kSubvolume, r->path + ": another subvolume now has its id"};
+  if (was.generation == 0 || was.generation > r->id.generation)
+    return {NoFollow::kGeneration, r->path + ": the previous index's generation is unknown or newer than the filesystem's"};
+  r->since = was.generation + 1;
+  return {};
+}
+
+// The previous index's filesystem that is subvolume `id` of filesystem `uuid`, or -1.
+int FindFs(const IndexHeader& prev, const std::string& uuid, uint64_t id) {
+  for (uint32_t k = 0; k < prev.filesystems.size(); ++k)
+    if (prev.filesystems[k].uuid == uuid && prev.filesystems[k].subvolume == id) return int(k);
+  return -1;
+}
+
+// Opens `path` as a followed root: a btrfs directory, identified.
+FollowWhy OpenRoot(Sys& sys, const std::string& path, FollowState* f, FollowRoot** out) {
+  FollowRoot r;
+  r.path = path;
+  auto fd = sys.OpenDirNoFollow(path);
+  if (!fd.ok()) return {NoFollow::kRoot, path + ": " + fd.status().message()};
+  r.fd = *fd;
+  f->roots.push_back(r);  // closed by FollowState
+  FollowRoot& root = f->roots.back();
+  auto st = sys.Fstat(root.fd);
+  auto id = sys.Identify(root.fd);
+  if (!st.ok() || !id.ok()) return {NoFollow::kRoot, path + ": cannot identify its filesystem"};
+  if (id->type != "btrfs" || id->subvolume_uuid.empty() || id->generation == 0)
+    return {NoFollow::kNotBtrfs, path + " is not on btrfs"};
+  root.dev = st->dev;
+  root.id = *id;
+  root.top = path;
+  if (st->ino != kBtrfsFirstInode) {
+    auto rel = sys.DirectoryPath(root.fd, 0, st->ino);
+    if (!rel.ok()) return {NoFollow::kRoot, path + ": " + rel.status().message()};
+    root.rel = *rel;
+  }
+  *out = &root;
+  return {};
+}
+
 // Opens and identifies each root and matches it with the previous index's subvolume.
-FollowWhy OpenRoots(Sys& sys, const IndexHeader& prev, FollowState* f) {
-  std::vector<bool> matched(prev.filesystems.size(), false);
-  for (uint32_t i = 0; i < prev.roots.size(); ++i) {
-    FollowRoot r;
-    r.path = prev.roots[i];
-    auto fd = sys.OpenDirNoFollow(r.path);
-    if (!fd.ok()) return {NoFollow::kRoot, r.path + ": " + fd.status().message()};
-    r.fd = *fd;
-    f->roots.push_back(r);  // closed by FollowState
-    FollowRoot& root = f->roots.back();
-    auto st = sys.Fstat(root.fd);
-    auto id = sys.Identify(root.fd);
-    if (!st.ok() || !id.ok()) return {NoFollow::kRoot, root.path + ": cannot identify its filesystem"};
-    if (id->type != "btrfs" || id->subvolume_uuid.empty() || id->generation == 0)
-      return {NoFollow::kNotBtrfs, root.path + " is not on btrfs"};
-    root.dev = st->dev;
-    root.id = *id;
-    int found = -1;
-    for (uint32_t k = 0; k < prev.filesystems.size(); ++k)
-      if (prev.filesystems[k].uuid == id->uuid && prev.filesystems[k].subvolume == id->subvolume) found = int(k);
-    if (found < 0) return {NoFollow::kSubvolume, root.path + ": its subvolume is not the one the previous index knew"};
-    const FsRecord& was = prev.filesystems[found];
-    if (was.subvolume_uuid != id->subvolume_uuid)
-      return {NoFollow::kSubvolume, root.path + ": another subvolume now has its id"};
-    if (was.generation == 0 || was.generation > id->generation)
-      return {NoFollow::kGeneration, root.path + ": the previous index's generation is unknown or newer than the filesystem's"};
-    if (matched[found]) return {NoFollow::kSubvolume, "two roots lie in one subvolume"};
-    matched[found] = true;
-    root.fs = uint32_t(found);
-    root.since = was.generation + 1;
-    if (st->ino != kBtrfsFirstInode) {
-      auto rel = sys.DirectoryPath(root.fd, 0, st->ino);
-      if (!rel.ok()) return {NoFollow::kRoot, root.path + ": " + rel.status().message()};
-      root.rel = *rel;
+FollowWhy OpenRoots(Sys& sys, const IndexHeader& prev, std::vector<bool>* matched, FollowState* f) {
+  for (const auto& path : prev.roots) {
+    FollowRoot* root = nullptr;
+    FollowWhy why = OpenRoot(sys, path, f, &root);
+    if (!why.empty()) return why;
+    const int found = FindFs(prev, root->id.uuid, root->id.subvolume);
+    if (found < 0) return {NoFollow::kSubvolume, path + ": its subvolume is not the one the previous index knew"};
+    if ((*matched)[found]) return {NoFollow::kSubvolume, "two roots lie in one subvolume"};
+    why = SameSubvolume(prev.filesystems[found], root);
+    if (!why.empty()) return why;
+    (*matched)[found] = true;
+    root->fs = uint32_t(found);
+  }
+  return {};
+}
+
+// Opens one subvolume below a root (at `path`, id `id`) as a followed root of its own.
+FollowWhy OpenNested(Sys& sys, const IndexHeader& prev, const NestedSubvolume& sub, std::vector<bool>* matched,
+                     FollowState* f) {
+  FollowRoot* r = nullptr;
+  FollowWhy why = OpenRoot(sys, sub.rel, f, &r);  // sub.rel: its absolute path here
+  if (!why.empty()) return why;
+  if (r->id.subvolume != sub.id || !r->rel.empty())
+    return {NoFollow::kSubvolumeChanged, sub.rel + ": the subvolume there changed while it was looked at"};
+  const int found = FindFs(prev, r->id.uuid, sub.id);
+  if (found < 0 || (*matched)[found])
+    return {NoFollow::kSubvolumeChanged, "subvolume " + sub.rel + " was created since the previous index"};
+  why = SameSubvolume(prev.filesystems[found], r);
+  if (!why.empty()) return why;
+  (*matched)[found] = true;
+  r->fs = uint32_t(found);
+  return {};
+}
+
+// The subvolumes below each root (not excluded), each followed as a root of its own;
+// the previous index's subvolumes no longer there are gone.
+FollowWhy OpenSubvolumes(Sys& sys, const IndexHeader& prev, std::vector<bool>* matched, FollowState* f) {
+  const size_t n = f->roots.size();
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<NestedSubvolume> below;
+    uint64_t searches = 0;
+    const FollowRoot root = f->roots[i];  // a copy: roots grows below
+    Status s = SubvolumesBelow(sys, root.fd, root.id.subvolume, &below, &searches);
+    if (!s.ok()) return {NoFollow::kSearch, root.path + ": listing the subvolumes below it: " + s.message()};
+    for (auto& sub : below) {
+      auto abs = UnderRoot(root, sub.rel);
+      const bool a_root = abs && std::find(prev.roots.begin(), prev.roots.end(), *abs) != prev.roots.end();
+      if (!abs || a_root || f->Excluded(root, *abs)) continue;
+      sub.rel = *abs;
+      const size_t first = f->roots.size();
+      FollowWhy why = OpenNested(sys, prev, sub, matched, f);
+      if (!why.empty()) return why;
+      f->roots[first].top = root.top;
     }
   }
-  for (bool m : matched)
-    if (!m) return {NoFollow::kSubvolume, "the previous index holds a subvolume below the roots"};
+  for (uint32_t k = 0; k < matched->size(); ++k) {
+    if ((*matched)[k]) continue;
+    // Only a subvolume of a root's filesystem can have been deleted below it.
+    const bool ours = !f->roots.empty() && prev.filesystems[k].type == "btrfs" && prev.filesystems[k].uuid == f->roots[0].id.uuid;
+    if (!ours) return {NoFollow::kSubvolume, "the previous index holds a filesystem no root lies in"};
+    f->gone.push_back(k);
+  }
   return {};
 }
 
@@ -121,12 +191,16 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   const IndexHeader& prev = *read;
   FollowState f(sys, o, observer, stats);
   FollowWhy why = HeaderMismatch(o, start, prev);
-  if (why.empty()) why = OpenRoots(sys, prev, &f);
+  std::vector<bool> matched(prev.filesystems.size(), false);
+  if (why.empty()) why = OpenRoots(sys, prev, &matched, &f);
+  if (why.empty()) why = OpenSubvolumes(sys, prev, &matched, &f);
   // Changes not yet committed (btrfs's delayed inode items, data not written back) are
   // not in the trees the search reads. The generations recorded were read before this,
   // so what it commits is searched again next time: seen twice, never missed.
+  std::set<std::string> synced;  // one commit per filesystem, however many subvolumes
   if (why.empty())
     for (const auto& r : f.roots) {
+      if (!synced.insert(r.id.uuid).second) continue;
       Status s = sys.Syncfs(r.fd);
       if (!s.ok()) why = {NoFollow::kCommit, r.path + ": cannot commit its changes before reading them (" + s.message() + ")"};
       if (!why.empty()) break;

@@ -4,11 +4,13 @@
 // looked at, by their current links, and only the directories that changed are read.
 // Every other record of the previous index is carried into the new one as it was, with
 // its paths rewritten below directories that were renamed or moved, and dropped below
-// directories that were removed. The previous index is streamed, never held: memory
-// follows the change, not the tree. Where the filesystem cannot answer (not btrfs, not
-// root, another subvolume, a newer index than the filesystem, a nested subvolume, a
-// damaged or incomplete index, a directory moved in from outside), nothing is written and
-// the caller walks. Called by RunScan on its own thread; it runs readers on TBB.
+// directories that were removed. Subvolumes and snapshots below a root are followed as
+// roots of their own; the records of one deleted since are dropped. The previous index
+// is streamed, never held: memory follows the change, not the tree. Where the filesystem
+// cannot answer (not btrfs, not root, another subvolume, a newer index than the
+// filesystem, a subvolume created or moved since, a damaged or incomplete index, a
+// directory moved in from outside), nothing is written and the caller walks. Called by
+// RunScan on its own thread; it runs readers on TBB.
 #pragma once
 
 #include "lib/base/observer.h"

@@ -10,6 +10,8 @@ namespace oans {
 FollowWhy FollowState::StreamPrevious(const IndexHeader& prev) {
   root_of_fs_.assign(prev.filesystems.size(), -1);
   for (size_t i = 0; i < roots.size(); ++i) root_of_fs_[roots[i].fs] = int(i);
+  for (uint32_t k : gone) root_of_fs_[k] = kGoneFs;
+  if (!gone.empty()) changes_++;  // their records are dropped
   int sections = 0;
   // Reading ends with the reason itself as its error, when there is one.
   auto stop = [this] { return Status::Invalid("not following btrfs changes: " + why_.text); };
@@ -83,8 +85,12 @@ FollowWhy FollowState::StreamPrevious(const IndexHeader& prev) {
 // With every directory record read: which of them were renamed, moved or removed
 // (PathMap), which changed directories are new, and the new directory records.
 FollowWhy FollowState::FinishDirs() {
+  std::erase_if(prev_dirs_, [&](const IndexDir& d) { return d.fs < root_of_fs_.size() && root_of_fs_[d.fs] == kGoneFs; });
   for (const auto& d : prev_dirs_) {
     if (d.fs >= root_of_fs_.size() || root_of_fs_[d.fs] < 0) return {NoFollow::kDamagedIndex, "a directory record names no root's filesystem"};
+    const FollowRoot& r = roots[root_of_fs_[d.fs]];
+    if (d.ino == kBtrfsFirstInode && r.path != r.top && d.path != r.path)
+      return {NoFollow::kSubvolumeChanged, "subvolume " + d.path + " was moved to " + r.path};
     if (!roots[root_of_fs_[d.fs]].changed.count(d.ino)) continue;
     auto it = dirs_.find({d.fs, d.ino});
     if (it == dirs_.end()) {  // removed, moved out of the roots, or excluded now
@@ -95,9 +101,10 @@ FollowWhy FollowState::FinishDirs() {
     dirs_by_old_path_[d.path] = &it->second;
     if (it->second.path != d.path) moved_.Rename(d.path, it->second.path);
   }
-  // A removed directory leaves no item to find; its parent changed, without it.
+  // A removed directory leaves no item to find; its parent changed, without it. A
+  // subvolume's top is no entry of its parent's: it was found where it was.
   for (const auto& d : prev_dirs_) {
-    if (roots[root_of_fs_[d.fs]].changed.count(d.ino)) continue;
+    if (roots[root_of_fs_[d.fs]].changed.count(d.ino) || d.ino == kBtrfsFirstInode) continue;
     auto parent = dirs_by_old_path_.find(PathDirname(d.path));
     if (parent == dirs_by_old_path_.end()) continue;
     auto e = parent->second->entries.find(PathBasename(d.path));
@@ -206,6 +213,7 @@ FollowWhy FollowState::CarryFile(FileEntry& e, bool* untouched) {
   if (e.ino == 0) return {NoFollow::kUnreadRecord, "the previous scan could not read " + e.path};
   // A file of a unique size recorded unread: a walk reads it if its size is met again.
   if (!e.hashed && e.error.empty()) return {NoFollow::kUnreadRecord, "the previous scan left " + e.path + " unread"};
+  if (e.fs < root_of_fs_.size() && root_of_fs_[e.fs] == kGoneFs) return {};  // its subvolume is gone
   if (e.fs >= root_of_fs_.size() || root_of_fs_[e.fs] < 0) return {NoFollow::kDamagedIndex, "a file record names no root's filesystem"};
   FollowRoot& r = roots[root_of_fs_[e.fs]];
   if (r.changed.count(e.ino)) {

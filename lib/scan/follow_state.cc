@@ -12,9 +12,6 @@
 #include "lib/scan/walk.h"
 
 namespace oans {
-namespace {
-
-// The absolute path of subvolume-relative `rel`, or nullopt when it is not below root r.
 std::optional<std::string> UnderRoot(const FollowRoot& r, const std::string& rel) {
   if (r.rel.empty()) return rel.empty() ? r.path : PathJoin(r.path, rel);
   if (rel == r.rel) return r.path;
@@ -23,18 +20,16 @@ std::optional<std::string> UnderRoot(const FollowRoot& r, const std::string& rel
   return std::nullopt;
 }
 
-}  // namespace
-
 FollowState::~FollowState() {
   for (auto& r : roots)
     if (r.fd >= 0) sys_.Close(r.fd);
 }
 
 bool FollowState::Excluded(const FollowRoot& r, const std::string& path) const {
-  if (o_.excludes.empty() || path.size() <= r.path.size()) return false;
-  const std::vector<std::string> excludes = ExcludesForRoot(o_.excludes, r.path);
+  if (o_.excludes.empty() || path.size() <= r.top.size()) return false;
+  const std::vector<std::string> excludes = ExcludesForRoot(o_.excludes, r.top);
   // Each component below the root, as the walk matches it before reading further.
-  for (size_t pos = r.path == "/" ? 1 : r.path.size() + 1;;) {
+  for (size_t pos = r.top == "/" ? 1 : r.top.size() + 1;;) {
     const size_t slash = path.find('/', pos);
     if (PathExcluded(excludes, path.substr(0, slash), path.substr(pos, slash - pos))) return true;
     if (slash == std::string::npos) return false;
@@ -54,8 +49,6 @@ FollowWhy FollowState::FindChanges() {
   for (auto& r : roots) {
     Status s = FindSubvolumeChanges(sys_, r.fd, r.since, &r.changes);
     if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
-    if (r.changes.subvolume_entry)
-      return {NoFollow::kSubvolumeChanged, "a subvolume below " + r.path + " was created, removed or snapshotted"};
     if (r.changes.too_many)
       return {NoFollow::kTooManyChanges, "btrfs reports more than " + std::to_string(kMaxFollowedInodes) +
                                              " changed inodes below " + r.path + " (a walk costs no more)"};

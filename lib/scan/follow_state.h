@@ -39,9 +39,11 @@ struct FollowWhy {
   std::string text;
 };
 
+// A root of the scan, or a subvolume below one (followed as a root of its own).
 struct FollowRoot {
-  std::string path;  // absolute, as in the index header
+  std::string path;  // absolute: a root as in the index header, or a subvolume's top
   std::string rel;   // the same directory within its subvolume ("" for the subvolume's root)
+  std::string top;   // the scan's root it lies below (its own path for a root)
   int fd = -1;
   uint64_t dev = 0;
   uint32_t fs = 0;  // in the previous (and new) header's filesystems
@@ -77,6 +79,9 @@ struct ChangedDir {
   bool known = false;                       // the previous index recorded it
 };
 
+// The absolute path of subvolume-relative `rel`, or nullopt when it is not below root r.
+std::optional<std::string> UnderRoot(const FollowRoot& r, const std::string& rel);
+
 class FollowState {
  public:
   FollowState(Sys& sys, const ScanOptions& o, Observer* observer, ScanStats* stats)
@@ -86,6 +91,11 @@ class FollowState {
   FollowState& operator=(const FollowState&) = delete;
 
   std::vector<FollowRoot> roots;
+  // The previous index's filesystems that are no longer below a root: subvolumes deleted
+  // (or moved out) since. Their records and directories are dropped.
+  std::vector<uint32_t> gone;
+  // Whether `path` (below r.top) is excluded by --exclude.
+  bool Excluded(const FollowRoot& r, const std::string& path) const;
   // Whether every record written equals one of the previous index and none is missing.
   bool unchanged() const { return changes_ == 0; }
 
@@ -131,7 +141,6 @@ class FollowState {
   // The path of directory `dir_ino` within its subvolume now; nullopt and *why set when
   // btrfs cannot say.
   std::optional<std::string> RelPath(FollowRoot& r, uint64_t dir_ino, FollowWhy* why, int depth = 0);
-  bool Excluded(const FollowRoot& r, const std::string& path) const;
   void MapFile(ChangedFile* f);
   void MapOpened(ChangedFile* f);
   bool HashFile(ChangedFile* f);
@@ -148,7 +157,8 @@ class FollowState {
   const ScanOptions& o_;
   Observer* observer_;
   ScanStats* stats_;
-  std::vector<int> root_of_fs_;                   // previous header's filesystem -> root, or -1
+  static constexpr int kGoneFs = -2;
+  std::vector<int> root_of_fs_;  // previous header's filesystem -> root, -1 none, kGoneFs gone
   std::map<std::pair<uint32_t, uint64_t>, ChangedDir> dirs_;  // (fs, inode)
   std::map<std::string, const ChangedDir*, std::less<>> dirs_by_old_path_;
   std::map<std::pair<uint32_t, uint64_t>, std::optional<std::string>> dir_paths_;  // (fs, inode) -> path now

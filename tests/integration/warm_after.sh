@@ -4,7 +4,8 @@
 # make at most 200 + 1 per 100 files of open, stat, getdents and ioctl calls (strace),
 # and each index equals a cold scan's, record for record. Both are followed scans: the
 # inodes btrfs names are decided from their tree items, not opened.
-# Twice: the root a directory, and the root a subvolume of its own.
+# Three times: the root a directory, the root a subvolume of its own, and the root a
+# directory holding a subvolume and a read-only snapshot of it (then the snapshot deleted).
 # WARM_FILES sets the number of files (default 20000).
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
@@ -14,14 +15,19 @@ done
 FILES=${WARM_FILES:-20000}
 # LeakSanitizer cannot run under ptrace: the strace'd scans would abort at exit.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-cat_files() {  # cat_files INDEX OUT: the file records, sorted, without `reused`
+# cat_files INDEX OUT: the file records, sorted, without `reused`, each filesystem named
+# by its uuid and subvolume (a followed scan may list them in another order).
+cat_files() {
   "$BIN/oans-cat" --blocks "$1" | python3 -c '
 import json, sys
-out = []
+out, fs = [], []
 for line in sys.stdin:
     j = json.loads(line)
+    if j.get("type") == "index-header":
+        fs = ["%s/%s" % (f.get("uuid"), f.get("subvolume")) for f in j["filesystems"]]
     if j.get("type") not in ("file", "dir"): continue
     j.pop("reused", None)
+    if "fs" in j: j["fs"] = fs[j["fs"]]
     out.append(json.dumps(j, sort_keys=True))
 print("\n".join(sorted(out)))' > "$2"
 }
@@ -69,15 +75,28 @@ for i in range(n):
         f.write(data)
 PY
 }
-for KIND in directory subvolume; do
+for KIND in directory subvolume nested; do
   mkfs_mount btrfs 1G "$KIND"
   findmnt -no OPTIONS "$MNT" | grep -q relatime || fail "the test mount is not relatime: $(findmnt -no OPTIONS "$MNT")"
   T=$MNT/tree
-  if [ "$KIND" = subvolume ]; then btrfs subvolume create "$T" > /dev/null; fi
-  make_files "$T" "$FILES"
+  case $KIND in
+    subvolume) btrfs subvolume create "$T" > /dev/null; make_files "$T" "$FILES" ;;
+    directory) make_files "$T" "$FILES" ;;
+    nested)  # half the files in a subvolume, the other half its read-only snapshot
+      mkdir "$T"
+      btrfs subvolume create "$T/live" > /dev/null
+      make_files "$T/live" $((FILES / 2))
+      btrfs subvolume snapshot -r "$T/live" "$T/snap" > /dev/null
+      # Copies made since, which a dedupe frees (the snapshot holds the originals),
+      # and one file in the root's own subvolume.
+      cp -r --reflink=never "$T/live/d000" "$T/live/copy"
+      cp --reflink=never "$T/live/d001/s2/f00200" "$T/top-file" ;;
+  esac
   sync
   ensure_files=$(find "$T" -type f | wc -l)
-  [ "$ensure_files" = "$FILES" ] || fail "made $ensure_files files, not $FILES"
+  expect=$FILES
+  [ "$KIND" != nested ] || expect=$((FILES / 2 * 2 + 201))
+  [ "$ensure_files" = "$expect" ] || fail "made $ensure_files files, not $expect"
   budget=$((200 + FILES / 100))
 
   "$BIN/oans-scan" --quiet "$T" -o "$WORK/$KIND-gen1.idx"
@@ -87,8 +106,15 @@ for KIND in directory subvolume; do
   warm "$KIND-after-apply" "$WORK/$KIND-gen1.idx"
 
   # A backup: every directory listed and every file read; relatime writes their atimes.
-  before=$(stat -c %X "$T/d000/s0/f00000")
+  probe=$T/d000/s0/f00000  # a unique file: the apply did not read it
+  [ "$KIND" != nested ] || probe=$T/live/d001/s1/f00202
+  before=$(stat -c %X "$probe")
   find "$T" -type f -exec cat {} + > /dev/null
-  [ "$(stat -c %X "$T/d000/s0/f00000")" != "$before" ] || fail "reading a file did not write its atime"
+  [ "$(stat -c %X "$probe")" != "$before" ] || fail "reading a file did not write its atime"
   warm "$KIND-after-backup" "$WORK/$KIND-after-apply.idx"
+  if [ "$KIND" = nested ]; then  # a deleted snapshot: its records leave the index
+    btrfs subvolume delete "$T/snap" > /dev/null
+    warm "$KIND-after-delete" "$WORK/$KIND-after-backup.idx"
+    ! grep -q '/snap/' "$WORK/$KIND-after-delete.txt" || fail "records of the deleted snapshot remain"
+  fi
 done

@@ -81,6 +81,19 @@ TEST(BtrfsDecodeTest, DirItemNamesASubvolume) {
   EXPECT_FALSE(DecodeDirItems(d.substr(0, d.size() - 1), [](const BtrfsDirEntry&) {}));
 }
 
+TEST(BtrfsDecodeTest, RootRefNamesWhereASubvolumeIsLinked) {
+  std::string d(sizeof(btrfs_root_ref), '\0');
+  Put<uint64_t>(&d, offsetof(btrfs_root_ref, dirid), 300);
+  Put<uint16_t>(&d, offsetof(btrfs_root_ref, name_len), 4);
+  d += "snap";
+  BtrfsRootRef r;
+  ASSERT_TRUE(DecodeRootRef(d, &r));
+  EXPECT_EQ(r.dirid, 300u);
+  EXPECT_EQ(r.name, "snap");
+  EXPECT_FALSE(DecodeRootRef(d.substr(0, d.size() - 1), &r));  // a name cut short
+  EXPECT_FALSE(DecodeRootRef(d.substr(0, sizeof(btrfs_root_ref) - 1), &r));
+}
+
 TEST(BtrfsDecodeTest, FileExtentRegularAndInline) {
   std::string d(sizeof(btrfs_file_extent_item), '\0');
   d[offsetof(btrfs_file_extent_item, type)] = BTRFS_FILE_EXTENT_REG;
