@@ -184,6 +184,8 @@ Result<FsIdentity> IdentifyFilesystem(int fd) {
     id.subvolume_uuid = b.subvolume_uuid;
     id.generation = b.generation;
     id.read_only = b.read_only;
+    id.parent_uuid = b.parent_uuid;
+    id.created = b.created;
   } else {
     struct fsuuid2 u;
     std::memset(&u, 0, sizeof u);

@@ -68,6 +68,10 @@ struct FsIdentity {
   std::string subvolume_uuid;
   uint64_t generation = 0;
   bool read_only = false;  // btrfs: a read-only subvolume (a snapshot, as most are)
+  // btrfs: a snapshot's source subvolume UUID ("" when not a snapshot), and the
+  // transaction that created the subvolume.
+  std::string parent_uuid;
+  uint64_t created = 0;
   uint32_t block_size = 4096;
   std::vector<std::string> devices;  // /sys block device names backing it ("loop0")
 };

@@ -189,6 +189,9 @@ BtrfsIdentity BtrfsIdentityOf(int fd) {
     id.subvolume_uuid = Uuid(sub.uuid);
     id.generation = sub.generation;
     id.read_only = sub.flags & BTRFS_ROOT_SUBVOL_RDONLY;
+    const bool snapshot = std::any_of(std::begin(sub.parent_uuid), std::end(sub.parent_uuid), [](auto b) { return b != 0; });
+    if (snapshot) id.parent_uuid = Uuid(sub.parent_uuid);
+    id.created = sub.otransid;
   }
   return id;
 }

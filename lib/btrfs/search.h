@@ -94,6 +94,10 @@ struct BtrfsIdentity {
   std::string subvolume_uuid;
   uint64_t generation = 0;
   bool read_only = false;
+  // A snapshot's source subvolume UUID ("" for a subvolume made empty) and the
+  // transaction that created it.
+  std::string parent_uuid;
+  uint64_t created = 0;
 };
 BtrfsIdentity BtrfsIdentityOf(int fd);
 

@@ -96,17 +96,57 @@ FollowWhy OpenRoots(Sys& sys, const IndexHeader& prev, std::vector<bool>* matche
   return {};
 }
 
+// A subvolume created since the previous index, open as r: when it is a snapshot, taken
+// since, of a subvolume that index holds, its records are its source's, carried to it
+// (FollowClone) and followed from the source's generation. Otherwise it is walked.
+FollowWhy OpenSnapshot(const IndexHeader& prev, const ScanOptions& o, FollowRoot* r, FollowState* f) {
+  auto walk = [r](const std::string& more) {
+    return FollowWhy{NoFollow::kSubvolumeChanged, "subvolume " + r->path + " was created since the previous index" + more};
+  };
+  if (r->id.parent_uuid.empty()) return walk("");
+  int from = -1;
+  for (uint32_t k = 0; k < prev.filesystems.size(); ++k)
+    if (prev.filesystems[k].uuid == r->id.uuid && prev.filesystems[k].subvolume_uuid == r->id.parent_uuid) from = int(k);
+  if (from < 0) return walk(", a snapshot of a subvolume it does not hold");
+  const FsRecord& was = prev.filesystems[from];
+  // Its tree's blocks older than that generation are then its source's, as recorded.
+  if (was.generation == 0 || r->id.created <= was.generation) return walk(", a snapshot of an older state of its source");
+  if (!o.excludes.empty()) return walk("; --exclude may leave out other files of it than of its source");
+  r->since = was.generation + 1;
+  r->fs = uint32_t(prev.filesystems.size() + f->clones.size());
+  f->clones.push_back({uint32_t(from), r->fs, f->roots.size() - 1, "", r->path});
+  return {};
+}
+
+// Each snapshot's source: followed whole (its top a root) and holding no other root,
+// whose place in the snapshot would be an empty directory.
+FollowWhy FindSources(FollowState* f) {
+  for (auto& c : f->clones) {
+    const FollowRoot* from = nullptr;
+    for (const auto& r : f->roots)
+      if (r.fs == c.from_fs) from = &r;
+    const std::string& to = f->roots[c.root].path;
+    if (!from || !from->rel.empty())
+      return {NoFollow::kSubvolumeChanged, "snapshot " + to + " was created since the previous index, of a subvolume not followed whole"};
+    for (const auto& r : f->roots)
+      if (&r != from && r.path != to && PathWithin(r.path, from->path))
+        return {NoFollow::kSubvolumeChanged, "snapshot " + to + " was created since the previous index, of a subvolume holding " + r.path};
+    c.from_path = from->path;
+  }
+  return {};
+}
+
 // Opens one subvolume below a root (at `path`, id `id`) as a followed root of its own.
-FollowWhy OpenNested(Sys& sys, const IndexHeader& prev, const NestedSubvolume& sub, std::vector<bool>* matched,
-                     FollowState* f) {
+FollowWhy OpenNested(Sys& sys, const IndexHeader& prev, const ScanOptions& o, const NestedSubvolume& sub,
+                     std::vector<bool>* matched, FollowState* f) {
   FollowRoot* r = nullptr;
   FollowWhy why = OpenRoot(sys, sub.rel, f, &r);  // sub.rel: its absolute path here
   if (!why.empty()) return why;
   if (r->id.subvolume != sub.id || !r->rel.empty())
     return {NoFollow::kSubvolumeChanged, sub.rel + ": the subvolume there changed while it was looked at"};
   const int found = FindFs(prev, r->id.uuid, sub.id);
-  if (found < 0 || (*matched)[found])
-    return {NoFollow::kSubvolumeChanged, "subvolume " + sub.rel + " was created since the previous index"};
+  if (found < 0) return OpenSnapshot(prev, o, r, f);
+  if ((*matched)[found]) return {NoFollow::kSubvolume, "two roots lie in one subvolume"};
   why = SameSubvolume(prev.filesystems[found], r);
   if (!why.empty()) return why;
   (*matched)[found] = true;
@@ -116,7 +156,8 @@ FollowWhy OpenNested(Sys& sys, const IndexHeader& prev, const NestedSubvolume& s
 
 // The subvolumes below each root (not excluded), each followed as a root of its own;
 // the previous index's subvolumes no longer there are gone.
-FollowWhy OpenSubvolumes(Sys& sys, const IndexHeader& prev, std::vector<bool>* matched, FollowState* f) {
+FollowWhy OpenSubvolumes(Sys& sys, const IndexHeader& prev, const ScanOptions& o, std::vector<bool>* matched,
+                         FollowState* f) {
   const size_t n = f->roots.size();
   for (size_t i = 0; i < n; ++i) {
     std::vector<NestedSubvolume> below;
@@ -130,7 +171,7 @@ FollowWhy OpenSubvolumes(Sys& sys, const IndexHeader& prev, std::vector<bool>* m
       if (!abs || a_root || f->Excluded(root, *abs)) continue;
       sub.rel = *abs;
       const size_t first = f->roots.size();
-      FollowWhy why = OpenNested(sys, prev, sub, matched, f);
+      FollowWhy why = OpenNested(sys, prev, o, sub, matched, f);
       if (!why.empty()) return why;
       f->roots[first].top = root.top;
     }
@@ -142,7 +183,7 @@ FollowWhy OpenSubvolumes(Sys& sys, const IndexHeader& prev, std::vector<bool>* m
     if (!ours) return {NoFollow::kSubvolume, "the previous index holds a filesystem no root lies in"};
     f->gone.push_back(k);
   }
-  return {};
+  return FindSources(f);
 }
 
 }  // namespace
@@ -193,7 +234,7 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   FollowWhy why = HeaderMismatch(o, start, prev);
   std::vector<bool> matched(prev.filesystems.size(), false);
   if (why.empty()) why = OpenRoots(sys, prev, &matched, &f);
-  if (why.empty()) why = OpenSubvolumes(sys, prev, &matched, &f);
+  if (why.empty()) why = OpenSubvolumes(sys, prev, o, &matched, &f);
   // Changes not yet committed (btrfs's delayed inode items, data not written back) are
   // not in the trees the search reads. The generations recorded were read before this,
   // so what it commits is searched again next time: seen twice, never missed.
@@ -222,6 +263,12 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   stats->storage.kind = header.spinning ? StorageKind::kHdd : StorageKind::kSsd;
   stats->storage.reason = auto_storage ? "as the previous index says" : "set by --storage";
   header.filesystems = prev.filesystems;
+  for (const auto& c : f.clones) {  // a snapshot's: its source's, but for its identity
+    FsRecord s = prev.filesystems[c.from_fs];
+    s.subvolume = f.roots[c.root].id.subvolume;
+    s.subvolume_uuid = f.roots[c.root].id.subvolume_uuid;
+    header.filesystems.push_back(std::move(s));
+  }
   header.followed_from = prev.created_ns;
   header.same_as_followed = f.unchanged();
   for (const auto& r : f.roots) {

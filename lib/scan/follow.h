@@ -5,12 +5,14 @@
 // Every other record of the previous index is carried into the new one as it was, with
 // its paths rewritten below directories that were renamed or moved, and dropped below
 // directories that were removed. Subvolumes and snapshots below a root are followed as
-// roots of their own; the records of one deleted since are dropped. The previous index
-// is streamed, never held: memory follows the change, not the tree. Where the filesystem
-// cannot answer (not btrfs, not root, another subvolume, a newer index than the
-// filesystem, a subvolume created or moved since, a damaged or incomplete index, a
-// directory moved in from outside), nothing is written and the caller walks. Called by
-// RunScan on its own thread; it runs readers on TBB.
+// roots of their own; the records of one deleted since are dropped. A snapshot taken
+// since of a subvolume followed whole takes its source's records, and is followed from
+// the source's generation. The previous index is streamed, never held: memory follows
+// the change, not the tree. Where the filesystem cannot answer (not btrfs, not root,
+// another subvolume, a newer index than the filesystem, another subvolume created or
+// moved since, a damaged or incomplete index, a directory moved in from outside),
+// nothing is written and the caller walks. Called by RunScan on its own thread; it runs
+// readers on TBB.
 #pragma once
 
 #include "lib/base/observer.h"

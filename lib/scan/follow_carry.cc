@@ -3,15 +3,19 @@
 
 #include <algorithm>
 
+#include "lib/base/paths.h"
 #include "lib/scan/follow_state.h"
 
 namespace oans {
 
 FollowWhy FollowState::StreamPrevious(const IndexHeader& prev) {
-  root_of_fs_.assign(prev.filesystems.size(), -1);
+  root_of_fs_.assign(prev.filesystems.size() + clones.size(), -1);
   for (size_t i = 0; i < roots.size(); ++i) root_of_fs_[roots[i].fs] = int(i);
   for (uint32_t k : gone) root_of_fs_[k] = kGoneFs;
   if (!gone.empty()) changes_++;  // their records are dropped
+  clones_of_.assign(prev.filesystems.size(), {});
+  for (const auto& c : clones) clones_of_[c.from_fs].push_back(&c);
+  if (!clones.empty()) changes_++;  // their records are new
   int sections = 0;
   // Reading ends with the reason itself as its error, when there is one.
   auto stop = [this] { return Status::Invalid("not following btrfs changes: " + why_.text); };
@@ -26,7 +30,11 @@ FollowWhy FollowState::StreamPrevious(const IndexHeader& prev) {
       why_ = {NoFollow::kDamagedIndex, "the previous index has directory records after file records"};
       return stop();
     }
-    for (auto& d : dirs) prev_dirs_.push_back(std::move(d));
+    for (auto& d : dirs) {
+      why_ = CloneDir(d);
+      if (!why_.empty()) return stop();
+      prev_dirs_.push_back(std::move(d));
+    }
     return Status::Ok();
   };
   // A batch whose records are all carried as they were is copied frame and all, read
@@ -61,14 +69,7 @@ FollowWhy FollowState::StreamPrevious(const IndexHeader& prev) {
           dirs_done_ = true;
           why_ = FinishDirs();
         }
-        for (size_t i = 0; i < batch.size() && why_.empty(); ++i) {
-          bool untouched = false;
-          why_ = CarryFile(batch[i], &untouched);
-          if (!untouched) continue;
-          CountCarried(1, batch[i].size, batch[i].other_paths.size());
-          batch[i].reused = true;
-          KeepWrite(file_writer_->Add(std::move(batch[i])));
-        }
+        for (size_t i = 0; i < batch.size() && why_.empty(); ++i) why_ = CarryWithClones(batch[i]);
         if (!why_.empty()) return stop();
         return Status::Ok();
       });
@@ -79,6 +80,57 @@ FollowWhy FollowState::StreamPrevious(const IndexHeader& prev) {
     dirs_done_ = true;
     return FinishDirs();
   }
+  return {};
+}
+
+namespace {
+
+// Moves `path` from below the clone's source to below the snapshot; false when it is
+// not below the source.
+bool Reroot(std::string* path, const FollowClone& c) {
+  if (!PathWithin(*path, c.from_path)) return false;
+  *path = c.to_path + path->substr(c.from_path.size());
+  return true;
+}
+
+}  // namespace
+
+const std::vector<const FollowClone*>& FollowState::ClonesOf(uint32_t fs) const {
+  static const std::vector<const FollowClone*> none;
+  return fs < clones_of_.size() ? clones_of_[fs] : none;
+}
+
+FollowWhy FollowState::CloneDir(const IndexDir& d) {
+  for (const FollowClone* c : ClonesOf(d.fs)) {
+    IndexDir x = d;
+    x.fs = c->to_fs;
+    if (!Reroot(&x.path, *c)) return {NoFollow::kDamagedIndex, "a directory record of " + c->from_path + " lies outside it: " + d.path};
+    prev_dirs_.push_back(std::move(x));
+  }
+  return {};
+}
+
+FollowWhy FollowState::CarryWithClones(FileEntry& e) {
+  for (const FollowClone* c : ClonesOf(e.fs)) {
+    FileEntry x = e;
+    x.fs = c->to_fs;
+    x.dev = roots[c->root].dev;
+    bool below = Reroot(&x.path, *c);
+    for (auto& p : x.other_paths) below = below && Reroot(&p, *c);
+    if (!below) return {NoFollow::kDamagedIndex, "a file record of " + c->from_path + " lies outside it: " + e.path};
+    FollowWhy why = CarryOne(x);
+    if (!why.empty()) return why;
+  }
+  return CarryOne(e);
+}
+
+FollowWhy FollowState::CarryOne(FileEntry& e) {
+  bool untouched = false;
+  FollowWhy why = CarryFile(e, &untouched);
+  if (!why.empty() || !untouched) return why;
+  CountCarried(1, e.size, e.other_paths.size());
+  e.reused = true;
+  KeepWrite(file_writer_->Add(std::move(e)));
   return {};
 }
 
@@ -188,7 +240,7 @@ bool FollowState::KeepEncoded(const BatchView& batch, uint64_t* hardlinks) {
   if (o_.stop && o_.stop->load()) return false;  // decoded, the stop is said
   *hardlinks = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (!CarriedAsIs(ViewAt{batch, i})) return false;
+    if (!CarriedAsIs(ViewAt{batch, i}) || !ClonesOf(batch.fs(i)).empty()) return false;
     if (!by_first_physical_.empty()) {
       auto first = batch.first_physical(i);
       if (first && by_first_physical_.count(*first)) return false;

@@ -55,6 +55,16 @@ struct FollowRoot {
   std::map<uint64_t, DirLink> dir_links;
 };
 
+// A snapshot created since the previous index of a subvolume that index holds. The
+// source's records are carried to it (paths below from_path moved below to_path), and
+// it is followed from the source's generation.
+struct FollowClone {
+  uint32_t from_fs = 0;  // the source, in the previous header's filesystems
+  uint32_t to_fs = 0;    // the snapshot, in the new header's (after the previous ones)
+  size_t root = 0;       // the snapshot's entry in FollowState::roots
+  std::string from_path, to_path;  // their tops
+};
+
 // A changed file: its paths now, and once mapped its record so far (identity, extents)
 // and where its hashes may come from without reading it.
 struct ChangedFile {
@@ -94,6 +104,7 @@ class FollowState {
   // The previous index's filesystems that are no longer below a root: subvolumes deleted
   // (or moved out) since. Their records and directories are dropped.
   std::vector<uint32_t> gone;
+  std::vector<FollowClone> clones;
   // Whether `path` (below r.top) is excluded by --exclude.
   bool Excluded(const FollowRoot& r, const std::string& path) const;
   // Whether every record written equals one of the previous index and none is missing.
@@ -121,6 +132,14 @@ class FollowState {
   // subvolume's root, read level by level in a few searches.
   FollowWhy LinkDirs(FollowRoot& r);
   FollowWhy FinishDirs();
+  // The clones of previous filesystem `fs` (none when it has none).
+  const std::vector<const FollowClone*>& ClonesOf(uint32_t fs) const;
+  // A previous directory record's copy for each clone of its filesystem, in prev_dirs_.
+  FollowWhy CloneDir(const IndexDir& d);
+  // A previous file record carried (CarryOne), after its copy for each clone.
+  FollowWhy CarryWithClones(FileEntry& e);
+  // A previous file record carried: written when untouched, else as CarryFile decides.
+  FollowWhy CarryOne(FileEntry& e);
   // Sets *untouched (and writes nothing) when the record is carried exactly as it was.
   FollowWhy CarryFile(FileEntry& e, bool* untouched);
   // Whether a previous record is carried exactly as it was: its inode unchanged and read
@@ -159,6 +178,7 @@ class FollowState {
   ScanStats* stats_;
   static constexpr int kGoneFs = -2;
   std::vector<int> root_of_fs_;  // previous header's filesystem -> root, -1 none, kGoneFs gone
+  std::vector<std::vector<const FollowClone*>> clones_of_;  // previous header's filesystem -> clones
   std::map<std::pair<uint32_t, uint64_t>, ChangedDir> dirs_;  // (fs, inode)
   std::map<std::string, const ChangedDir*, std::less<>> dirs_by_old_path_;
   std::map<std::pair<uint32_t, uint64_t>, std::optional<std::string>> dir_paths_;  // (fs, inode) -> path now

@@ -5,7 +5,8 @@
 # and each index equals a cold scan's, record for record. Both are followed scans: the
 # inodes btrfs names are decided from their tree items, not opened.
 # Three times: the root a directory, the root a subvolume of its own, and the root a
-# directory holding a subvolume and a read-only snapshot of it (then the snapshot deleted).
+# directory holding a subvolume and a read-only snapshot of it; then a new snapshot
+# taken and the old one deleted.
 # WARM_FILES sets the number of files (default 20000).
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
@@ -37,7 +38,9 @@ calls() {
          n += ($4 ~ /^[0-9]+$/) ? $4 : $3 } END { print n + 0 }' "$1"
 }
 warm() {  # warm NAME PREVIOUS: a followed scan under strace, checked against a cold scan
-  local name=$1 prev=$2
+  local name=$1 prev=$2 files
+  files=$(find "$T" -type f | wc -l)
+  budget=$((200 + files / 100))
   if [ -n "${WARM_TRACE:-}" ]; then  # WARM_TRACE=DIR: every call of the scan, for a look
     strace -f -o "$WARM_TRACE/$name.trace" "$BIN/oans-scan" --quiet --previous "$prev" "$T" -o /dev/null
   fi
@@ -52,7 +55,7 @@ warm() {  # warm NAME PREVIOUS: a followed scan under strace, checked against a 
   cat_files "$WORK/$name-cold.idx" "$WORK/$name-cold.txt"
   cmp -s "$WORK/$name.txt" "$WORK/$name-cold.txt" || fail "$name: records differ from a cold scan's:
 $(diff "$WORK/$name-cold.txt" "$WORK/$name.txt" | head -20)"
-  echo "$name: $n open/stat/getdents/ioctl calls for $FILES files (budget $budget); changed inodes $(json_field "$WORK/$name.json" changed_inodes)"
+  echo "$name: $n open/stat/getdents/ioctl calls for $files files (budget $budget); changed inodes $(json_field "$WORK/$name.json" changed_inodes)"
   sed -n '1,2p;/open\|stat\|getdents\|ioctl/p' "$WORK/$name.strace"
   [ "$n" -le "$budget" ] || fail "$name: $n calls, more than $budget"
   pass "$name: $n calls (at most $budget), $(wc -l < "$WORK/$name.txt") records equal to a cold scan's"
@@ -97,7 +100,6 @@ for KIND in directory subvolume nested; do
   expect=$FILES
   [ "$KIND" != nested ] || expect=$((FILES / 2 * 2 + 201))
   [ "$ensure_files" = "$expect" ] || fail "made $ensure_files files, not $expect"
-  budget=$((200 + FILES / 100))
 
   "$BIN/oans-scan" --quiet "$T" -o "$WORK/$KIND-gen1.idx"
   "$BIN/oans-plan" --quiet "$WORK/$KIND-gen1.idx" -o "$WORK/$KIND-plan1"
@@ -112,9 +114,23 @@ for KIND in directory subvolume nested; do
   find "$T" -type f -exec cat {} + > /dev/null
   [ "$(stat -c %X "$probe")" != "$before" ] || fail "reading a file did not write its atime"
   warm "$KIND-after-backup" "$WORK/$KIND-after-apply.idx"
-  if [ "$KIND" = nested ]; then  # a deleted snapshot: its records leave the index
+  if [ "$KIND" = nested ]; then
+    # A new snapshot of the subvolume, one file changed before it and one after: its
+    # records are carried from the subvolume's, and only the changed files count.
+    printf 'before the snapshot' >> "$T/live/d001/s1/f00202"
+    btrfs subvolume snapshot -r "$T/live" "$T/snap2" > /dev/null
+    printf 'after it' >> "$T/live/d002/s2/f00401"
+    warm "$KIND-new-snapshot" "$WORK/$KIND-after-backup.idx"
+    changed=$("$BIN/oans-cat" "$WORK/$KIND-new-snapshot.idx" | python3 -c '
+import json, sys
+header = json.loads(sys.stdin.readline())
+sys.stdin.read()
+print(" ".join(sorted("%d:%d" % (c["fs"], c["ino"]) for c in header["changed_files"])))')
+    echo "files listed as changed: $changed"
+    [ "$(wc -w <<< "$changed")" = 3 ] || fail "not 3 files listed as changed (f00202 in both, f00401): $changed"
+    # A deleted snapshot: its records leave the index.
     btrfs subvolume delete "$T/snap" > /dev/null
-    warm "$KIND-after-delete" "$WORK/$KIND-after-backup.idx"
+    warm "$KIND-after-delete" "$WORK/$KIND-new-snapshot.idx"
     ! grep -q '/snap/' "$WORK/$KIND-after-delete.txt" || fail "records of the deleted snapshot remain"
   fi
 done
