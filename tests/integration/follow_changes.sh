@@ -10,7 +10,8 @@
 # the new one lists is the plan of a join of the two (--since-join).
 # OANS_FOLLOW_SEEDS (default 12) sets how many batches run, each from the last index.
 # Then: nothing changed costs no directory read, stat or open; a new subvolume below the
-# root is seen by a walk, said once; content is unchanged throughout.
+# root is seen by a walk, said once; then snapshots of it taken and deleted between
+# random changes are followed; content is unchanged throughout.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
 PY="$(dirname "$0")/follow_changes.py"
@@ -150,3 +151,31 @@ sync
 [ "$(grep -c 'not following btrfs changes' "$WORK/sub.err")" = 1 ] || fail "no single notice: $(cat "$WORK/sub.err")"
 grep -q 'subvolume' "$WORK/sub.err" || fail "the notice does not say why: $(cat "$WORK/sub.err")"
 pass "a new subvolume below the root: walked, said once"
+
+# Snapshots of that subvolume taken and deleted below the root, between random changes
+# to it: each scan follows (a new snapshot takes the subvolume's records, a deleted
+# one's are dropped), and each index is a cold scan's.
+python3 "$PY" make "$T/sub" 2
+sync
+"$BIN/oans-scan" --quiet "$T" -o "$WORK/s0.idx"
+prev=$WORK/s0.idx
+for k in 1 2 3 4; do
+  made=$(python3 "$PY" change "$T/sub" $((100 + k)) 6)
+  btrfs subvolume snapshot -r "$T/sub" "$T/snap$k" > /dev/null
+  made="$made, snapshot, $(python3 "$PY" change "$T/sub" $((200 + k)) 6)"
+  if [ "$k" -ge 3 ]; then
+    btrfs subvolume delete "$T/snap$((k - 2))" > /dev/null
+    made="$made, snapshot $((k - 2)) deleted"
+  fi
+  sync
+  "$BIN/oans-scan" --json --previous "$prev" "$T" -o "$WORK/s$k.idx" > "$WORK/s$k.json" 2>&1 ||
+    fail "snapshot $k: following scan failed: $(cat "$WORK/s$k.json")"
+  [ "$(json_field "$WORK/s$k.json" followed)" = True ] ||
+    fail "snapshot $k ($made): the scan did not follow btrfs changes: $(cat "$WORK/s$k.json")"
+  "$BIN/oans-scan" --quiet "$T" -o "$WORK/s$k-cold.idx"
+  out=$(python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/s$k.idx") <("$BIN/oans-cat" --blocks "$WORK/s$k-cold.idx")) ||
+    fail "snapshot $k ($made): the followed index differs from a cold scan's:
+$out"
+  pass "snapshot $k ($made): $out; $(json_field "$WORK/s$k.json" changed_inodes) inodes looked at"
+  prev=$WORK/s$k.idx
+done
