@@ -8,6 +8,7 @@
 #include <map>
 #include <utility>
 
+#include "lib/base/fd.h"
 #include "lib/btrfs/backrefs.h"
 
 namespace oans {
@@ -33,10 +34,10 @@ void RefCensus::Describe(Sys& sys, IndexHeader* h) {
   for (size_t i = 0; i < h->filesystems.size(); ++i) {
     const FsRecord& f = h->filesystems[i];
     if (f.type != "btrfs") continue;
-    auto fd = sys.OpenDirNoFollow(f.mount_point);
+    auto fd = Own(sys, sys.OpenDirNoFollow(f.mount_point));
     if (!fd.ok()) return;
-    auto facts = SubvolumeFactsOf(*fd, f.subvolume);
-    sys.Close(*fd);
+    auto facts = SubvolumeFactsOf(fd->get(), f.subvolume);
+    fd->reset();
     if (!facts.ok()) return;
     subs[i] = {facts->read_only, facts->shared, facts->tree_bytes, facts->node_size, facts->metadata_copies};
     any = true;
