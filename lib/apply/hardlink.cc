@@ -195,7 +195,7 @@ Status HardlinkExecutor::SameReach(const PlanFileRef& src, const FileStat& s0, c
 Status HardlinkExecutor::Compare(int src_fd, int dst_fd, uint64_t size, bool paced, bool* transient) {
   for (uint64_t off = 0; off < size;) {
     size_t want = size_t(std::min<uint64_t>(a_.size(), size - off));
-    // Else the prefetch read it, at the rate asked.
+    // A round read ahead was paced by the prefetch: its compare is not paced again.
     Sys& reads = paced ? sys_ : unpaced_;
     auto x = reads.Pread(src_fd, a_.data(), want, off);
     auto y = reads.Pread(dst_fd, b_.data(), want, off);
