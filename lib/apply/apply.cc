@@ -13,6 +13,7 @@
 #include "lib/apply/prefetch.h"
 #include "lib/apply/reflink.h"
 #include "lib/base/fsinfo.h"
+#include "lib/base/paced_sys.h"
 #include "lib/base/storage.h"
 #include "lib/base/tsan.h"
 
@@ -27,10 +28,10 @@ using Clock = std::chrono::steady_clock;
 // is left to be read as the dedupes meet it.
 constexpr uint64_t kTreeAheadBudget = 128ull << 20;
 
-std::unique_ptr<Executor> MakeExecutor(Sys& sys, const ApplyOptions& o, RateLimiter* rate) {
+std::unique_ptr<Executor> MakeExecutor(PacedSys& sys, const ApplyOptions& o) {
   if (o.dry_run) return std::make_unique<DryRunExecutor>(o.on_dry_run);
-  if (o.hardlink) return std::make_unique<HardlinkExecutor>(sys, o.link_policy, rate, o.link_log);
-  return std::make_unique<ReflinkExecutor>(sys, rate);
+  if (o.hardlink) return std::make_unique<HardlinkExecutor>(sys, o.link_policy, o.link_log);
+  return std::make_unique<ReflinkExecutor>(sys);
 }
 
 // The state of one run, shared by the two stages (and the thread that opens the round
@@ -45,9 +46,9 @@ class Run {
         h_(plan.header()),
         plan_(plan),
         verifier_(sys, h_),
-        rate_(o.max_rate),
+        paced_(sys, o.max_rate),
         buffer_(1u << 20),
-        executor_(MakeExecutor(sys, o, &rate_)) {}
+        executor_(MakeExecutor(paced_, o)) {}
 
   Status Go();
 
@@ -88,7 +89,7 @@ class Run {
   PlanReader& plan_;      // stage 1 (OpenNext)
   Verifier verifier_;     // stage 1 (OpenNext)
   std::future<std::unique_ptr<PreparedRound>> next_;  // stage 1: the round being opened
-  RateLimiter rate_;      // both (thread-safe)
+  PacedSys paced_;        // both: sys_ at --max-rate, for the reads and copies
   std::vector<char> buffer_;  // stage 1
   uint64_t head_ = 0;         // stage 1: where the last round's prefetch ended on disk
   std::unique_ptr<Executor> executor_;  // stage 2
@@ -130,7 +131,7 @@ PreparedRound* Run::Prepare(tbb::flow_control& fc) {
   std::unique_ptr<PreparedRound> p = next_.valid() ? next_.get() : OpenNext();
   if (p && !p->from_journal && (ShouldStop() || journal_failed_.load())) {
     // Stopped while it was opened: never started, left for the next run.
-    Verifier::CloseAll(sys_, p.get());
+    Verifier::CloseAll(p.get());
     stopped_early_ = true;
     p.reset();
   }
@@ -145,7 +146,7 @@ PreparedRound* Run::Prepare(tbb::flow_control& fc) {
     }
   if (!p->from_journal && Prefetching()) {
     if (policy_.commit_between_rounds) CommitIfDue(*p);
-    Prefetch(sys_, &rate_, &buffer_, &head_, p.get());
+    Prefetch(paced_, &buffer_, &head_, p.get());
   }
   return p.release();
 }
@@ -153,8 +154,8 @@ PreparedRound* Run::Prepare(tbb::flow_control& fc) {
 void Run::CommitIfDue(const PreparedRound& p) {
   const uint64_t done = deduped_.load();
   if (o_.commit_every == 0 || done - committed_at_ < o_.commit_every) return;
-  for (int fd : p.fds)
-    if (fd >= 0) {
+  for (const Fd& f : p.fds)
+    if (const int fd = f.get(); fd >= 0) {
       // A hint: what is not committed now is committed later.
       if (sys_.Syncfs(fd).ok()) commits_++;
       committed_at_ = done;
@@ -179,7 +180,7 @@ void Run::Finish(PreparedRound* raw) {
   }
   if (ShouldStop() || !journal_error_.ok()) {
     // Stopped during the previous round: this one was only prepared, never started.
-    Verifier::CloseAll(sys_, p.get());
+    Verifier::CloseAll(p.get());
     discarded_ = true;
     return;
   }
@@ -197,7 +198,7 @@ void Run::Finish(PreparedRound* raw) {
   });
   const uint64_t index = p->round.index;
   if (releaser_) releaser_->Add(std::move(p));  // dropped from the page cache and closed meanwhile
-  else Verifier::CloseAll(sys_, p.get());
+  else Verifier::CloseAll(p.get());
   r.AddTo(stats_);
   deduped_ = stats_->bytes_deduped + stats_->bytes_linked + stats_->bytes_rewritten;
   for (const auto& n : r.notices) observer_->FileNotice(n.path, n.reason);
@@ -275,7 +276,7 @@ Status Run::Go() {
   stats_->commits = commits_;
   if (next_.valid()) {  // opened after the last round to run: closed unused
     std::unique_ptr<PreparedRound> left = next_.get();
-    if (left && !left->from_journal) Verifier::CloseAll(sys_, left.get());
+    if (left && !left->from_journal) Verifier::CloseAll(left.get());
   }
   if (!o_.dry_run && h_.rounds > 0) meter.After(sys_, stats_);
   OANS_RETURN_IF_ERROR(journal_error_);

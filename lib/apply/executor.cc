@@ -9,11 +9,11 @@ std::vector<UsableDest> UsableDests(const PreparedRound& r, const PlanOp& op, co
   const auto& files = r.round.files;
   for (const auto& d : op.dests) {
     if (ex.Handled(files[d.file])) continue;
-    if (r.fds[op.source] < 0) {
+    if (r.fd(op.source) < 0) {
       out->Skip("source " + r.problem[op.source], op.length, r.transient[op.source]);
       continue;
     }
-    if (r.fds[d.file] < 0) {
+    if (r.fd(d.file) < 0) {
       out->Skip(r.problem[d.file], op.length, r.transient[d.file]);
       continue;
     }

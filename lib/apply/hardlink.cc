@@ -7,6 +7,7 @@
 #include <random>
 
 #include "lib/apply/errors.h"
+#include "lib/base/fd.h"
 
 namespace oans {
 namespace {
@@ -43,6 +44,7 @@ class Leases {
       *transient = true;
       return Status::Mismatch("open for writing by another process");
     }
+    if (s.IsUnsupported()) return s.Prepend("cannot make sure no other process writes to it");
     return Status::Io("cannot make sure no other process writes to it (file leases: " +
                           std::string(std::strerror(s.errnum())) + ")",
                       s.errnum());
@@ -61,8 +63,8 @@ class Leases {
 
 }  // namespace
 
-HardlinkExecutor::HardlinkExecutor(Sys& sys, LinkPolicy policy, RateLimiter* rate, LinkIntentLog* log)
-    : sys_(sys), policy_(policy), rate_(rate), log_(log), a_(1u << 20), b_(1u << 20), reach_(sys) {}
+HardlinkExecutor::HardlinkExecutor(PacedSys& sys, LinkPolicy policy, LinkIntentLog* log)
+    : sys_(sys), unpaced_(sys.inner()), policy_(policy), log_(log), a_(1u << 20), b_(1u << 20), reach_(sys) {}
 
 std::string HardlinkExecutor::PolicyRefusal(const LinkPolicy& p, const FileStat& a, const FileStat& b,
                                             const std::vector<std::pair<std::string, std::string>>* xa,
@@ -115,7 +117,7 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
 }
 
 Status HardlinkExecutor::LinkOne(const PreparedRound& r, uint32_t src, uint32_t dst_i, bool* transient) {
-  const int src_fd = r.fds[src], dst_fd = r.fds[dst_i];
+  const int src_fd = r.fd(src), dst_fd = r.fd(dst_i);
   const PlanFileRef& dst = r.round.files[dst_i];
   auto s0 = sys_.Fstat(src_fd);
   auto d0 = sys_.Fstat(dst_fd);
@@ -172,10 +174,9 @@ Status HardlinkExecutor::SameReach(const PlanFileRef& src, const FileStat& s0, c
   given.insert(given.end(), src.other_paths.begin(), src.other_paths.end());
   for (const auto& name : given) {
     const size_t slash = name.rfind('/');
-    auto dir = sys_.OpenDirNoFollow(slash == 0 ? "/" : name.substr(0, slash));
+    auto dir = Own(sys_, sys_.OpenDirNoFollow(slash == 0 ? "/" : name.substr(0, slash)));
     if (!dir.ok()) continue;
-    auto st = sys_.StatAt(*dir, name.substr(slash + 1));
-    sys_.Close(*dir);
+    auto st = sys_.StatAt(dir->get(), name.substr(slash + 1));
     if (st.ok() && st->ino == s0.ino && st->dev == s0.dev) names.push_back(name);
   }
   if (names.size() < s0.nlink)
@@ -194,14 +195,15 @@ Status HardlinkExecutor::SameReach(const PlanFileRef& src, const FileStat& s0, c
 Status HardlinkExecutor::Compare(int src_fd, int dst_fd, uint64_t size, bool paced, bool* transient) {
   for (uint64_t off = 0; off < size;) {
     size_t want = size_t(std::min<uint64_t>(a_.size(), size - off));
-    auto x = sys_.Pread(src_fd, a_.data(), want, off);
-    auto y = sys_.Pread(dst_fd, b_.data(), want, off);
+    // A round read ahead was paced by the prefetch: its compare is not paced again.
+    Sys& reads = paced ? sys_ : unpaced_;
+    auto x = reads.Pread(src_fd, a_.data(), want, off);
+    auto y = reads.Pread(dst_fd, b_.data(), want, off);
     if (!x.ok()) return x.status();
     if (!y.ok()) return y.status();
     if (*x != want || *y != want) return Status::Mismatch("changed while being compared");
     if (std::memcmp(a_.data(), b_.data(), want) != 0) return Status::Mismatch("differs (changed since scan)");
     off += want;
-    if (paced) rate_->Account(2 * want);  // else the prefetch read it, at the rate asked
     if (!sys_.LeaseHeld(src_fd) || !sys_.LeaseHeld(dst_fd)) {
       *transient = true;
       return Status::Mismatch("opened for writing by another process during the compare");
@@ -217,12 +219,8 @@ Status HardlinkExecutor::Replace(int src_fd, int dst_fd, const PlanFileRef& dst,
   LinkIntent in;
   in.dir = slash == 0 ? "/" : dst.path.substr(0, slash);
   const std::string name = dst.path.substr(slash + 1);
-  OANS_ASSIGN_OR_RETURN(auto dir, sys_.OpenDirNoFollow(in.dir));
-  struct Closer {
-    Sys& sys;
-    int fd;
-    ~Closer() { sys.Close(fd); }
-  } closer{sys_, dir};
+  OANS_ASSIGN_OR_RETURN(Fd dir_fd, Own(sys_, sys_.OpenDirNoFollow(in.dir)));
+  const int dir = dir_fd.get();
   auto still = [&]() -> Status {
     OANS_ASSIGN_OR_RETURN(auto now, sys_.StatAt(dir, name));
     return SameFile(now, d0) ? Status::Ok() : Status::Mismatch("changed while being compared");
@@ -272,22 +270,18 @@ Status HardlinkExecutor::Replace(int src_fd, int dst_fd, const PlanFileRef& dst,
 }
 
 Status RecoverLink(Sys& sys, const LinkIntent& in, std::string* notice) {
-  auto dir = sys.OpenDirNoFollow(in.dir);
-  if (!dir.ok()) return Status::Ok();  // the directory is gone, and the name with it
-  struct Closer {
-    Sys& sys;
-    int fd;
-    ~Closer() { sys.Close(fd); }
-  } closer{sys, *dir};
+  auto opened = Own(sys, sys.OpenDirNoFollow(in.dir));
+  if (!opened.ok()) return Status::Ok();  // the directory is gone, and the name with it
+  const int dir = opened->get();
   if (in.tmp.find('/') != std::string::npos || in.tmp.find(".oans-link-") == std::string::npos)
     return Status::Corrupt("journal names a hidden link that oans does not make: " + in.tmp);
-  auto st = sys.StatAt(*dir, in.tmp);
+  auto st = sys.StatAt(dir, in.tmp);
   if (!st.ok()) return Status::Ok();  // never made, or already removed
   if (!S_ISREG(st->mode)) return Status::Ok();  // not ours: leave it
   const std::string where = in.dir + "/" + in.tmp;
-  if (st->ino == in.src_ino) return sys.UnlinkAt(*dir, in.tmp);
+  if (st->ino == in.src_ino) return sys.UnlinkAt(dir, in.tmp);
   if (st->ino == in.dst_ino && st->size == in.dst_size && st->mtime_ns == in.dst_mtime_ns)
-    return sys.UnlinkAt(*dir, in.tmp);
+    return sys.UnlinkAt(dir, in.tmp);
   if (st->ino == in.dst_ino)
     *notice = where + ": kept: a file replaced by a hardlink was written to afterwards by a process that had it "
               "open; compare it with the file beside it and keep what you need";

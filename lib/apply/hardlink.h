@@ -29,6 +29,7 @@
 #include "lib/apply/link_intent.h"
 #include "lib/apply/prefetch.h"
 #include "lib/apply/reach.h"
+#include "lib/base/paced_sys.h"
 #include "lib/base/sys.h"
 
 namespace oans {
@@ -49,8 +50,9 @@ Status RecoverLink(Sys& sys, const LinkIntent& intent, std::string* notice);
 
 class HardlinkExecutor : public Executor {
  public:
-  // `log` may be null only in tests.
-  HardlinkExecutor(Sys& sys, LinkPolicy policy, RateLimiter* rate, LinkIntentLog* log);
+  // `log` may be null only in tests. The compare of a round not read ahead reads
+  // through `sys`, at its pace; that of a round read ahead, through sys.inner().
+  HardlinkExecutor(PacedSys& sys, LinkPolicy policy, LinkIntentLog* log);
   void Run(const PreparedRound& r, RoundResult* out, const std::function<void(uint64_t)>& tick) override;
   bool Handled(const PlanFileRef& f) const override { return linked_.count({f.fs, f.ino}) != 0; }
 
@@ -65,13 +67,13 @@ class HardlinkExecutor : public Executor {
   Status LinkOne(const PreparedRound& r, uint32_t src, uint32_t dst, bool* transient);
   // Whether the same users reach every name of the source and the destination.
   Status SameReach(const PlanFileRef& src, const FileStat& s0, const PlanFileRef& dst);
-  // Compares the two files byte for byte; `paced`: count the reads against the rate limit
+  // Compares the two files byte for byte; `paced`: count the reads against the rate
   // (a round read ahead was paced by the prefetch).
   Status Compare(int src_fd, int dst_fd, uint64_t size, bool paced, bool* transient);
   Status Replace(int src_fd, int dst_fd, const PlanFileRef& dst, const FileStat& d0, bool* transient);
   Sys& sys_;
+  Sys& unpaced_;  // sys_ without the pace
   const LinkPolicy policy_;
-  RateLimiter* rate_;
   LinkIntentLog* log_;
   std::vector<char> a_, b_;
   Reach reach_;

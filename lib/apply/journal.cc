@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <sstream>
 
+#include "lib/base/fd.h"
 #include "lib/base/json.h"
 #include "lib/base/trust.h"
 
@@ -87,13 +88,6 @@ void SplitPath(const std::string& path, std::string* dir, std::string* base) {
   }
 }
 
-struct DirFd {
-  int fd = -1;
-  ~DirFd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 }  // namespace
 
 std::set<uint64_t> ParseJournalRounds(const std::string& body, uint64_t rounds) {
@@ -147,12 +141,11 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path, const Pl
   std::string dir, base;
   SplitPath(path, &dir, &base);
   if (base.empty() || base == "." || base == "..") return Status::Invalid("journal " + path + ": give a file name");
-  DirFd d;
-  d.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (d.fd < 0) return Status::Io("opening the journal's directory " + dir, errno);
-  OANS_RETURN_IF_ERROR(CheckTrustedDirectory(d.fd, "journal", path));
+  Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!d.valid()) return Status::Io("opening the journal's directory " + dir, errno);
+  OANS_RETURN_IF_ERROR(CheckTrustedDirectory(d.get(), "journal", path));
   const std::string want = HeaderLine(header);
-  j->fd_ = ::openat(d.fd, base.c_str(), O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  j->fd_ = ::openat(d.get(), base.c_str(), O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
   if (j->fd_ < 0 && errno == ELOOP)
     return Status::Invalid("refusing the journal " + path + ": it is a symbolic link (never followed); remove it");
   if (j->fd_ < 0 && errno != ENOENT) return Status::Io("opening journal " + path, errno);
@@ -165,15 +158,15 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path, const Pl
     // name must still hold the same inode afterwards.
     const std::string stale = base + ".stale";
     struct stat was, now;
-    if (::fstat(j->fd_, &was) != 0 || ::renameat(d.fd, base.c_str(), d.fd, stale.c_str()) != 0)
+    if (::fstat(j->fd_, &was) != 0 || ::renameat(d.get(), base.c_str(), d.get(), stale.c_str()) != 0)
       return Status::Io("setting aside " + path, errno);
-    if (::fstatat(d.fd, stale.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 || now.st_ino != was.st_ino ||
+    if (::fstatat(d.get(), stale.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 || now.st_ino != was.st_ino ||
         now.st_dev != was.st_dev)
       return Status::Invalid("journal " + path + " was replaced while being set aside; run again");
     *notice = path + " belongs to another plan; moved it to " + path + ".stale and started a new journal";
     ::close(j->fd_);
   }
-  j->fd_ = ::openat(d.fd, base.c_str(), O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  j->fd_ = ::openat(d.get(), base.c_str(), O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (j->fd_ < 0) return Status::Io("creating journal " + path, errno);
   std::string line = want + "\n";
   if (::write(j->fd_, line.data(), line.size()) != ssize_t(line.size()) || ::fdatasync(j->fd_) != 0)

@@ -5,24 +5,20 @@
 namespace oans {
 
 void SpaceMeter::Before(Sys& sys, const PlanHeader& h) {
-  sys_ = &sys;
   ok_ = !h.roots.empty();
   for (const auto& root : h.roots) {
-    auto fd = sys.OpenDirNoFollow(root);
-    if (!fd.ok()) fd = sys.OpenNoFollow(root);
+    auto fd = Own(sys, sys.OpenDirNoFollow(root));
+    if (!fd.ok()) fd = Own(sys, sys.OpenNoFollow(root));
     if (!fd.ok()) {
       ok_ = false;
       continue;
     }
-    auto id = sys.Identify(*fd);
+    auto id = sys.Identify(fd->get());
     const std::string uuid = id.ok() ? id->uuid : root;
-    if (std::any_of(fs_.begin(), fs_.end(), [&](const Fs& f) { return f.uuid == uuid; })) {
-      sys.Close(*fd);
-      continue;
-    }
-    auto use = sys.MeasureSpace(*fd);
+    if (std::any_of(fs_.begin(), fs_.end(), [&](const Fs& f) { return f.uuid == uuid; })) continue;
+    auto use = sys.MeasureSpace(fd->get());
     if (!use.ok()) ok_ = false;
-    fs_.push_back({*fd, uuid, use.ok() ? *use : SpaceUse{}});
+    fs_.push_back({std::move(*fd), uuid, use.ok() ? *use : SpaceUse{}});
   }
 }
 
@@ -31,7 +27,7 @@ void SpaceMeter::After(Sys& sys, ApplyStats* s) {
   bool split = true;
   for (const Fs& f : fs_) {
     if (!ok_) break;
-    auto use = sys.MeasureSpace(f.fd);
+    auto use = sys.MeasureSpace(f.fd.get());
     if (!use.ok()) {
       ok_ = false;
       break;
@@ -46,11 +42,6 @@ void SpaceMeter::After(Sys& sys, ApplyStats* s) {
   s->data_freed = data;
   s->metadata_grown = meta;
   s->space_approximate = SpaceApproximate(*s);
-}
-
-SpaceMeter::~SpaceMeter() {
-  for (const Fs& f : fs_)
-    if (f.fd >= 0) sys_->Close(f.fd);
 }
 
 bool SpaceApproximate(const ApplyStats& s) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lib/apply/stats.h"
+#include "lib/base/fd.h"
 #include "lib/base/sys.h"
 #include "lib/format/plan_file.h"
 
@@ -20,17 +21,15 @@ class SpaceMeter {
   // Opens one root per filesystem of the plan (by UUID) and measures it. A root that
   // cannot be opened or measured leaves the apply unmeasured.
   void Before(Sys& sys, const PlanHeader& h);
-  // Measures again, closes, and fills the space fields of `stats`.
+  // Measures again and fills the space fields of `stats`. The roots close with the meter.
   void After(Sys& sys, ApplyStats* stats);
-  ~SpaceMeter();
 
  private:
   struct Fs {
-    int fd = -1;
+    Fd fd;
     std::string uuid;
     SpaceUse before;
   };
-  Sys* sys_ = nullptr;
   std::vector<Fs> fs_;
   bool ok_ = false;
 };

@@ -5,18 +5,6 @@
 
 namespace oans {
 
-void RateLimiter::Account(uint64_t bytes) {
-  if (!rate_) return;
-  std::chrono::steady_clock::time_point due;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    total_ += bytes;
-    due = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                       std::chrono::duration<double>(double(total_) / double(rate_)));
-  }
-  std::this_thread::sleep_until(due);
-}
-
 namespace {
 
 struct R {
@@ -30,10 +18,10 @@ struct R {
 std::vector<R> Ranges(const PreparedRound& p) {
   std::vector<R> ranges;
   for (const auto& op : p.round.ops) {
-    if (p.fds[op.source] < 0) continue;
-    ranges.push_back({op.physical, p.fds[op.source], op.offset, op.length});
+    if (p.fd(op.source) < 0) continue;
+    ranges.push_back({op.physical, p.fd(op.source), op.offset, op.length});
     for (const auto& d : op.dests)
-      if (p.fds[d.file] >= 0) ranges.push_back({d.physical, p.fds[d.file], d.offset, op.length});
+      if (p.fd(d.file) >= 0) ranges.push_back({d.physical, p.fd(d.file), d.offset, op.length});
   }
   return ranges;
 }
@@ -72,12 +60,12 @@ void Releaser::Loop() {
     queue_.pop_front();
     lk.unlock();
     Release(sys_, *r);
-    Verifier::CloseAll(sys_, r.get());
+    Verifier::CloseAll(r.get());
     lk.lock();
   }
 }
 
-void Prefetch(Sys& sys, RateLimiter* rate, std::vector<char>* buffer, uint64_t* head, PreparedRound* p) {
+void Prefetch(Sys& sys, std::vector<char>* buffer, uint64_t* head, PreparedRound* p) {
   std::vector<R> ranges = Ranges(*p);
   std::sort(ranges.begin(), ranges.end(), [](const R& a, const R& b) { return a.physical < b.physical; });
   // From where the previous round's reads left the head, up, then the rest from the
@@ -86,18 +74,14 @@ void Prefetch(Sys& sys, RateLimiter* rate, std::vector<char>* buffer, uint64_t* 
   auto from = std::lower_bound(ranges.begin(), ranges.end(), *head,
                                [](const R& r, uint64_t at) { return r.physical < at; });
   std::rotate(ranges.begin(), from, ranges.end());
-  // Not with --max-rate, whose pace the plain reads below set.
-  if (!rate->limited())
-    for (const auto& r : ranges) sys.WillNeed(r.fd, r.offset, r.length);
+  // A PacedSys ignores these hints: its reads below set the pace.
+  for (const auto& r : ranges) sys.WillNeed(r.fd, r.offset, r.length);
   for (const auto& r : ranges) {
     for (uint64_t off = 0; off < r.length;) {
-      // Where --max-rate paces the reads, a buffer at a time.
-      const uint64_t most = rate->limited() ? buffer->size() : r.length - off;
-      auto n = sys.Populate(r.fd, r.offset + off, size_t(std::min<uint64_t>(most, r.length - off)), buffer);
+      auto n = sys.Populate(r.fd, r.offset + off, size_t(r.length - off), buffer);
       if (!n.ok() || *n == 0) break;  // the dedupe call will see the problem itself
       off += *n;
       p->prefetched += *n;
-      rate->Account(*n);
     }
   }
   if (!ranges.empty()) *head = ranges.back().physical + ranges.back().length;

@@ -10,10 +10,9 @@
 // they push the next rounds' prefetched pages out before those are compared, so the
 // compare reads them again, page by page, alternating between source and destination:
 // traced on a 512 MiB cap, that was a third of apply's disk requests and most of its seeks.
-// RateLimiter keeps the reads of every thread together under --max-rate.
+// Under --max-rate, `sys` is a PacedSys (lib/base/paced_sys.h): it paces the reads.
 #pragma once
 
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -27,26 +26,11 @@
 
 namespace oans {
 
-// Keeps the average read rate of every thread together at or below a limit. Thread-safe.
-class RateLimiter {
- public:
-  explicit RateLimiter(uint64_t bytes_per_s) : rate_(bytes_per_s), start_(std::chrono::steady_clock::now()) {}
-  // Counts `bytes` just read and sleeps until the average is back under the limit.
-  void Account(uint64_t bytes);
-  bool limited() const { return rate_ != 0; }
-
- private:
-  const uint64_t rate_;
-  const std::chrono::steady_clock::time_point start_;
-  std::mutex mu_;
-  uint64_t total_ = 0;
-};
-
 // Reads every range of `r` once through `buffer`; adds the bytes to r->prefetched.
 // The ranges are read by offset from `*head` up, then from the lowest.
 // `*head` is where the previous round's reads ended (0 at first).
 // It is then left where this round's reads end. Read errors are left for the dedupe call to meet and report.
-void Prefetch(Sys& sys, RateLimiter* rate, std::vector<char>* buffer, uint64_t* head, PreparedRound* r);
+void Prefetch(Sys& sys, std::vector<char>* buffer, uint64_t* head, PreparedRound* r);
 
 // After `r` is deduped (its files still open): drops every range Prefetch read, sources
 // and destinations, from the page cache (POSIX_FADV_DONTNEED; dirty pages are kept).

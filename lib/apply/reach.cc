@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "lib/base/fd.h"
+
 namespace oans {
 
 constexpr char kAclAccess[] = "system.posix_acl_access";
@@ -12,10 +14,10 @@ constexpr char kAclAccess[] = "system.posix_acl_access";
 Result<std::string> Reach::Constraint(const std::string& dir) {
   auto it = dirs_.find(dir);
   if (it != dirs_.end()) return it->second;
-  OANS_ASSIGN_OR_RETURN(int fd, sys_.OpenDirNoFollow(dir));
-  auto st = sys_.Fstat(fd);
-  auto xattrs = sys_.Xattrs(fd);
-  sys_.Close(fd);
+  OANS_ASSIGN_OR_RETURN(Fd fd, Own(sys_, sys_.OpenDirNoFollow(dir)));
+  auto st = sys_.Fstat(fd.get());
+  auto xattrs = sys_.Xattrs(fd.get());
+  fd.reset();
   if (!st.ok()) return st.status();
   if (!xattrs.ok()) return xattrs.status();
   std::string acl;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "lib/apply/errors.h"
+#include "lib/base/fd.h"
 
 namespace oans {
 namespace {
@@ -19,8 +20,8 @@ std::string ParentOf(const std::string& path) {
 
 }  // namespace
 
-Result<int> ReflinkExecutor::CopyToNewExtent(const PreparedRound& r, const PlanOp& op) {
-  const int fd = r.fds[op.source];
+Result<Fd> ReflinkExecutor::CopyToNewExtent(const PreparedRound& r, const PlanOp& op) {
+  const int fd = r.fd(op.source);
   const PlanFileRef& file = r.round.files[op.source];
   if (op.offset >= file.size || op.length > file.size - op.offset)  // a damaged plan
     return Status::Mismatch("not rewritten: the range runs past the end of the file");
@@ -31,21 +32,21 @@ Result<int> ReflinkExecutor::CopyToNewExtent(const PreparedRound& r, const PlanO
   OANS_RETURN_IF_ERROR(sys_.FiemapRange(fd, op.offset, op.length, &extents));
   for (const auto& e : extents)
     if (e.flags & kExtentShared) return Status::Mismatch("not rewritten: shared with another file or a snapshot");
-  OANS_ASSIGN_OR_RETURN(int dir, sys_.OpenDirNoFollow(ParentOf(file.path)));
+  OANS_ASSIGN_OR_RETURN(Fd dir, Own(sys_, sys_.OpenDirNoFollow(ParentOf(file.path))));
   auto same = [&]() -> Result<bool> {
-    OANS_ASSIGN_OR_RETURN(auto a, sys_.Identify(dir));
+    OANS_ASSIGN_OR_RETURN(auto a, sys_.Identify(dir.get()));
     OANS_ASSIGN_OR_RETURN(auto b, sys_.Identify(fd));
     return a.uuid == b.uuid && !a.uuid.empty();
   }();
-  Result<int> tmp = same.ok() && *same ? sys_.OpenTmpfile(dir)
-                                       : Result<int>(Status::Mismatch("not rewritten: its directory is on another filesystem now"));
-  sys_.Close(dir);
+  Result<int> opened = same.ok() && *same ? sys_.OpenTmpfile(dir.get())
+                                          : Result<int>(Status::Mismatch("not rewritten: its directory is on another filesystem now"));
+  dir.reset();
   if (!same.ok()) return same.status();
-  if (!tmp.ok()) return tmp.status();
+  OANS_ASSIGN_OR_RETURN(Fd tmp, Own(sys_, std::move(opened)));
   // The copy takes nodatacow from its directory, the file may not (chattr +C after it
   // was written): the two must agree, or the kernel refuses to share (EINVAL).
-  const uint32_t want = sys_.InodeFlags(fd) & kNoCowFlag, have = sys_.InodeFlags(*tmp);
-  Status st = (have & kNoCowFlag) == want ? Status::Ok() : sys_.SetInodeFlags(*tmp, (have & ~kNoCowFlag) | want);
+  const uint32_t want = sys_.InodeFlags(fd) & kNoCowFlag, have = sys_.InodeFlags(tmp.get());
+  Status st = (have & kNoCowFlag) == want ? Status::Ok() : sys_.SetInodeFlags(tmp.get(), (have & ~kNoCowFlag) | want);
   if (!st.ok()) st = Status::Mismatch("not rewritten: its copy cannot be made " + std::string(want ? "" : "not ") + "nodatacow like it");
   // The copy goes at the same offsets, so the ranges line up and end together at EOF.
   buffer_.resize(kCopyChunk);
@@ -54,25 +55,22 @@ Result<int> ReflinkExecutor::CopyToNewExtent(const PreparedRound& r, const PlanO
     Result<size_t> n = sys_.Pread(fd, buffer_.data(), want_bytes, op.offset + done);
     st = !n.ok() ? n.status()
          : *n == 0 ? Status::Mismatch("differs (changed since scan)")
-                   : sys_.Pwrite(*tmp, buffer_.data(), *n, op.offset + done);
-    if (n.ok()) done += *n, rate_->Account(2 * *n);  // read and written
+                   : sys_.Pwrite(tmp.get(), buffer_.data(), *n, op.offset + done);
+    if (n.ok()) done += *n;
   }
-  if (!st.ok()) {
-    sys_.Close(*tmp);
-    return st;
-  }
-  return *tmp;
+  if (!st.ok()) return st;
+  return tmp;
 }
 
 // Makes the copy of a rewrite (the source of the call from then on), or counts why not
 // and leaves the range itself out of `usable`; false when nothing is left to do.
 bool ReflinkExecutor::StartRewrite(const PreparedRound& r, const PlanOp& op, std::vector<UsableDest>* usable,
-                                   int* copy, RoundResult* out) {
+                                   Fd* copy, RoundResult* out) {
   auto self = std::find_if(usable->begin(), usable->end(), [&](const UsableDest& u) { return IsRewrite(op, u); });
   if (self == usable->end()) return true;
-  Result<int> c = CopyToNewExtent(r, op);
+  Result<Fd> c = CopyToNewExtent(r, op);
   if (c.ok()) {
-    *copy = *c;
+    *copy = std::move(*c);
     return true;
   }
   const PlanFileRef& file = r.round.files[op.source];
@@ -108,13 +106,14 @@ void ReflinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::f
                  usable.end());
     // A rewrite: the source range is copied into a new extent first, and that copy is the
     // source every destination (the range itself included) is compared with and shares.
-    int copy = -1;
+    // Closed at the end of the op; its extents stay, referenced by what shares them.
+    Fd copy;
     if (usable.empty() || !StartRewrite(r, op, &usable, &copy, out)) continue;
-    const int src = copy >= 0 ? copy : r.fds[op.source];
+    const int src = copy.valid() ? copy.get() : r.fd(op.source);
     std::vector<DedupeDest> dests;
     uint64_t reclaim = 0;  // planned bytes, for progress: a rewrite's own range is not
     for (const auto& u : usable) {
-      dests.push_back({r.fds[u.file], u.offset, 0, 0});
+      dests.push_back({r.fd(u.file), u.offset, 0, 0});
       if (!IsRewrite(op, u)) reclaim += op.length;
     }
     // Whole-call errors (EINVAL for the source, ...) count against every destination.
@@ -126,7 +125,6 @@ void ReflinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::f
     } else {
       for (size_t k = 0; k < dests.size(); ++k) Finish(r, op, src, usable[k], dests[k], out);
     }
-    if (copy >= 0) sys_.Close(copy);  // its extents stay, referenced by what shares them
     out->bytes_done += reclaim;
     tick(reclaim);
   }

@@ -17,13 +17,15 @@
 
 #include "lib/apply/executor.h"
 #include "lib/apply/prefetch.h"
+#include "lib/base/fd.h"
 #include "lib/base/sys.h"
 
 namespace oans {
 
 class ReflinkExecutor : public Executor {
  public:
-  ReflinkExecutor(Sys& sys, RateLimiter* rate) : sys_(sys), rate_(rate) {}
+  // Under --max-rate, `sys` is a PacedSys: a rewrite's copy is paced with the reads.
+  explicit ReflinkExecutor(Sys& sys) : sys_(sys) {}
   void Run(const PreparedRound& r, RoundResult* out, const std::function<void(uint64_t)>& tick) override;
 
  private:
@@ -31,11 +33,10 @@ class ReflinkExecutor : public Executor {
   void Finish(const PreparedRound& r, const PlanOp& op, int src, const UsableDest& dest, DedupeDest d,
               RoundResult* out);
   // An unnamed new file holding op's source range at the same offsets, open; or why not.
-  Result<int> CopyToNewExtent(const PreparedRound& r, const PlanOp& op);
-  bool StartRewrite(const PreparedRound& r, const PlanOp& op, std::vector<UsableDest>* usable, int* copy,
+  Result<Fd> CopyToNewExtent(const PreparedRound& r, const PlanOp& op);
+  bool StartRewrite(const PreparedRound& r, const PlanOp& op, std::vector<UsableDest>* usable, Fd* copy,
                     RoundResult* out);
   Sys& sys_;
-  RateLimiter* rate_;  // copies are paced with the reads (--max-rate)
   std::vector<char> buffer_;
   // (filesystem, inode) of the files a rewrite was not made in: nothing more is shared
   // into them this run (the runs that needed the rewrite would free nothing).

@@ -13,28 +13,26 @@
 
 namespace oans {
 
-Result<int> Verifier::Open(const PlanFileRef& f) {
+Result<Fd> Verifier::Open(const PlanFileRef& f) {
   if (!UnderRoots(f.path)) return Status::Mismatch("outside the plan's roots");
   if (f.fs >= h_.filesystems.size()) return Status::Mismatch("names a filesystem the plan does not list");
-  auto fd = sys_.OpenNoFollow(f.path);
+  auto fd = Own(sys_, sys_.OpenNoFollow(f.path));
   if (!fd.ok()) return Status::Io(ReasonFor(fd.status().errnum()), fd.status().errnum());
-  auto st = sys_.Fstat(*fd);
+  auto st = sys_.Fstat(fd->get());
   Status bad;
   if (!st.ok()) bad = Status::Io(ReasonFor(st.status().errnum()), st.status().errnum());
   else if (!S_ISREG(st->mode)) bad = Status::Mismatch("changed since scan (not a regular file)");
-  else if (!FsMatches(*fd, st->dev, f.fs)) bad = Status::Mismatch("on another filesystem than the plan names");
+  else if (!FsMatches(fd->get(), st->dev, f.fs)) bad = Status::Mismatch("on another filesystem than the plan names");
   else if (st->ino != f.ino) bad = Status::Mismatch("changed since scan (replaced by another file)");
   else if (st->size != f.size || st->mtime_ns != f.mtime_ns) bad = Status::Mismatch("changed since scan (modified)");
-  if (!bad.ok()) {
-    sys_.Close(*fd);
-    return bad;
-  }
-  return fd;
+  if (!bad.ok()) return bad;
+  return std::move(*fd);
 }
 
 void Verifier::OpenAll(PreparedRound* r) {
   const auto& files = r->round.files;
-  r->fds.assign(files.size(), -1);
+  r->fds.clear();
+  r->fds.resize(files.size());
   r->problem.assign(files.size(), "");
   r->transient.assign(files.size(), false);
   // In inode order: each open reads its inode, and inode order is the inode
@@ -47,7 +45,7 @@ void Verifier::OpenAll(PreparedRound* r) {
   for (size_t i : order) {
     auto fd = Open(files[i]);
     if (fd.ok()) {
-      r->fds[i] = *fd;
+      r->fds[i] = std::move(*fd);
       continue;
     }
     r->problem[i] = fd.status().message();
@@ -55,11 +53,8 @@ void Verifier::OpenAll(PreparedRound* r) {
   }
 }
 
-void Verifier::CloseAll(Sys& sys, PreparedRound* r) {
-  for (int& fd : r->fds) {
-    if (fd >= 0) sys.Close(fd);
-    fd = -1;
-  }
+void Verifier::CloseAll(PreparedRound* r) {
+  for (Fd& fd : r->fds) fd.reset();
 }
 
 bool Verifier::UnderRoots(const std::string& p) const {
@@ -81,10 +76,9 @@ bool Verifier::FsMatches(int fd, uint64_t dev, uint32_t fs) {
 
 Status CheckPlanFilesystems(Sys& sys, const PlanHeader& h) {
   for (const auto& root : h.roots) {
-    auto fd = sys.OpenNoFollow(root);
+    auto fd = Own(sys, sys.OpenNoFollow(root));
     if (!fd.ok()) continue;  // a vanished root only makes its files fail one by one
-    auto id = sys.Identify(*fd);
-    sys.Close(*fd);
+    auto id = sys.Identify(fd->get());
     if (!id.ok()) continue;
     bool known = false;
     for (const auto& f : h.filesystems) known |= f.uuid == id->uuid;
@@ -99,12 +93,11 @@ uint64_t ReadPlanTreesAhead(Sys& sys, const PlanHeader& h, uint64_t budget, cons
   TreeAheadStats stats;
   for (const auto& root : h.roots) {
     if (stop && stop()) break;
-    auto fd = sys.OpenNoFollow(root);
+    auto fd = Own(sys, sys.OpenNoFollow(root));
     if (!fd.ok()) continue;
-    auto id = sys.Identify(*fd);
+    auto id = sys.Identify(fd->get());
     // Once per filesystem (stats.filesystems); a hint: what is not read ahead is read later.
-    if (id.ok() && id->type == "btrfs") (void)ReadTreesAhead(sys, *fd, {TreesFor::kApply, budget, stop}, &stats);
-    sys.Close(*fd);
+    if (id.ok() && id->type == "btrfs") (void)ReadTreesAhead(sys, fd->get(), {TreesFor::kApply, budget, stop}, &stats);
   }
   return stats.bytes;
 }

@@ -13,18 +13,20 @@
 #include <utility>
 #include <vector>
 
+#include "lib/base/fd.h"
 #include "lib/base/sys.h"
 #include "lib/btrfs/tree_ahead.h"
 #include "lib/format/plan_file.h"
 
 namespace oans {
 
-// A round with its files opened and checked. fds[i] is -1 when files[i] cannot be used,
-// and problem[i] says why; transient[i] when that may change by the next run. The
-// descriptors belong to this struct's user, who closes them (Verifier::CloseAll).
+// A round with its files opened and checked. fds[i] is not valid when files[i] cannot be
+// used, and problem[i] says why; transient[i] when that may change by the next run. The
+// round owns its descriptors: they are closed with it, or before (Verifier::CloseAll).
 struct PreparedRound {
+  int fd(size_t i) const { return fds[i].get(); }  // -1 when files[i] cannot be used
   PlanRound round;
-  std::vector<int> fds;
+  std::vector<Fd> fds;
   std::vector<std::string> problem;
   std::vector<bool> transient;
   uint64_t prefetched = 0;
@@ -36,10 +38,10 @@ class Verifier {
   Verifier(Sys& sys, const PlanHeader& header) : sys_(sys), h_(header) {}
   // Opens `f` and checks it against the plan; the descriptor, or why it cannot be used
   // (kMismatch for a file that is not the planned one, kIoError for a failed call).
-  Result<int> Open(const PlanFileRef& f);
+  Result<Fd> Open(const PlanFileRef& f);
   // Opens every file of r->round into r->fds / problem / transient.
   void OpenAll(PreparedRound* r);
-  static void CloseAll(Sys& sys, PreparedRound* r);
+  static void CloseAll(PreparedRound* r);
 
  private:
   bool UnderRoots(const std::string& p) const;

@@ -1,5 +1,6 @@
 #include "lib/base/fsinfo.h"
 
+#include "lib/base/fd.h"
 #include "lib/btrfs/search.h"
 
 #include <fcntl.h>
@@ -96,16 +97,14 @@ Status CheckCanShareData(int fd, const std::string& path, bool hardlink) {
 }
 
 Status CheckPathCanShareData(const std::string& path, bool hardlink) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0 && errno == ENOTDIR) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid() && errno == ENOTDIR) {
     const size_t cut = path.find_last_of('/');
     const std::string dir = cut == std::string::npos ? "." : cut == 0 ? "/" : path.substr(0, cut);
-    fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    fd = Fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   }
-  if (fd < 0) return Status::Io("opening " + path, errno);
-  Status s = CheckCanShareData(fd, path, hardlink);
-  ::close(fd);
-  return s;
+  if (!fd.valid()) return Status::Io("opening " + path, errno);
+  return CheckCanShareData(fd.get(), path, hardlink);
 }
 
 const char* StorageKindName(StorageKind k) { return k == StorageKind::kHdd ? "hdd" : "ssd"; }
@@ -213,20 +212,15 @@ Result<FsIdentity> IdentifyFilesystem(int fd) {
 Result<int> OpenBlockDeviceFile(const std::string& path) {
   // Looked at before it is opened for reading: opening a character device or a FIFO
   // can have effects of its own.
-  const int at = ::open(path.c_str(), O_PATH | O_CLOEXEC);
-  if (at < 0) return Status::Io("open " + path, errno);
+  Fd at(::open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (!at.valid()) return Status::Io("open " + path, errno);
   struct stat st;
-  if (::fstat(at, &st) != 0 || !S_ISBLK(st.st_mode)) {
-    ::close(at);
-    return Status::Invalid(path + " is not a block device");
-  }
-  const std::string self = "/proc/self/fd/" + std::to_string(at);
+  if (::fstat(at.get(), &st) != 0 || !S_ISBLK(st.st_mode)) return Status::Invalid(path + " is not a block device");
+  const std::string self = "/proc/self/fd/" + std::to_string(at.get());
   int fd;
   do fd = ::open(self.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   while (fd < 0 && errno == EINTR);
-  const int err = errno;
-  ::close(at);
-  if (fd < 0) return Status::Io("open " + path, err);
+  if (fd < 0) return Status::Io("open " + path, errno);
   return fd;
 }
 
@@ -242,19 +236,17 @@ StorageInfo DetectStorage(const std::vector<std::string>& devices) {
   info.flagged_rotational = true;
   // Time scattered direct reads; a spinning disk seeks for milliseconds.
   auto opened = OpenBlockDeviceFile("/dev/" + flagged);  // a block device only, read
-  int fd = opened.ok() ? *opened : -1;
+  Fd fd(opened.ok() ? *opened : -1);
   uint64_t size = 0;
   std::string sz = ReadLine("/sys/class/block/" + flagged + "/size");
   if (!sz.empty()) size = std::strtoull(sz.c_str(), nullptr, 10) * 512;
-  if (fd < 0 || size < (64u << 20)) {
-    if (fd >= 0) ::close(fd);
+  if (!fd.valid() || size < (64u << 20)) {
     info.kind = StorageKind::kHdd;
     info.reason = "sysfs: rotational (" + flagged + "), not measurable";
     return info;
   }
   void* buf = nullptr;
   if (posix_memalign(&buf, 4096, 4096) != 0) {
-    ::close(fd);
     info.kind = StorageKind::kHdd;
     return info;
   }
@@ -263,12 +255,12 @@ StorageInfo DetectStorage(const std::vector<std::string>& devices) {
   for (int i = 0; i < 12; ++i) {
     uint64_t off = (rng() % (size / 4096)) * 4096;
     auto t0 = std::chrono::steady_clock::now();
-    ssize_t n = ::pread(fd, buf, 4096, off_t(off));
+    ssize_t n = ::pread(fd.get(), buf, 4096, off_t(off));
     auto t1 = std::chrono::steady_clock::now();
     if (n == 4096) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
   std::free(buf);
-  ::close(fd);
+  fd.reset();
   if (ms.empty()) {
     info.kind = StorageKind::kHdd;
     info.reason = "sysfs: rotational (" + flagged + ")";

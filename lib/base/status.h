@@ -21,6 +21,7 @@ class [[nodiscard]] Status {
     kMismatch,         // a file is not what the plan or index says it is
     kInterrupted,      // stopped by a signal or a deadline
     kBusy,             // another process holds what this one needs (a run's lock)
+    kUnsupported,      // this system (or this Sys) cannot do that here
   };
 
   Status() = default;
@@ -31,11 +32,14 @@ class [[nodiscard]] Status {
   static Status Mismatch(std::string msg) { return Status(Code::kMismatch, std::move(msg)); }
   static Status Interrupted(std::string msg) { return Status(Code::kInterrupted, std::move(msg)); }
   static Status Busy(std::string msg) { return Status(Code::kBusy, std::move(msg)); }
+  // What a Sys cannot do here: "what is not supported here".
+  static Status Unsupported(const std::string& what) { return Status(Code::kUnsupported, what + " is not supported here"); }
   // An I/O error: "what: strerror(errnum)".
   static Status Io(std::string what, int errnum);
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
+  bool IsUnsupported() const { return code_ == Code::kUnsupported; }
   int errnum() const { return errnum_; }
   const std::string& message() const { return msg_; }
   // A copy with the message prefixed by context ("--previous: ...").

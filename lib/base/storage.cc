@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "lib/base/fd.h"
+
 namespace oans {
 
 StorageInfo StorageOfRoots(Sys& sys, const std::vector<std::string>& roots, StorageChoice choice) {
@@ -13,10 +15,9 @@ StorageInfo StorageOfRoots(Sys& sys, const std::vector<std::string>& roots, Stor
   }
   std::vector<std::string> devices;
   for (const auto& root : roots) {
-    auto fd = sys.OpenNoFollow(root);
+    auto fd = Own(sys, sys.OpenNoFollow(root));
     if (!fd.ok()) continue;
-    auto id = sys.Identify(*fd);
-    sys.Close(*fd);
+    auto id = sys.Identify(fd->get());
     if (id.ok())
       for (const auto& d : id->devices)
         if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "lib/base/fd.h"
+
 namespace oans {
 namespace {
 
@@ -21,24 +23,6 @@ std::string Octal(mode_t mode) {
   std::snprintf(buf, sizeof buf, "%04o", unsigned(mode & 07777));
   return buf;
 }
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  void Reset(int fd) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // The path the kernel has for an open descriptor.
 Result<std::string> RealPath(int fd, const std::string& name) {
@@ -70,7 +54,7 @@ Status WalkDirectories(const std::vector<std::string>& parts, size_t count, cons
                        const std::string& name, Fd* dir) {
   const uid_t euid = ::geteuid();
   std::string at = "/";
-  dir->Reset(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  *dir = Fd(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir->get() < 0) return Status::Io("opening /", errno);
   for (size_t i = 0;; ++i) {
     struct stat st;
@@ -83,7 +67,7 @@ Status WalkDirectories(const std::vector<std::string>& parts, size_t count, cons
     int next = ::openat(dir->get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     at += (at.size() > 1 ? "/" : "") + parts[i];
     if (next < 0) return Status::Io("checking the directory " + at + " above " + name, errno);
-    dir->Reset(next);
+    *dir = Fd(next);
   }
 }
 
@@ -110,7 +94,7 @@ Status CheckTrustedFile(int fd, const std::string& what, const std::string& name
   OANS_ASSIGN_OR_RETURN(auto real, RealPath(fd, name));
   std::vector<std::string> parts = Components(real);
   if (parts.empty()) return Status::Invalid(name + " is not a file");
-  Fd dir(-1);
+  Fd dir;
   OANS_RETURN_IF_ERROR(WalkDirectories(parts, parts.size() - 1, what, name, &dir));
   struct stat there;
   if (::fstatat(dir.get(), parts.back().c_str(), &there, AT_SYMLINK_NOFOLLOW) != 0 || !SameInode(st, there))
@@ -123,7 +107,7 @@ Status CheckTrustedDirectory(int dirfd, const std::string& what, const std::stri
   if (::fstat(dirfd, &st) != 0) return Status::Io("checking " + name, errno);
   OANS_ASSIGN_OR_RETURN(auto real, RealPath(dirfd, name));
   std::vector<std::string> parts = Components(real);
-  Fd dir(-1);
+  Fd dir;
   OANS_RETURN_IF_ERROR(WalkDirectories(parts, parts.size(), what, name, &dir));
   struct stat there;
   if (::fstat(dir.get(), &there) != 0 || !SameInode(st, there))

@@ -55,7 +55,7 @@ CsumTreeFacts ProbeCsumTree(Sys& sys, int fd) {
   return f;
 }
 
-CsumTree::CsumTree(Sys& sys, const CsumTreeFacts& facts) : sys_(sys), facts_(facts), instance_(next_instance++) {}
+CsumTree::CsumTree(BtrfsSys& sys, const CsumTreeFacts& facts) : sys_(sys), facts_(facts), instance_(next_instance++) {}
 
 // Through this thread's window: a search from `span` before (an item covering the start
 // may begin there) to a few MiB past the end.

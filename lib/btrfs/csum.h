@@ -42,13 +42,13 @@ struct CsumRun {
 // The checksum tree of one filesystem, its facts usable.
 class CsumTree {
  public:
-  CsumTree(Sys& sys, const CsumTreeFacts& facts);
+  CsumTree(BtrfsSys& sys, const CsumTreeFacts& facts);
   // Sectors [logical, logical + sectors * 4096), searched through fd.
   Status Lookup(int fd, uint64_t logical, uint64_t sectors, CsumRun* out);
   uint64_t searches() const { return searches_.load(std::memory_order_relaxed); }
 
  private:
-  Sys& sys_;
+  BtrfsSys& sys_;
   const CsumTreeFacts facts_;
   const uint64_t instance_;
   std::atomic<uint64_t> searches_{0};

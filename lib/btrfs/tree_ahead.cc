@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "lib/base/fd.h"
 #include "lib/btrfs/search.h"
 
 namespace oans {
@@ -54,25 +55,19 @@ class ChunkMap {
 class Devices {
  public:
   Devices(Sys& sys, int fd) : sys_(sys), fd_(fd) {}
-  ~Devices() {
-    for (auto& [id, dev] : open_)
-      if (dev >= 0) sys_.Close(dev);
-  }
   Result<int> Get(uint64_t devid) {
     auto it = open_.find(devid);
-    if (it != open_.end()) return it->second;
+    if (it != open_.end()) return it->second.get();
     auto path = sys_.BtrfsDevicePath(fd_, devid);
     if (!path.ok()) return path.status();
-    auto dev = sys_.OpenBlockDevice(*path);
-    if (!dev.ok()) return dev.status();
-    open_[devid] = *dev;
-    return *dev;
+    OANS_ASSIGN_OR_RETURN(Fd dev, Own(sys_, sys_.OpenBlockDevice(*path)));
+    return open_.emplace(devid, std::move(dev)).first->second.get();
   }
 
  private:
   Sys& sys_;
   const int fd_;
-  std::map<uint64_t, int> open_;
+  std::map<uint64_t, Fd> open_;
 };
 
 // What every read of one call works with.

@@ -105,7 +105,7 @@ uint32_t FsFlagsOfBtrfs(uint64_t f) {
   return out;
 }
 
-Result<bool> MapFromTree(Sys& sys, int dirfd, uint64_t ino, TreeMap* out) {
+Result<bool> MapFromTree(BtrfsSys& sys, int dirfd, uint64_t ino, TreeMap* out) {
   BtrfsSearch s;
   s.tree_id = 0;  // the directory's subvolume: a regular file lies in its directory's
   s.min = {ino, kBtrfsInodeItem, 0};
@@ -118,7 +118,7 @@ Result<bool> MapFromTree(Sys& sys, int dirfd, uint64_t ino, TreeMap* out) {
   return usable && b.Finish(out);
 }
 
-Status MapManyFromTree(Sys& sys, int dirfd, const std::vector<uint64_t>& inos, uint64_t max_items,
+Status MapManyFromTree(BtrfsSys& sys, int dirfd, const std::vector<uint64_t>& inos, uint64_t max_items,
                        std::vector<TreeMap>* out) {
   out->clear();
   if (inos.empty()) return Status::Ok();
@@ -159,7 +159,7 @@ void BatchMaps::Clear() {
   taken_.clear();
 }
 
-void BatchMaps::Map(Sys& sys, int dirfd, const std::vector<DirEntry>& batch) {
+void BatchMaps::Map(BtrfsSys& sys, int dirfd, const std::vector<DirEntry>& batch) {
   constexpr uint64_t kInodeGap = 64;
   Clear();
   std::vector<uint64_t> inos;
@@ -184,7 +184,7 @@ void BatchMaps::Map(Sys& sys, int dirfd, const std::vector<DirEntry>& batch) {
   dirfd_ = dirfd;
 }
 
-bool BatchMaps::Take(Sys& sys, int dirfd, uint64_t ino, TreeMap* out) {
+bool BatchMaps::Take(BtrfsSys& sys, int dirfd, uint64_t ino, TreeMap* out) {
   if (dirfd == dirfd_) {
     auto it = std::lower_bound(maps_.begin(), maps_.end(), ino, [](const TreeMap& m, uint64_t i) { return m.ino < i; });
     if (it != maps_.end() && it->ino == ino && !taken_[it - maps_.begin()]) {

@@ -23,7 +23,8 @@
 
 #include "lib/btrfs/search.h"
 #include "lib/base/status.h"
-#include "lib/base/sys.h"
+#include "lib/base/btrfs_sys.h"
+#include "lib/base/file_sys.h"
 
 namespace oans {
 
@@ -61,14 +62,14 @@ class TreeMapBuilder {
 
 // The map of inode `ino` of the subvolume `dirfd` lies in; false when the search finds
 // no inode item for it or an item it cannot decode.
-Result<bool> MapFromTree(Sys& sys, int dirfd, uint64_t ino, TreeMap* out);
+Result<bool> MapFromTree(BtrfsSys& sys, int dirfd, uint64_t ino, TreeMap* out);
 
 // The maps of the inodes `inos` (sorted, distinct) of that subvolume, in one search of the
 // key range from the first to the last, for the inodes of one directory, which btrfs
 // numbers close together when they are made together. Items of other inodes in the range
 // are passed over; once more than `max_items` items have come, the search stops and the
 // inodes not yet complete are left out. `out` holds the maps found, by inode.
-Status MapManyFromTree(Sys& sys, int dirfd, const std::vector<uint64_t>& inos, uint64_t max_items,
+Status MapManyFromTree(BtrfsSys& sys, int dirfd, const std::vector<uint64_t>& inos, uint64_t max_items,
                        std::vector<TreeMap>* out);
 
 // The maps of the regular files of one batch of directory entries (getdents), made
@@ -78,11 +79,11 @@ Status MapManyFromTree(Sys& sys, int dirfd, const std::vector<uint64_t>& inos, u
 class BatchMaps {
  public:
   // Maps the batch's regular files, in the subvolume `dirfd` lies in; forgets the last.
-  void Map(Sys& sys, int dirfd, const std::vector<DirEntry>& batch);
+  void Map(BtrfsSys& sys, int dirfd, const std::vector<DirEntry>& batch);
   void Clear();
   // The map of `ino` of directory `dirfd`, taken out of the batch (a second name of the
   // same inode gets a search of its own), else one search of its own (MapFromTree).
-  bool Take(Sys& sys, int dirfd, uint64_t ino, TreeMap* out);
+  bool Take(BtrfsSys& sys, int dirfd, uint64_t ino, TreeMap* out);
 
  private:
   int dirfd_ = -1;

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <map>
 
+#include "lib/base/fd.h"
+
 namespace oans {
 namespace {
 
@@ -39,9 +41,8 @@ std::string AppliedName(uint64_t n) { return Numbered("applied-", n, ""); }
 std::string RecordName(uint64_t n) { return Numbered("run-", n, ".json"); }
 
 Status MarkApplied(int state_fd, uint64_t n) {
-  int fd = ::openat(state_fd, AppliedName(n).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::Io("marking generation " + std::to_string(n) + " applied", errno);
-  ::close(fd);
+  const Fd fd(::openat(state_fd, AppliedName(n).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Status::Io("marking generation " + std::to_string(n) + " applied", errno);
   return Status::Ok();
 }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <ctime>
 
+#include "lib/base/fd.h"
 #include "lib/run/generations.h"
 #include "lib/run/record_figures.h"
 #include "lib/run/run_config.h"
@@ -30,11 +31,11 @@ Json TimeOrNull(int64_t ns) { return ns ? Json(IsoTime(ns)) : Json(); }
 // A file of the state directory, read whole without following a symlink; "" when it is
 // missing, larger than `max` or unreadable.
 std::string ReadSmall(int dirfd, const std::string& name, size_t max) {
-  int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return "";
+  const Fd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) return "";
   std::string text(max + 1, '\0');
   size_t got = 0;
-  for (ssize_t n; got < text.size() && (n = ::read(fd, text.data() + got, text.size() - got)) != 0;) {
+  for (ssize_t n; got < text.size() && (n = ::read(fd.get(), text.data() + got, text.size() - got)) != 0;) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       got = 0;
@@ -42,7 +43,6 @@ std::string ReadSmall(int dirfd, const std::string& name, size_t max) {
     }
     got += size_t(n);
   }
-  ::close(fd);
   text.resize(got > max ? 0 : got);
   return text;
 }

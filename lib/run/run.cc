@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "lib/base/fd.h"
 #include "lib/base/fsinfo.h"
 #include "lib/run/generations.h"
 #include "lib/run/record.h"
@@ -233,9 +234,9 @@ Result<std::string> ShowRunConfig(const RunRequest& req) {
     OANS_ASSIGN_OR_RETURN(roots, CanonicalRoots(req.roots));
   }
   OANS_ASSIGN_OR_RETURN(std::string dir, ChooseStateDir(req, roots));
-  OANS_ASSIGN_OR_RETURN(int fd, OpenStateDir(dir, /*create=*/false));
-  auto c = LoadRunConfig(fd, dir);
-  ::close(fd);
+  OANS_ASSIGN_OR_RETURN(int opened, OpenStateDir(dir, /*create=*/false));
+  const Fd fd(opened);
+  auto c = LoadRunConfig(fd.get(), dir);
   if (!c.ok()) return c.status();
   return FormatRunConfig(*c, dir);
 }
@@ -270,6 +271,7 @@ RunOutcome RunGeneration(const RunRequest& req) {
     out.message = fd.status().message();
     return out;
   }
+  const Fd state(*fd);  // closed on return
   // Checked before anything is written into it; a directory made for nothing goes again.
   Status st = roots.empty() ? Status::Ok() : CheckNotOnRoots(*fd, *dir, roots);
   if (!st.ok() && created) ::rmdir(dir->c_str());
@@ -281,7 +283,6 @@ RunOutcome RunGeneration(const RunRequest& req) {
     if (st.ok() && req.apply_newest) ApplyNewest(req, *c, *fd, &out);
     else if (st.ok()) RunSteps(req, *c, *fd, &out);
   }
-  ::close(*fd);
   if (!st.ok()) {
     out.exit_code = st.code() == Status::Code::kBusy ? 4 : 2;
     out.message = st.message();

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lib/base/fd.h"
+
 namespace oans {
 namespace {
 
@@ -198,24 +200,23 @@ Result<RunConfig> ParseRunConfig(const std::string& text, const std::string& nam
 
 Result<RunConfig> LoadRunConfig(int state_fd, const std::string& state_path) {
   const std::string path = state_path + "/" + kConfigName;
-  int fd = ::openat(state_fd, kConfigName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0 && errno == ENOENT)
+  const Fd fd(::openat(state_fd, kConfigName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid() && errno == ENOENT)
     return Status::Invalid("no stored roots in " + state_path + ": give ROOT... the first time");
-  if (fd < 0) return Status::Io("opening " + path, errno);
+  if (!fd.valid()) return Status::Io("opening " + path, errno);
   struct stat st;
   std::string text;
   Status s;
-  if (::fstat(fd, &st) != 0) s = Status::Io("stat " + path, errno);
+  if (::fstat(fd.get(), &st) != 0) s = Status::Io("stat " + path, errno);
   else if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022))
     s = Status::Invalid(path + " is not a regular file of this user writable only by it; remove it");
   else if (st.st_size > off_t(kMaxConfigSize)) s = Status::Corrupt(path + " is larger than 1 MiB; remove it");
   if (s.ok()) {
     text.resize(size_t(st.st_size));
-    ssize_t n = ::pread(fd, text.data(), text.size(), 0);
+    ssize_t n = ::pread(fd.get(), text.data(), text.size(), 0);
     if (n < 0) s = Status::Io("reading " + path, errno);
     else text.resize(size_t(n));
   }
-  ::close(fd);
   if (!s.ok()) return s;
   return ParseRunConfig(text, path);
 }
@@ -223,11 +224,11 @@ Result<RunConfig> LoadRunConfig(int state_fd, const std::string& state_path) {
 Status SaveRunConfig(int state_fd, const std::string& state_path, const RunConfig& c) {
   const std::string tmp = std::string(kConfigName) + ".new";
   ::unlinkat(state_fd, tmp.c_str(), 0);
-  int fd = ::openat(state_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::Io("creating " + state_path + "/" + tmp, errno);
-  Status s = WriteAll(fd, EncodeRunConfig(c));
-  if (s.ok() && ::fsync(fd) != 0) s = Status::Io("fsync", errno);
-  ::close(fd);
+  Fd fd(::openat(state_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Status::Io("creating " + state_path + "/" + tmp, errno);
+  Status s = WriteAll(fd.get(), EncodeRunConfig(c));
+  if (s.ok() && ::fsync(fd.get()) != 0) s = Status::Io("fsync", errno);
+  fd.reset();
   if (s.ok() && ::renameat(state_fd, tmp.c_str(), state_fd, kConfigName) != 0) s = Status::Io("rename", errno);
   if (s.ok()) ::fsync(state_fd);
   if (!s.ok()) ::unlinkat(state_fd, tmp.c_str(), 0);

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
+#include "lib/base/fd.h"
 #include "lib/base/status.h"
 
 namespace oans {
@@ -15,14 +17,10 @@ class RunLock {
   // Takes the lock without waiting; when another process holds it, a kBusy error saying
   // which pid and what to do.
   static Result<RunLock> Take(int state_fd, const std::string& state_path);
-  RunLock(RunLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  RunLock& operator=(RunLock&&) = delete;
-  RunLock(const RunLock&) = delete;
-  ~RunLock();
 
  private:
-  explicit RunLock(int fd) : fd_(fd) {}
-  int fd_ = -1;
+  explicit RunLock(Fd fd) : fd_(std::move(fd)) {}
+  Fd fd_;  // closing it drops the lock
 };
 
 }  // namespace oans

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "lib/base/fd.h"
 #include "lib/base/fsinfo.h"
 #include "lib/base/root_path.h"
 #include "lib/base/sys.h"
@@ -107,43 +108,33 @@ Result<int> OpenStateDir(const std::string& path, bool create, bool* created) {
   if (name.empty() || name == "." || name == "..") return Status::Invalid("state directory " + path + ": bad name");
   if (create && ::mkdir(parent.c_str(), 0700) != 0 && errno != EEXIST)
     return Status::Io("creating " + parent, errno);
-  auto pfd = DefaultSys().OpenDirNoFollow(parent);
+  auto pfd = Own(DefaultSys(), DefaultSys().OpenDirNoFollow(parent));
   if (!pfd.ok()) return pfd.status().Prepend("state directory's parent: ");
-  Status st = CheckParent(*pfd, parent);
-  if (!st.ok()) {
-    ::close(*pfd);
-    return st;
-  }
-  bool made = create && ::mkdirat(*pfd, name.c_str(), 0700) == 0;
-  if (create && !made && errno != EEXIST) {
-    int e = errno;
-    ::close(*pfd);
-    return Status::Io("creating state directory " + path, e);
-  }
+  const int pdir = pfd->get();
+  OANS_RETURN_IF_ERROR(CheckParent(pdir, parent));
+  bool made = create && ::mkdirat(pdir, name.c_str(), 0700) == 0;
+  if (create && !made && errno != EEXIST) return Status::Io("creating state directory " + path, errno);
   if (created) *created = made;
-  int fd = ::openat(*pfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  Fd fd(::openat(pdir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   int e = errno;
-  if (fd < 0) {
-    ::close(*pfd);
+  if (!fd.valid()) {
     if (e == ELOOP || e == ENOTDIR)
       return Status::Invalid("state directory " + path + " is a symlink or not a directory; oans run never follows one");
     return Status::Io("opening state directory " + path, e);
   }
-  st = CheckOwnedPrivate(fd, path);
+  Status st = CheckOwnedPrivate(fd.get(), path);
   struct statfs sfs;
-  if (st.ok() && ::fstatfs(fd, &sfs) != 0) st = Status::Io("statfs " + path, errno);
+  if (st.ok() && ::fstatfs(fd.get(), &sfs) != 0) st = Status::Io("statfs " + path, errno);
   if (st.ok() && (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC))
     st = Status::Invalid("state directory " + path +
                          " is on tmpfs: its generations would vanish at the next reboot and every run would read "
                          "everything again; choose a directory on a disk with --state-dir");
   if (!st.ok()) {
-    ::close(fd);
-    if (made) ::unlinkat(*pfd, name.c_str(), AT_REMOVEDIR);
-    ::close(*pfd);
+    fd.reset();
+    if (made) ::unlinkat(pdir, name.c_str(), AT_REMOVEDIR);
     return st;
   }
-  ::close(*pfd);
-  return fd;
+  return fd.release();
 }
 
 Status CheckNotOnRoots(int dirfd, const std::string& path, const std::vector<std::string>& roots) {
@@ -151,12 +142,12 @@ Status CheckNotOnRoots(int dirfd, const std::string& path, const std::vector<std
   if (::fstat(dirfd, &sst) != 0) return Status::Io("stat " + path, errno);
   auto sid = IdentifyFilesystem(dirfd);
   for (const auto& root : roots) {
-    auto rfd = DefaultSys().OpenNoFollow(root);
+    auto rfd = Own(DefaultSys(), DefaultSys().OpenNoFollow(root));
     if (!rfd.ok()) return rfd.status().Prepend("root: ");
     struct stat rst;
-    bool same = ::fstat(*rfd, &rst) == 0 && rst.st_dev == sst.st_dev;
-    auto rid = IdentifyFilesystem(*rfd);
-    ::close(*rfd);
+    bool same = ::fstat(rfd->get(), &rst) == 0 && rst.st_dev == sst.st_dev;
+    auto rid = IdentifyFilesystem(rfd->get());
+    rfd->reset();
     if (!same && sid.ok() && rid.ok() && !sid->uuid.empty()) same = sid->uuid == rid->uuid;
     if (same)
       return Status::Invalid("state directory " + path + " is on the filesystem of " + root +

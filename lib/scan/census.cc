@@ -8,6 +8,7 @@
 #include <map>
 #include <utility>
 
+#include "lib/base/fd.h"
 #include "lib/btrfs/backrefs.h"
 
 namespace oans {
@@ -33,10 +34,10 @@ void RefCensus::Describe(Sys& sys, IndexHeader* h) {
   for (size_t i = 0; i < h->filesystems.size(); ++i) {
     const FsRecord& f = h->filesystems[i];
     if (f.type != "btrfs") continue;
-    auto fd = sys.OpenDirNoFollow(f.mount_point);
+    auto fd = Own(sys, sys.OpenDirNoFollow(f.mount_point));
     if (!fd.ok()) return;
-    auto facts = SubvolumeFactsOf(*fd, f.subvolume);
-    sys.Close(*fd);
+    auto facts = SubvolumeFactsOf(fd->get(), f.subvolume);
+    fd->reset();
     if (!facts.ok()) return;
     subs[i] = {facts->read_only, facts->shared, facts->tree_bytes, facts->node_size, facts->metadata_copies};
     any = true;
@@ -67,15 +68,13 @@ Status RefCensus::Write(const IndexHeader& h, const std::atomic<bool>* stop, Obs
       else merged.push_back({ranges_[at].start, ranges_[at].end});
     }
     if (h.filesystems[fs].type != "btrfs") continue;
-    const int fd = ::open(h.filesystems[fs].mount_point.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return Status::Io("opening " + h.filesystems[fs].mount_point, errno);
+    const Fd fd(::open(h.filesystems[fs].mount_point.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid()) return Status::Io("opening " + h.filesystems[fs].mount_point, errno);
     std::vector<DataExtentRefs> found;
     DataExtentsOptions options;
     options.stop = [stop] { return stop && stop->load(); };
     options.look_up_all = look_up_all_;
-    Status s = DataExtentsAt(fd, merged, options, &found);
-    ::close(fd);
-    OANS_RETURN_IF_ERROR(s);
+    OANS_RETURN_IF_ERROR(DataExtentsAt(fd.get(), merged, options, &found));
     for (const auto& e : found) {
       if (!e.complete) continue;
       OANS_RETURN_IF_ERROR(out->AddExtent({fs, e.bytenr, e.disk_bytes, e.refs, e.ro_refs}));

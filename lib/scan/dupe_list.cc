@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "lib/base/fd.h"
 #include "lib/base/paths.h"
 #include "lib/scan/entry.h"
 #include "lib/scan/hasher.h"
@@ -120,17 +121,17 @@ Status IndexFromDuplicateList(Sys& sys, const DupeList& list, OutputFile* out, O
         skip("a path with an empty, \".\" or \"..\" component; list the file by its plain path");
         continue;
       }
-      auto fd = sys.OpenNoFollow(path);
+      auto fd = Own(sys, sys.OpenNoFollow(path));
       if (!fd.ok()) {
         skip(fd.status().message());
         continue;
       }
-      auto st = sys.Fstat(*fd);
+      auto st = sys.Fstat(fd->get());
       if (st.ok() && S_ISREG(st->mode) && st->size > 0 && !seen.insert({st->dev, st->ino}).second) {
         // A hardlink of a file listed before: one record per inode, as a scan writes.
         skip("the same file as a path listed before (the same path again, or a hardlink)");
       } else if (st.ok() && S_ISREG(st->mode) && st->size > 0) {
-        const Listed f{sys, *fd, *st, path};
+        const Listed f{sys, fd->get(), *st, path};
         const uint32_t fs = FilesystemOf(f, &header, &fs_of_dev);
         entries.push_back(ListedEntry(f, fs, g, serial, block_size));
         serial++;
@@ -138,7 +139,6 @@ Status IndexFromDuplicateList(Sys& sys, const DupeList& list, OutputFile* out, O
       } else {
         skip(st.ok() ? "not a non-empty regular file" : st.status().message());
       }
-      sys.Close(*fd);
     }
   }
   if (header.filesystems.empty()) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "lib/base/fd.h"
+
 namespace oans {
 
 WalkEstimate EstimateWalk(Sys& sys, const std::vector<std::string>& roots, uint64_t previous_records,
@@ -18,11 +20,11 @@ WalkEstimate EstimateWalk(Sys& sys, const std::vector<std::string>& roots, uint6
   }
   std::set<uint64_t> seen;
   for (const auto& root : roots) {
-    auto fd = sys.OpenAt(AT_FDCWD, root, true);  // no symlink followed at the root itself
+    auto fd = Own(sys, sys.OpenAt(AT_FDCWD, root, true));  // no symlink followed at the root itself
     if (!fd.ok()) continue;
-    auto st = sys.Fstat(*fd);
-    auto usage = sys.Usage(*fd);
-    sys.Close(*fd);
+    auto st = sys.Fstat(fd->get());
+    auto usage = sys.Usage(fd->get());
+    fd->reset();
     if (!st.ok() || !usage.ok() || !seen.insert(st->dev).second) continue;
     e.bytes += usage->used_bytes;
     e.files += usage->used_inodes;

@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <thread>
 
+#include "lib/base/fd.h"
+
 namespace oans {
 
 uint32_t Filesystems::Of(uint64_t dev, int fd, const std::string& path, uint32_t root) {
@@ -12,10 +14,10 @@ uint32_t Filesystems::Of(uint64_t dev, int fd, const std::string& path, uint32_t
   if (it != of_dev_.end()) return it->second;
   FsRecord r;
   r.dev = dev;
-  int own = -1;
+  Fd own;
   if (fd < 0) {
-    auto o = sys_.OpenNoFollow(path);
-    if (o.ok()) fd = own = *o;
+    auto o = Own(sys_, sys_.OpenNoFollow(path));
+    if (o.ok()) own = std::move(*o), fd = own.get();
   }
   Result<FsIdentity> id = fd >= 0 ? sys_.Identify(fd) : Result<FsIdentity>(Status::Invalid("not open"));
   Changes changes;
@@ -40,7 +42,7 @@ uint32_t Filesystems::Of(uint64_t dev, int fd, const std::string& path, uint32_t
     // Unidentified: an entry of its own, never paired with anything else.
     r.uuid = "unknown-dev-" + std::to_string(dev);
   }
-  if (own >= 0) sys_.Close(own);
+  own.reset();
   list_.push_back(r);
   keys_.push_back(r.Key());
   changes_.push_back(std::move(changes));
@@ -72,7 +74,7 @@ Filesystems::Changes Filesystems::Pending(const FsRecord& r, const std::string& 
 
 void Filesystems::Search(const FsRecord& r, Changes* c) {
   c->pending = false;
-  auto fd = sys_.OpenNoFollow(c->path);
+  auto fd = Own(sys_, sys_.OpenNoFollow(c->path));
   Status s = fd.ok() ? Status::Ok() : fd.status();
   if (s.ok()) {
     const std::vector<uint64_t> bounds = prev_.InodeSlices(r.Key(), search_threads_, kBtrfsFirstInode, kBtrfsLastInode);
@@ -80,13 +82,13 @@ void Filesystems::Search(const FsRecord& r, Changes* c) {
     std::vector<std::vector<uint64_t>> found(n);
     std::vector<Status> status(n);
     auto one = [&](size_t k) {
-      status[k] = sys_.ChangedInodes(*fd, c->since, bounds[k], bounds[k + 1] - 1, &found[k]);
+      status[k] = sys_.ChangedInodes(fd->get(), c->since, bounds[k], bounds[k + 1] - 1, &found[k]);
     };
     std::vector<std::thread> threads;
     for (size_t k = 1; k < n; ++k) threads.emplace_back(one, k);
     one(0);
     for (auto& t : threads) t.join();
-    sys_.Close(*fd);
+    fd->reset();
     for (size_t k = 0; k < n && s.ok(); ++k) {
       s = status[k];
       c->inodes.insert(c->inodes.end(), found[k].begin(), found[k].end());

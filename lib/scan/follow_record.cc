@@ -7,6 +7,7 @@
 
 #include <tbb/parallel_for.h>
 
+#include "lib/base/fd.h"
 #include "lib/base/paths.h"
 #include "lib/base/tsan.h"
 #include "lib/scan/entry.h"
@@ -110,20 +111,19 @@ void FollowState::MapFile(ChangedFile* f) {
 void FollowState::MapOpened(ChangedFile* f) {
   f->present = f->mapped = f->from_items = false;
   if (o_.stop && o_.stop->load()) return;
-  auto fd = sys_.OpenNoFollow(f->paths[0]);
+  auto fd = Own(sys_, sys_.OpenNoFollow(f->paths[0]));
   if (!fd.ok()) return;  // gone since the search: the next scan sees its directory change
-  auto st = sys_.Fstat(*fd);
+  auto st = sys_.Fstat(fd->get());
   // Another inode at this path now was itself changed, and is recorded by its own number.
   if (st.ok() && st->ino == f->ino && st->dev == f->root->dev && S_ISREG(st->mode) && st->size > 0 &&
       st->size >= o_.min_size) {
     WalkEntry w{f->paths[0], *st, uint32_t(f->root - roots.data())};
     f->entry = EntryOf(w, f->root->fs);
     f->entry.other_paths.assign(f->paths.begin() + 1, f->paths.end());
-    f->mapped = sys_.Fiemap(*fd, &f->entry.extents).ok();
-    f->entry.inode_flags = sys_.InodeFlags(*fd);
+    f->mapped = sys_.Fiemap(fd->get(), &f->entry.extents).ok();
+    f->entry.inode_flags = sys_.InodeFlags(fd->get());
     f->present = true;
   }
-  sys_.Close(*fd);
 }
 
 void FollowState::MatchExtents(const FileEntry& e) {
@@ -231,11 +231,10 @@ bool FollowState::HashFile(ChangedFile* f) {
     at.inline_data = {};
   }
   if (o_.stop && o_.stop->load()) return false;
-  auto fd = sys_.OpenNoFollow(f->paths[0]);
+  auto fd = Own(sys_, sys_.OpenNoFollow(f->paths[0]));
   if (!fd.ok()) return false;
-  at.fd = *fd;
+  at.fd = fd->get();
   const Built built = builder_.Build(at, &e);
-  sys_.Close(*fd);
   return built != Built::kStopped;
 }
 

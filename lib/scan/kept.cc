@@ -1,5 +1,6 @@
 #include "lib/scan/kept.h"
 
+#include "lib/base/fd.h"
 #include "lib/base/tsan.h"
 
 #include <tbb/global_control.h>
@@ -29,15 +30,14 @@ Item* ReadOne(const KeptRun& job, Candidate& c, size_t i) {
   Sys& sys = job.sys;
   auto* it = new Item{i, EntryOf(c.entry, c.fs)};
   it->e.other_paths = std::move(c.other_paths);
-  auto fd = sys.OpenNoFollow(c.entry.path);
+  auto fd = Own(sys, sys.OpenNoFollow(c.entry.path));
   if (!fd.ok()) {
     FailEntry(&it->e, fd.status());
     return it;
   }
   FileAt at(job.filesystems.Key(c.fs), job.filesystems.IsBtrfs(c.fs));
-  at.fd = *fd;
+  at.fd = fd->get();
   it->finished = job.builder.Build(at, &it->e) != Built::kStopped;
-  sys.Close(*fd);
   return it;
 }
 
@@ -70,11 +70,10 @@ std::vector<FileEntry> SetAsideUnique(std::vector<Candidate>* kept, std::vector<
 
 void PlaceKept(Sys& sys, std::vector<Candidate>* kept) {
   for (auto& c : *kept) {
-    auto fd = sys.OpenNoFollow(c.entry.path);
+    auto fd = Own(sys, sys.OpenNoFollow(c.entry.path));
     if (!fd.ok()) continue;
     std::vector<FiemapExtent> extents;
-    if (sys.Fiemap(*fd, &extents).ok()) c.entry.first_physical = FirstPhysical(extents);
-    sys.Close(*fd);
+    if (sys.Fiemap(fd->get(), &extents).ok()) c.entry.first_physical = FirstPhysical(extents);
   }
   std::stable_sort(kept->begin(), kept->end(), [](const Candidate& a, const Candidate& b) {
     return std::tie(a.entry.first_physical, a.entry.st.ino) < std::tie(b.entry.first_physical, b.entry.st.ino);

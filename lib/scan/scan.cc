@@ -10,6 +10,7 @@
 #include <memory>
 #include <thread>
 
+#include "lib/base/fd.h"
 #include "lib/base/paths.h"
 #include "lib/base/spill.h"
 #include "lib/base/storage.h"
@@ -244,19 +245,18 @@ void ReadAhead(WalkState& state, const std::vector<std::string>& roots, Observer
   TreeAheadStats ahead;
   std::vector<uint64_t> done;
   for (uint32_t i = 0; i < roots.size() && !(o.stop && o.stop->load()); ++i) {
-    auto fd = sys.OpenAt(AT_FDCWD, roots[i], true);  // as the walk opens it
+    auto fd = Own(sys, sys.OpenAt(AT_FDCWD, roots[i], true));  // as the walk opens it
     if (!fd.ok()) continue;  // the walk reports it
-    auto st = sys.Fstat(*fd);
+    auto st = sys.Fstat(fd->get());
     if (st.ok() && std::find(done.begin(), done.end(), st->dev) == done.end()) {
       done.push_back(st->dev);
-      const uint32_t fs = filesystems.Of(st->dev, *fd, roots[i], i);
-      if (state.checksums.Committed(filesystems.Key(fs), *fd)) {
+      const uint32_t fs = filesystems.Of(st->dev, fd->get(), roots[i], i);
+      if (state.checksums.Committed(filesystems.Key(fs), fd->get())) {
         const TreeAheadJob job{TreesFor::kScan, o.memory, [&o] { return o.stop && o.stop->load(); }};
-        Status s = ReadTreesAhead(sys, *fd, job, &ahead);
+        Status s = ReadTreesAhead(sys, fd->get(), job, &ahead);
         if (!s.ok()) observer->Notice("warning: " + roots[i] + ": btrfs trees not read ahead: " + s.message());
       }
     }
-    sys.Close(*fd);
   }
   stats->tree_ahead_bytes = ahead.bytes;
   stats->tree_ahead_leaves = ahead.leaves;

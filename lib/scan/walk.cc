@@ -1,5 +1,6 @@
 #include "lib/scan/walk.h"
 
+#include "lib/base/fd.h"
 #include "lib/base/tsan.h"
 
 #include <dirent.h>
@@ -22,13 +23,7 @@ namespace oans {
 namespace {
 
 // An open directory shared by the tasks of its subdirectories until they have opened.
-struct DirHandle {
-  Sys& sys;
-  int dir = -1;
-  explicit DirHandle(Sys& s, int fd) : sys(s), dir(fd) {}
-  ~DirHandle() { sys.Close(dir); }
-  int fd() const { return dir; }
-};
+using DirHandle = Fd;
 
 struct Local {
   std::deque<WalkEntry> files;  // grows without moving what it holds
@@ -69,7 +64,7 @@ class Walker {
     } ended{&tasks_done_};
     Local& L = local_.local();
     if (o_.stop && o_.stop->load(std::memory_order_relaxed)) return;
-    auto fd = sys_.OpenAt(parent ? parent->fd() : AT_FDCWD, parent ? name : path, true);
+    auto fd = sys_.OpenAt(parent ? parent->get() : AT_FDCWD, parent ? name : path, true);
     parent.reset();
     if (!fd.ok()) {
       L.problems.push_back({path, fd.status()});
@@ -77,17 +72,17 @@ class Walker {
     }
     auto handle = std::make_shared<DirHandle>(sys_, *fd);
     L.dirs++;
-    if (o_.on_dir) o_.on_dir(handle->fd(), path, root);
+    if (o_.on_dir) o_.on_dir(handle->get(), path, root);
     const std::string prefix = path == "/" ? "/" : path + "/";
     std::vector<DirEntry> batch;
     size_t next = 0;
     for (;;) {
       if (next == batch.size()) {
-        auto more = sys_.ReadDir(handle->fd(), &batch);
+        auto more = sys_.ReadDir(handle->get(), &batch);
         next = 0;
         if (!more.ok()) L.problems.push_back({path, Status::Io("reading directory " + path, more.status().errnum())});
         if (!more.ok() || !*more) break;
-        if (o_.on_batch) o_.on_batch(handle->fd(), dev, path, root, batch);
+        if (o_.on_batch) o_.on_batch(handle->get(), dev, path, root, batch);
         continue;
       }
       const DirEntry* de = &batch[next++];
@@ -99,7 +94,7 @@ class Walker {
       if (o_.without_open && de->type == DT_REG) {
         WalkEntry e{child_path, {}, root};
         e.st.dev = dev;
-        if (o_.without_open(handle->fd(), child, de->ino, &e)) {
+        if (o_.without_open(handle->get(), child, de->ino, &e)) {
           if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
           continue;
         }
@@ -107,9 +102,9 @@ class Walker {
       // Regular files (by d_type) are opened at once when a visitor wants them: one
       // lookup, and the stat comes from the open descriptor.
       if (o_.on_file && de->type == DT_REG) {
-        if (VisitFile(handle->fd(), child, child_path, root, L)) continue;
+        if (VisitFile(handle->get(), child, child_path, root, L)) continue;
       }
-      auto st = sys_.StatAt(handle->fd(), child);
+      auto st = sys_.StatAt(handle->get(), child);
       if (!st.ok()) {
         if (st.status().errnum() != ENOENT) L.problems.push_back({child_path, st.status()});
         continue;  // vanished since readdir: nothing to record
@@ -128,7 +123,7 @@ class Walker {
           L.small++;
           continue;
         }
-        if (o_.on_file && VisitFile(handle->fd(), child, child_path, root, L)) continue;
+        if (o_.on_file && VisitFile(handle->get(), child, child_path, root, L)) continue;
         L.files.push_back({std::move(child_path), *st, root});
         if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
       } else if (S_ISLNK(mode)) {
@@ -152,27 +147,25 @@ class Walker {
   // Opens a regular file relative to its directory and hands it to on_file. Returns
   // false when the entry is not a regular file after all (the caller classifies it).
   bool VisitFile(int dirfd, const std::string& name, std::string& path, uint32_t root, Local& L) {
-    auto fd = sys_.OpenAt(dirfd, name, false);
+    auto fd = Own(sys_, sys_.OpenAt(dirfd, name, false));
     if (!fd.ok()) {
       int e = fd.status().errnum();
       if (e == ELOOP) return false;  // a symlink now: classified by the caller
       if (e != ENOENT) L.problems.push_back({path, fd.status()});
       return true;
     }
-    auto st = sys_.Fstat(*fd);
+    auto st = sys_.Fstat(fd->get());
     if (!st.ok() || !S_ISREG(st->mode)) {
-      sys_.Close(*fd);
       if (!st.ok()) L.problems.push_back({path, st.status()});
       return st.ok() ? false : true;
     }
     if (st->size == 0 || st->size < o_.min_size) {
-      sys_.Close(*fd);
       L.small++;
       return true;
     }
     WalkEntry e{std::move(path), *st, root};
-    const bool done = o_.on_file(*fd, &e);
-    sys_.Close(*fd);
+    const bool done = o_.on_file(fd->get(), &e);
+    fd->reset();
     if (!done) L.files.push_back(std::move(e));
     if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
     return true;

@@ -199,6 +199,7 @@ const char* CodeName(Status::Code c) {
     case Status::Code::kMismatch: return "kMismatch";
     case Status::Code::kInterrupted: return "kInterrupted";
     case Status::Code::kBusy: return "kBusy";
+    case Status::Code::kUnsupported: return "kUnsupported";
   }
   return "?";
 }

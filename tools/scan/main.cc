@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "lib/base/fd.h"
 #include "lib/base/fsinfo.h"
 #include "lib/scan/scan.h"
 #include "lib/scan/scan_figures.h"
@@ -28,11 +29,10 @@ using namespace oans;
 void NoticeNoReflink(const std::vector<std::string>& roots, Observer* observer) {
   std::set<dev_t> seen;
   for (const auto& r : roots) {
-    int fd = ::open(r.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) continue;
+    const Fd fd(::open(r.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid()) continue;
     struct stat st;
-    const std::string what = ::fstat(fd, &st) == 0 && seen.insert(st.st_dev).second ? NoReflinkOn(fd) : "";
-    ::close(fd);
+    const std::string what = ::fstat(fd.get(), &st) == 0 && seen.insert(st.st_dev).second ? NoReflinkOn(fd.get()) : "";
     if (!what.empty())
       observer->Notice(r + " is on " + what + ", which cannot share data between files: only hardlinks can dedupe "
                        "it (oans-apply --link=hard)");

@@ -79,16 +79,15 @@ class HardlinkTest : public ::testing::Test {
     for (const auto& f : r.round.files) {
       auto fd = sys_.OpenNoFollow(f.path);
       EXPECT_TRUE(fd.ok());
-      r.fds.push_back(*fd);
+      r.fds.emplace_back(sys_, *fd);
     }
     if (after_open_) after_open_();
     r.problem.assign(2, "");
     r.transient.assign(2, false);
-    RateLimiter rate(0);
-    HardlinkExecutor ex(sys_, policy, &rate, &log_);
+    PacedSys sys(sys_, 0);
+    HardlinkExecutor ex(sys, policy, &log_);
     RoundResult out;
     ex.Run(r, &out, [](uint64_t) {});
-    for (int fd : r.fds) ::close(fd);
     return out;
   }
   bool Linked() const { return test::StatPath(src_).ino == test::StatPath(dst_).ino; }
