@@ -46,7 +46,8 @@ Status ChildLinks(Sys& sys, int fd, uint64_t parent, std::vector<Link>* out) {
 
 }  // namespace
 
-Status SubvolumesBelow(Sys& sys, int fd, uint64_t id, std::vector<NestedSubvolume>* out, uint64_t* searches) {
+Status SubvolumesBelow(Sys& sys, int fd, uint64_t id, const std::function<bool(const std::string&)>& wanted,
+                       std::vector<NestedSubvolume>* out, uint64_t* searches) {
   std::deque<NestedSubvolume> todo{{id, ""}};
   while (!todo.empty()) {
     const NestedSubvolume parent = std::move(todo.front());
@@ -68,6 +69,7 @@ Status SubvolumesBelow(Sys& sys, int fd, uint64_t id, std::vector<NestedSubvolum
         d = dirs.emplace(l.dirid, std::move(path)).first;
       }
       NestedSubvolume child{l.child, Join(parent.rel, Join(d->second, l.name))};
+      if (!wanted(child.rel)) continue;
       out->push_back(child);
       todo.push_back(std::move(child));
       if (out->size() > kMaxNested)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,10 @@ struct NestedSubvolume {
 };
 
 // The subvolumes below subvolume `id` of fd's filesystem, at any depth, in the order
-// found (a parent before its children). Needs CAP_SYS_ADMIN. *searches counts the
-// tree searches and lookups made.
-Status SubvolumesBelow(Sys& sys, int fd, uint64_t id, std::vector<NestedSubvolume>* out, uint64_t* searches);
+// found (a parent before its children); those `wanted` refuses (by path) are left out
+// with all below them. Needs CAP_SYS_ADMIN. *searches counts the tree searches and
+// lookups made.
+Status SubvolumesBelow(Sys& sys, int fd, uint64_t id, const std::function<bool(const std::string&)>& wanted,
+                       std::vector<NestedSubvolume>* out, uint64_t* searches);
 
 }  // namespace oans

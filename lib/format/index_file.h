@@ -79,7 +79,9 @@ struct IndexHeader {
   // A followed scan's changes (`changed_known`): the (filesystem, inode) of every file
   // record new or changed since `followed_from` as FileIdentity::UnchangedFrom tells it,
   // which the records from `changed_at` bytes past the end of the header's frame hold.
-  // A plan --since that index reads them first, and of the rest only what shares a key.
+  // A snapshot taken since is compared with its source: its records are the source's
+  // (the same extents), listed only where they differ. A plan --since that index reads
+  // them first, and of the rest only what shares a key.
   bool changed_known = false;
   std::vector<std::pair<uint32_t, uint64_t>> changed_files;
   uint64_t changed_at = 0;

@@ -46,6 +46,16 @@ FollowWhy SameSubvolume(const FsRecord& was, FollowRoot* r) {
   return {};
 }
 
+// Whether a header's filesystem is a subvolume deleted before (written as GoneFs left it).
+bool IsGone(const FsRecord& was) { return was.type == "btrfs" && was.generation == 0 && was.subvolume_uuid.empty(); }
+
+// A deleted subvolume's entry in the new header: it keeps its place (records name their
+// filesystem by place), but matches no subvolume and holds no record.
+void MarkGone(FsRecord* was) {
+  was->generation = 0;
+  was->subvolume_uuid.clear();
+}
+
 // The previous index's filesystem that is subvolume `id` of filesystem `uuid`, or -1.
 int FindFs(const IndexHeader& prev, const std::string& uuid, uint64_t id) {
   for (uint32_t k = 0; k < prev.filesystems.size(); ++k)
@@ -163,7 +173,8 @@ FollowWhy OpenSubvolumes(Sys& sys, const IndexHeader& prev, const ScanOptions& o
     std::vector<NestedSubvolume> below;
     uint64_t searches = 0;
     const FollowRoot root = f->roots[i];  // a copy: roots grows below
-    Status s = SubvolumesBelow(sys, root.fd, root.id.subvolume, &below, &searches);
+    auto under_root = [&root](const std::string& rel) { return UnderRoot(root, rel).has_value(); };
+    Status s = SubvolumesBelow(sys, root.fd, root.id.subvolume, under_root, &below, &searches);
     if (!s.ok()) return {NoFollow::kSearch, root.path + ": listing the subvolumes below it: " + s.message()};
     for (auto& sub : below) {
       auto abs = UnderRoot(root, sub.rel);
@@ -176,11 +187,14 @@ FollowWhy OpenSubvolumes(Sys& sys, const IndexHeader& prev, const ScanOptions& o
       f->roots[first].top = root.top;
     }
   }
+  std::set<std::string> filesystems;
+  for (const auto& r : f->roots) filesystems.insert(r.id.uuid);
   for (uint32_t k = 0; k < matched->size(); ++k) {
-    if ((*matched)[k]) continue;
+    const FsRecord& was = prev.filesystems[k];
+    if ((*matched)[k] || IsGone(was)) continue;
     // Only a subvolume of a root's filesystem can have been deleted below it.
-    const bool ours = !f->roots.empty() && prev.filesystems[k].type == "btrfs" && prev.filesystems[k].uuid == f->roots[0].id.uuid;
-    if (!ours) return {NoFollow::kSubvolume, "the previous index holds a filesystem no root lies in"};
+    if (was.type != "btrfs" || !filesystems.count(was.uuid))
+      return {NoFollow::kSubvolume, "the previous index holds a filesystem no root lies in"};
     f->gone.push_back(k);
   }
   return FindSources(f);
@@ -271,6 +285,7 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   }
   header.followed_from = prev.created_ns;
   header.same_as_followed = f.unchanged();
+  for (uint32_t k : f.gone) MarkGone(&header.filesystems[k]);
   for (const auto& r : f.roots) {
     header.filesystems[r.fs].generation = r.id.generation;
     header.filesystems[r.fs].dev = r.dev;

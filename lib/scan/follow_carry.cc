@@ -57,7 +57,12 @@ FollowWhy FollowState::StreamPrevious(const IndexHeader& prev) {
   };
   auto r = ReadIndex(
       o_.previous, ro,
-      [&](const IndexHeader&) {
+      [&](const IndexHeader& h) {
+        // Read twice: the header matched against the filesystems must be this one.
+        if (h.created_ns != prev.created_ns || h.filesystems.size() != prev.filesystems.size()) {
+          why_ = {NoFollow::kDamagedIndex, "the previous index changed while it was read"};
+          return stop();
+        }
         if (sections++ == 0) return Status::Ok();
         why_ = {NoFollow::kDamagedIndex, "the previous index has several sections"};
         return stop();
@@ -89,7 +94,7 @@ namespace {
 // not below the source.
 bool Reroot(std::string* path, const FollowClone& c) {
   if (!PathWithin(*path, c.from_path)) return false;
-  *path = c.to_path + path->substr(c.from_path.size());
+  *path = c.to_path + (c.from_path == "/" ? *path : path->substr(c.from_path.size()));
   return true;
 }
 
@@ -102,6 +107,10 @@ const std::vector<const FollowClone*>& FollowState::ClonesOf(uint32_t fs) const 
 
 FollowWhy FollowState::CloneDir(const IndexDir& d) {
   for (const FollowClone* c : ClonesOf(d.fs)) {
+    // The copies are held until every directory is read, as the previous ones are.
+    clone_dir_bytes_ += sizeof(IndexDir) + d.path.size();
+    if (clone_dir_bytes_ > o_.memory / 4)
+      return {NoFollow::kTooManyChanges, "the snapshots taken since hold more directories than a quarter of --memory holds"};
     IndexDir x = d;
     x.fs = c->to_fs;
     if (!Reroot(&x.path, *c)) return {NoFollow::kDamagedIndex, "a directory record of " + c->from_path + " lies outside it: " + d.path};
@@ -146,21 +155,18 @@ FollowWhy FollowState::FinishDirs() {
     if (!roots[root_of_fs_[d.fs]].changed.count(d.ino)) continue;
     auto it = dirs_.find({d.fs, d.ino});
     if (it == dirs_.end()) {  // removed, moved out of the roots, or excluded now
-      moved_.Remove(d.path);
+      moved_[d.fs].Remove(d.path);
       continue;
     }
     it->second.known = true;
-    dirs_by_old_path_[d.path] = &it->second;
-    if (it->second.path != d.path) moved_.Rename(d.path, it->second.path);
+    dirs_by_old_path_[d.fs][d.path] = &it->second;
+    if (it->second.path != d.path) moved_[d.fs].Rename(d.path, it->second.path);
   }
   // A removed directory leaves no item to find; its parent changed, without it. A
   // subvolume's top is no entry of its parent's: it was found where it was.
   for (const auto& d : prev_dirs_) {
     if (roots[root_of_fs_[d.fs]].changed.count(d.ino) || d.ino == kBtrfsFirstInode) continue;
-    auto parent = dirs_by_old_path_.find(PathDirname(d.path));
-    if (parent == dirs_by_old_path_.end()) continue;
-    auto e = parent->second->entries.find(PathBasename(d.path));
-    if (e == parent->second->entries.end() || e->second != d.ino) moved_.Remove(d.path);
+    if (!StillLinked(d.fs, d.path, d.ino)) moved_[d.fs].Remove(d.path);
   }
   if (!moved_.empty()) changes_++;
   for (const auto& [key, dir] : dirs_) {
@@ -180,7 +186,7 @@ FollowWhy FollowState::FinishDirs() {
       if (it != dirs_.end()) KeepWrite(dir_writer_->AddDir({it->second.path, d.fs, d.ino}));
       continue;
     }
-    auto now = moved_.Map(d.path);
+    auto now = Moved(d.fs).Map(d.path);
     if (!now || (*now != d.path && Excluded(r, *now))) continue;
     d.path = *now;
     KeepWrite(dir_writer_->AddDir(std::move(d)));
@@ -217,9 +223,17 @@ struct ViewAt {
 
 }  // namespace
 
-bool FollowState::StillLinked(std::string_view p, uint64_t ino) const {
-  auto parent = dirs_by_old_path_.find(PathDirname(p));
-  if (parent == dirs_by_old_path_.end()) return true;  // its directory did not change
+const PathMap& FollowState::Moved(uint32_t fs) const {
+  static const PathMap none;
+  auto it = moved_.find(fs);
+  return it == moved_.end() ? none : it->second;
+}
+
+bool FollowState::StillLinked(uint32_t fs, std::string_view p, uint64_t ino) const {
+  auto dirs = dirs_by_old_path_.find(fs);
+  if (dirs == dirs_by_old_path_.end()) return true;  // no directory of its changed
+  auto parent = dirs->second.find(PathDirname(p));
+  if (parent == dirs->second.end()) return true;  // its directory did not change
   auto x = parent->second->entries.find(PathBasename(p));
   return x != parent->second->entries.end() && x->second == ino;
 }
@@ -229,7 +243,8 @@ bool FollowState::CarriedAsIs(const R& e) const {
   const uint32_t fs = e.fs();
   if (e.ino() == 0 || fs >= root_of_fs_.size() || root_of_fs_[fs] < 0 || e.has_error() || e.unread()) return false;
   if (roots[root_of_fs_[fs]].changed.count(e.ino())) return false;
-  auto linked = [&](std::string_view p) { return StillLinked(p, e.ino()) && !moved_.Moves(p); };
+  const PathMap& moved = Moved(fs);
+  auto linked = [&](std::string_view p) { return StillLinked(fs, p, e.ino()) && !moved.Moves(p); };
   if (!linked(e.path())) return false;
   for (size_t j = 0; j < e.other_path_count(); ++j)
     if (!linked(e.other_path(j))) return false;
@@ -284,8 +299,8 @@ FollowWhy FollowState::CarryFile(FileEntry& e, bool* untouched) {
   }
   std::vector<std::string> paths;
   auto keep = [&](const std::string& p) {
-    if (!StillLinked(p, e.ino)) return;  // this link is gone
-    auto now = moved_.Map(p);
+    if (!StillLinked(e.fs, p, e.ino)) return;  // this link is gone
+    auto now = Moved(e.fs).Map(p);
     if (now && (*now == p || !Excluded(r, *now))) paths.push_back(*now);
   };
   keep(e.path);

@@ -187,7 +187,8 @@ FollowWhy FollowState::FinishChanged() {
     auto before = before_.find({files_[i].root->fs, files_[i].ino});
     if (before == before_.end() || !SameRecord(files_[i].entry, before->second)) changes_++;
     else matched++;
-    // What a merge join of the two indexes by inode would call new or changed.
+    // What a merge join of the two indexes by inode would call new or changed (a new
+    // snapshot's inode joined with its source's).
     const FileEntry& now = files_[i].entry;
     if (now.hashed && now.error.empty() &&
         (before == before_.end() || !before->second.hashed ||

@@ -149,7 +149,10 @@ class FollowState {
   bool CarriedAsIs(const R& e) const;
   // Whether recorded path `p` still names inode `ino` as far as its directory says: the
   // directory did not change, or it still has that entry for that inode.
-  bool StillLinked(std::string_view p, uint64_t ino) const;
+  bool StillLinked(uint32_t fs, std::string_view p, uint64_t ino) const;
+  // The directories of filesystem `fs` renamed, moved or removed (each filesystem's
+  // own: a path below one may be another subvolume's, which did not move).
+  const PathMap& Moved(uint32_t fs) const;
   // Whether a batch read in place may be copied as it is: every record carried as it
   // was, none whose extents a changed file may share (MatchExtents needs it decoded).
   bool KeepEncoded(const BatchView& batch, uint64_t* hardlinks);
@@ -179,13 +182,15 @@ class FollowState {
   static constexpr int kGoneFs = -2;
   std::vector<int> root_of_fs_;  // previous header's filesystem -> root, -1 none, kGoneFs gone
   std::vector<std::vector<const FollowClone*>> clones_of_;  // previous header's filesystem -> clones
+  uint64_t clone_dir_bytes_ = 0;  // the directory records copied for clones
   std::map<std::pair<uint32_t, uint64_t>, ChangedDir> dirs_;  // (fs, inode)
-  std::map<std::string, const ChangedDir*, std::less<>> dirs_by_old_path_;
+  // By filesystem, then old path.
+  std::map<uint32_t, std::map<std::string, const ChangedDir*, std::less<>>> dirs_by_old_path_;
   std::map<std::pair<uint32_t, uint64_t>, std::optional<std::string>> dir_paths_;  // (fs, inode) -> path now
   std::map<std::pair<uint32_t, uint64_t>, std::string> rel_paths_;  // (fs, inode) -> in its subvolume
   std::vector<IndexDir> prev_dirs_;
   bool dirs_done_ = false;
-  PathMap moved_;
+  std::map<uint32_t, PathMap> moved_;  // by filesystem
   std::map<std::pair<uint32_t, uint64_t>, FileEntry> before_;  // previous records of changed inodes
   std::vector<FileEntry> retry_;                                // previous records with an error
   std::vector<ChangedFile> files_;

@@ -179,3 +179,40 @@ $out"
   pass "snapshot $k ($made): $out; $(json_field "$WORK/s$k.json" changed_inodes) inodes looked at"
   prev=$WORK/s$k.idx
 done
+
+# follow_cold NAME: a scan from $prev, equal to a cold scan's; prev becomes it.
+follow_cold() {
+  sync
+  "$BIN/oans-scan" --json --previous "$prev" "$T" -o "$WORK/$1.idx" > "$WORK/$1.json" 2>&1 ||
+    fail "$1: scan failed: $(cat "$WORK/$1.json")"
+  "$BIN/oans-scan" --quiet "$T" -o "$WORK/$1-cold.idx"
+  out=$(python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/$1.idx") <("$BIN/oans-cat" --blocks "$WORK/$1-cold.idx")) ||
+    fail "$1: the index differs from a cold scan's:
+$out"
+  prev=$WORK/$1.idx
+}
+# A directory of the outer subvolume renamed, another made at its old path, and the
+# subvolume that was below it moved there: its own paths did not change.
+mkdir "$T/box"
+mv "$T/sub" "$T/box/sub"
+follow_cold box  # a subvolume moved: walked
+mv "$T/box" "$T/box2"
+mkdir "$T/box"
+mv "$T/box2/sub" "$T/box/sub"
+follow_cold box-again
+[ "$(json_field "$WORK/box-again.json" followed)" = True ] || fail "box-again: not followed: $(cat "$WORK/box-again.json")"
+pass "a directory renamed and remade around a subvolume: followed, $out"
+# A subvolume moved out of the root, then back: dropped, then not taken for the one the
+# index knew (it holds none of its records).
+btrfs subvolume create "$T/extra" > /dev/null
+python3 "$PY" make "$T/extra" 3
+follow_cold extra  # a new subvolume: walked
+mv "$T/extra" "$MNT/away"
+follow_cold away
+[ "$(json_field "$WORK/away.json" followed)" = True ] || fail "away: not followed: $(cat "$WORK/away.json")"
+follow_cold still-away
+[ "$("$BIN/oans-cat" "$WORK/still-away.idx" | python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["same_as_followed"]); sys.stdin.read()')" = True ] ||
+  fail "nothing changed, yet the index is not the same as the one it followed"
+mv "$MNT/away" "$T/extra"
+follow_cold back
+pass "a subvolume moved out of the root and back: dropped, then recorded again whole ($out)"
