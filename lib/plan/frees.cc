@@ -200,9 +200,16 @@ Status PairRuns::Flush() {
   // whole-file group: its twins keep its extents (they share them, or will).
   auto may_be_dest = [&](uint32_t id) { return !st_.op_files[id] && !(id < st_.grouped.size() && st_.grouped[id]); };
   const Ways ways{may_be_dest(runs_.front().dst), may_be_dest(runs_.front().src)};
-  const Freeing f0 = FreeingRuns(*s, *dst, runs_, min_run_, bookends, ways);
+  Freeing f0 = FreeingRuns(*s, *dst, runs_, min_run_, bookends, ways);
   const Freeing f = bookends && st_.o.max_rewrite ? FreeingRuns(*s, *dst, runs_, min_run_, bookends, ways, st_.o.max_rewrite)
                                                   : Freeing();
+  // Rewriting may free more the other way (f0 frees a few small extents of one file, f
+  // the other's large ones): then f0 goes f's way too, or f would be dropped below.
+  if (!f.rewrites.empty() && !f.runs.empty() && !f0.runs.empty() && f0.runs.front().dst != f.runs.front().dst &&
+      f.net() > f0.freed) {
+    const bool forward = f.runs.front().dst == runs_.front().dst;
+    f0 = FreeingRuns(*s, *dst, runs_, min_run_, bookends, Ways{forward, !forward});
+  }
   std::vector<Range> found;
   for (const auto& r : runs_) found.push_back({r.dst_offset, r.length});
   runs_.clear();

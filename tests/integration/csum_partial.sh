@@ -18,7 +18,10 @@
 #  - snap:  the same in a subvolume with a snapshot outside the scanned root: the
 #           snapshot keeps the old extents, so the default plan leaves the file alone,
 #           and with --snapshots=all apply does not rewrite (FIEMAP says shared): the
-#           filesystem's allocation does not grow.
+#           filesystem's allocation does not grow;
+#  - pieces: the same as fresh (64 MiB), one file written 1 MiB at a time out of order:
+#           the rewrite is planned the way that frees the most, not dropped for the few
+#           small extents sharing alone would free.
 # Every file's content is checked before and after; the scan reads none of this data.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
@@ -165,3 +168,40 @@ checksums "$SNAP" | cmp -s - "$WORK/before-snap" || fail "contents changed in $S
 grown=$(( $(data_used "$SNAP") - used_snap ))
 [ "$grown" -le 0 ] || fail "snap: the filesystem's data grew by $grown bytes"
 pass "an extent a snapshot keeps is not rewritten: allocation changed by $grown bytes"
+
+# Files written in pieces: one written 1 MiB at a time out of order, a commit after each
+# (a few of its extents hold no changed block), the other in one go. Sharing without a
+# rewrite frees only those few small extents; rewriting the 1% that differs frees the
+# other file's whole extent, and is planned that way.
+mkfs_mount btrfs 400M pieces
+PIECES=$MNT
+python3 - "$PIECES/pieces-a.img" "$PIECES/pieces-b.img" <<'PY'
+import os, random, sys
+size = 64 << 20
+r = random.Random(50)
+a = r.randbytes(size)
+b = bytearray(a)
+for x in r.sample(range(size // 4096), size // 4096 // 100):
+    b[x * 4096:(x + 1) * 4096] = r.randbytes(4096)
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+offsets = list(range(0, size, 1 << 20))
+r.shuffle(offsets)
+for o in offsets:
+    os.pwrite(fd, a[o:o + (1 << 20)], o)
+    os.fsync(fd)
+os.close(fd)
+with open(sys.argv[2], "wb") as f:
+    f.write(b)
+PY
+sync
+used_p=$(data_used "$PIECES")
+checksums "$PIECES" > "$WORK/before-pieces"
+"$BIN/oans-scan" --quiet -o "$WORK/pieces.idx" "$PIECES"
+"$BIN/oans-plan" --json "$WORK/pieces.idx" > "$WORK/pieces.plan" 2> "$WORK/pieces.json"
+rewrite_p=$(stat_of "$WORK/pieces.json" rewrite_bytes)
+[ "$rewrite_p" -gt 0 ] || fail "a file written in pieces: no rewrite planned: $(cat "$WORK/pieces.json")"
+"$BIN/oans-apply" --quiet "$WORK/pieces.plan" || fail "apply failed (pieces)"
+checksums "$PIECES" | cmp -s - "$WORK/before-pieces" || fail "contents changed in $PIECES"
+freed_p=$((used_p - $(data_used "$PIECES")))
+[ "$freed_p" -ge $(((64 - 8) << 20)) ] || fail "a file written in pieces: only $freed_p bytes freed"
+pass "a file written in pieces beside one written in one go: $rewrite_p bytes rewritten, $freed_p freed"
