@@ -63,6 +63,16 @@ int FindFs(const IndexHeader& prev, const std::string& uuid, uint64_t id) {
   return -1;
 }
 
+// Takes the previous index's filesystem `found` for r: once, and only the same subvolume.
+FollowWhy MatchFs(const IndexHeader& prev, int found, std::vector<bool>* matched, FollowRoot* r) {
+  if ((*matched)[found]) return {NoFollow::kSubvolume, "two roots lie in one subvolume"};
+  FollowWhy why = SameSubvolume(prev.filesystems[found], r);
+  if (!why.empty()) return why;
+  (*matched)[found] = true;
+  r->fs = uint32_t(found);
+  return {};
+}
+
 // Opens `path` as a followed root: a btrfs directory, identified.
 FollowWhy OpenRoot(Sys& sys, const std::string& path, FollowState* f, FollowRoot** out) {
   FollowRoot r;
@@ -97,11 +107,8 @@ FollowWhy OpenRoots(Sys& sys, const IndexHeader& prev, std::vector<bool>* matche
     if (!why.empty()) return why;
     const int found = FindFs(prev, root->id.uuid, root->id.subvolume);
     if (found < 0) return {NoFollow::kSubvolume, path + ": its subvolume is not the one the previous index knew"};
-    if ((*matched)[found]) return {NoFollow::kSubvolume, "two roots lie in one subvolume"};
-    why = SameSubvolume(prev.filesystems[found], root);
+    why = MatchFs(prev, found, matched, root);
     if (!why.empty()) return why;
-    (*matched)[found] = true;
-    root->fs = uint32_t(found);
   }
   return {};
 }
@@ -156,12 +163,7 @@ FollowWhy OpenNested(Sys& sys, const IndexHeader& prev, const ScanOptions& o, co
     return {NoFollow::kSubvolumeChanged, sub.rel + ": the subvolume there changed while it was looked at"};
   const int found = FindFs(prev, r->id.uuid, sub.id);
   if (found < 0) return OpenSnapshot(prev, o, r, f);
-  if ((*matched)[found]) return {NoFollow::kSubvolume, "two roots lie in one subvolume"};
-  why = SameSubvolume(prev.filesystems[found], r);
-  if (!why.empty()) return why;
-  (*matched)[found] = true;
-  r->fs = uint32_t(found);
-  return {};
+  return MatchFs(prev, found, matched, r);
 }
 
 // The subvolumes below each root (not excluded), each followed as a root of its own;

@@ -152,6 +152,18 @@ sync
 grep -q 'subvolume' "$WORK/sub.err" || fail "the notice does not say why: $(cat "$WORK/sub.err")"
 pass "a new subvolume below the root: walked, said once"
 
+# follow_cold NAME: a scan from $prev, equal to a cold scan's; prev becomes it.
+follow_cold() {
+  sync
+  "$BIN/oans-scan" --json --previous "$prev" "$T" -o "$WORK/$1.idx" > "$WORK/$1.json" 2>&1 ||
+    fail "$1: scan failed: $(cat "$WORK/$1.json")"
+  "$BIN/oans-scan" --quiet "$T" -o "$WORK/$1-cold.idx"
+  out=$(python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/$1.idx") <("$BIN/oans-cat" --blocks "$WORK/$1-cold.idx")) ||
+    fail "$1: the index differs from a cold scan's:
+$out"
+  prev=$WORK/$1.idx
+}
+
 # Snapshots of that subvolume taken and deleted below the root, between random changes
 # to it: each scan follows (a new snapshot takes the subvolume's records, a deleted
 # one's are dropped), and each index is a cold scan's.
@@ -167,30 +179,12 @@ for k in 1 2 3 4; do
     btrfs subvolume delete "$T/snap$((k - 2))" > /dev/null
     made="$made, snapshot $((k - 2)) deleted"
   fi
-  sync
-  "$BIN/oans-scan" --json --previous "$prev" "$T" -o "$WORK/s$k.idx" > "$WORK/s$k.json" 2>&1 ||
-    fail "snapshot $k: following scan failed: $(cat "$WORK/s$k.json")"
+  follow_cold "s$k"
   [ "$(json_field "$WORK/s$k.json" followed)" = True ] ||
     fail "snapshot $k ($made): the scan did not follow btrfs changes: $(cat "$WORK/s$k.json")"
-  "$BIN/oans-scan" --quiet "$T" -o "$WORK/s$k-cold.idx"
-  out=$(python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/s$k.idx") <("$BIN/oans-cat" --blocks "$WORK/s$k-cold.idx")) ||
-    fail "snapshot $k ($made): the followed index differs from a cold scan's:
-$out"
   pass "snapshot $k ($made): $out; $(json_field "$WORK/s$k.json" changed_inodes) inodes looked at"
-  prev=$WORK/s$k.idx
 done
 
-# follow_cold NAME: a scan from $prev, equal to a cold scan's; prev becomes it.
-follow_cold() {
-  sync
-  "$BIN/oans-scan" --json --previous "$prev" "$T" -o "$WORK/$1.idx" > "$WORK/$1.json" 2>&1 ||
-    fail "$1: scan failed: $(cat "$WORK/$1.json")"
-  "$BIN/oans-scan" --quiet "$T" -o "$WORK/$1-cold.idx"
-  out=$(python3 "$PY" compare <("$BIN/oans-cat" --blocks "$WORK/$1.idx") <("$BIN/oans-cat" --blocks "$WORK/$1-cold.idx")) ||
-    fail "$1: the index differs from a cold scan's:
-$out"
-  prev=$WORK/$1.idx
-}
 # A directory of the outer subvolume renamed, another made at its old path, and the
 # subvolume that was below it moved there: its own paths did not change.
 mkdir "$T/box"
