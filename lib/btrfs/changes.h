@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -39,6 +40,7 @@ struct SubvolumeChanges {
   // More inodes than the limit were found: none is read, and a walk costs no more
   // than following would.
   bool too_many = false;
+  uint64_t quiet = 0;     // inodes found but taken by `quiet` (ReadChangedInodes)
   uint64_t searches = 0;  // tree searches made (calls of Sys::TreeSearch)
 };
 
@@ -49,6 +51,20 @@ inline constexpr size_t kMaxFollowedInodes = 250000;
 // `since` or later, each with its current state.
 Status FindSubvolumeChanges(Sys& sys, int fd, uint64_t since, SubvolumeChanges* out,
                             size_t limit = kMaxFollowedInodes);
+
+// The two steps of FindSubvolumeChanges, for a caller that looks at the numbers first.
+// The numbers of the inodes with items in tree blocks written in `since` or later,
+// sorted; past `cap` of them the search ends and *over is set.
+Status ChangedInodeNumbers(Sys& sys, int fd, uint64_t since, size_t cap, std::vector<uint64_t>* out, bool* over,
+                           uint64_t* searches);
+// Whether an inode, as its items have it now, needs no more looking at: the same as
+// when it was last recorded (a backup's atime, or a tree block rewritten for a
+// neighbour's sake), or what changed was taken from it (its extents, after a dedupe).
+using QuietInode = std::function<bool(ChangedInode&)>;
+// Inodes `inos` (sorted, distinct) read whole into out->inodes, less those `quiet` (when
+// set) takes; out->quiet counts those. More than `limit` kept: too_many, and none kept.
+Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, const QuietInode& quiet, size_t limit,
+                         SubvolumeChanges* out);
 
 // Where a directory is linked: its parent directory's inode and its name there.
 struct DirLink {

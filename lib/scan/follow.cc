@@ -262,7 +262,7 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
       if (!s.ok()) why = {NoFollow::kCommit, r.path + ": cannot commit its changes before reading them (" + s.message() + ")"};
       if (!why.empty()) break;
     }
-  if (why.empty()) why = f.FindChanges();
+  if (why.empty()) why = f.FindChanges(prev);
   if (why.empty()) why = f.MapChanged();
   if (why.empty()) why = f.StreamPrevious(prev);
   if (why.empty()) why = f.FinishChanged();

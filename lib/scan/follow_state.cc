@@ -9,6 +9,7 @@
 
 #include "lib/scan/entry.h"
 #include "lib/scan/previous.h"
+#include "lib/scan/quiet.h"
 #include "lib/scan/walk.h"
 
 namespace oans {
@@ -37,7 +38,7 @@ bool FollowState::Excluded(const FollowRoot& r, const std::string& path) const {
   }
 }
 
-FollowWhy FollowState::FindChanges() {
+FollowWhy FollowState::FindChanges(const IndexHeader& prev) {
   auto d = TempFile::Create(TempDirectory(o_.temp_dir));
   auto f = TempFile::Create(TempDirectory(o_.temp_dir));
   if (!d.ok() || !f.ok())
@@ -46,14 +47,22 @@ FollowWhy FollowState::FindChanges() {
   file_spool_ = std::move(*f);
   dir_writer_ = std::make_unique<IndexWriter>(dir_spool_->fd(), "the scan's temporary spool");
   file_writer_ = std::make_unique<IndexWriter>(file_spool_->fd(), "the scan's temporary spool");
-  for (auto& r : roots) {
-    Status s = FindSubvolumeChanges(sys_, r.fd, r.since, &r.changes);
+  std::vector<std::vector<uint64_t>> numbers(roots.size());
+  FollowWhy why = FindNumbers(&numbers);
+  if (!why.empty()) return why;
+  why = LoadQuiet(prev, numbers);
+  if (!why.empty()) return why;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    FollowRoot& r = roots[i];
+    QuietInode is_quiet;
+    if (quiet_) is_quiet = [this, &r](ChangedInode& c) { return quiet_->Take(r.fs, c); };
+    Status s = ReadChangedInodes(sys_, r.fd, numbers[i], is_quiet, kMaxFollowedInodes, &r.changes);
     if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
     if (r.changes.too_many)
       return {NoFollow::kTooManyChanges, "btrfs reports more than " + std::to_string(kMaxFollowedInodes) +
                                              " changed inodes below " + r.path + " (a walk costs no more)"};
     for (const auto& c : r.changes.inodes) r.changed[c.ino] = &c;
-    stats_->changed_inodes += r.changes.inodes.size();
+    stats_->quiet_inodes += r.changes.quiet;
     FollowWhy linked = LinkDirs(r);
     if (!linked.empty()) return linked;
     for (const auto& c : r.changes.inodes) {
@@ -61,9 +70,46 @@ FollowWhy FollowState::FindChanges() {
       FollowWhy why = ReadChangedDir(r, c);
       if (!why.empty()) return why;
     }
+    std::string found = std::to_string(numbers[i].size()) + " inode(s) in tree blocks written since";
+    if (r.changes.quiet) found += ", " + std::to_string(r.changes.quiet) + " of them unchanged or only moved";
     observer_->Notice("following btrfs changes in " + r.path + " since generation " + std::to_string(r.since - 1) +
-                      ": " + std::to_string(r.changes.inodes.size()) + " inode(s) in tree blocks written since");
+                      ": " + found);
   }
+  if (quiet_) {
+    quiet_->Done();
+    stats_->extents_moved = quiet_->moved();
+  }
+  return {};
+}
+
+FollowWhy FollowState::FindNumbers(std::vector<std::vector<uint64_t>>* numbers) {
+  // Their numbers alone, 8 bytes an inode (and 8 more for a digest): up to a sixteenth of
+  // --memory, as many as a backup's atimes may make.
+  const size_t cap = std::max<size_t>(kMaxFollowedInodes, o_.memory / 16 / sizeof(uint64_t));
+  for (size_t i = 0; i < roots.size(); ++i) {
+    FollowRoot& r = roots[i];
+    bool over = false;
+    Status s = ChangedInodeNumbers(sys_, r.fd, r.since, cap, &(*numbers)[i], &over, &r.changes.searches);
+    if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
+    if (over)
+      return {NoFollow::kTooManyChanges, "btrfs reports more than " + std::to_string(cap) +
+                                             " inodes in tree blocks written since below " + r.path + " (a walk costs no more)"};
+    stats_->changed_inodes += (*numbers)[i].size();
+  }
+  return {};
+}
+
+FollowWhy FollowState::LoadQuiet(const IndexHeader& prev, const std::vector<std::vector<uint64_t>>& numbers) {
+  size_t found = 0;
+  for (const auto& n : numbers) found += n.size();
+  // Few inodes are read whole at less cost than the previous index.
+  if (found < kJudgeQuietFrom) return {};
+  auto quiet = std::make_unique<QuietRecords>();
+  for (size_t i = 0; i < roots.size(); ++i)
+    if (roots[i].fs < prev.filesystems.size()) quiet->Want(roots[i].fs, &numbers[i]);  // not a snapshot's
+  Status s = quiet->Load(o_.previous, prev.created_ns);
+  if (!s.ok()) return {NoFollow::kDamagedIndex, "the previous index cannot be read again: " + s.message()};
+  quiet_ = std::move(quiet);
   return {};
 }
 

@@ -25,6 +25,7 @@
 #include "lib/btrfs/changes.h"
 #include "lib/scan/path_map.h"
 #include "lib/scan/previous.h"
+#include "lib/scan/quiet.h"
 #include "lib/scan/scan.h"
 
 namespace oans {
@@ -92,6 +93,10 @@ struct ChangedDir {
 // The absolute path of subvolume-relative `rel`, or nullopt when it is not below root r.
 std::optional<std::string> UnderRoot(const FollowRoot& r, const std::string& rel);
 
+// Changed inodes from which on the previous index is read first, so that those whose
+// items match their records are not held (lib/scan/quiet.h).
+inline constexpr size_t kJudgeQuietFrom = 2048;
+
 class FollowState {
  public:
   FollowState(Sys& sys, const ScanOptions& o, Observer* observer, ScanStats* stats)
@@ -112,7 +117,8 @@ class FollowState {
 
   // Each of these returns why the changes cannot be followed, or nothing (empty()).
   // The change search of every root's subvolume, and the changed directories read.
-  FollowWhy FindChanges();
+  // Inodes whose items say what their record in `prev` says are left out (quiet.h).
+  FollowWhy FindChanges(const IndexHeader& prev);
   // The changed regular files below the roots, opened and mapped (in parallel).
   FollowWhy MapChanged();
   // The previous index, streamed: directories, then files carried or set aside.
@@ -127,6 +133,10 @@ class FollowState {
   Status WriteInto(IndexHeader header, OutputFile* out);
 
  private:
+  // Each root's changed inode numbers, into (*numbers)[root].
+  FollowWhy FindNumbers(std::vector<std::vector<uint64_t>>* numbers);
+  // The previous records of those inodes, when they are many (kJudgeQuietFrom).
+  FollowWhy LoadQuiet(const IndexHeader& prev, const std::vector<std::vector<uint64_t>>& numbers);
   FollowWhy ReadChangedDir(FollowRoot& r, const ChangedInode& c);
   // Fills r.dir_links: the changed directories' links, and their parents' up to the
   // subvolume's root, read level by level in a few searches.
@@ -198,6 +208,9 @@ class FollowState {
   std::unique_ptr<TempFile> dir_spool_, file_spool_;
   std::unique_ptr<IndexWriter> dir_writer_, file_writer_;
   FollowWhy why_;
+  // Set when inodes were judged against their records (LoadQuiet); then holds the files
+  // whose extents alone changed.
+  std::unique_ptr<QuietRecords> quiet_;
   uint64_t changes_ = 0;  // records (and directories) written otherwise than they were, or dropped
   std::vector<std::pair<uint32_t, uint64_t>> changed_files_;  // (fs, inode): IndexHeader::changed_files
   uint64_t changed_at_ = 0;  // where FinishChanged's records start in the file spool

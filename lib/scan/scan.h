@@ -100,6 +100,8 @@ struct ScanStats {
   bool followed = false;        // btrfs changes followed instead of a walk (lib/scan/follow.h)
   NoFollow not_followed = NoFollow::kNone;  // why not, when --previous was given
   uint64_t changed_inodes = 0;  // inodes in tree blocks written since the previous index
+  uint64_t quiet_inodes = 0;    // of those, files whose items say what their records say, or all but the extents
+  uint64_t extents_moved = 0;   // of those, files whose extents alone changed (a dedupe)
   uint64_t same_extents = 0;    // of the files reused, those given the hashes of a record with the same extents
   uint64_t previous_records = 0, previous_bytes = 0;  // the previous index's totals (walk estimate)
   bool previous_truncated = false;

@@ -35,6 +35,8 @@ Figures<S> Found() {
       {"followed", Unit::kFlag, "followed btrfs changes", [](const S& s) { return V(s.followed); }},
       {"not_followed", Unit::kName, "", [](const S& s) { return V(std::string(NoFollowName(s.not_followed))); }},
       {"changed_inodes", Unit::kCount, "{} changed inodes looked at", [](const S& s) { return V(s.changed_inodes); }},
+      {"quiet_inodes", Unit::kCount, "{} of them unchanged by their items", [](const S& s) { return V(s.quiet_inodes); }},
+      {"extents_moved", Unit::kCount, "{} of those with new extents only", [](const S& s) { return V(s.extents_moved); }},
       {"tree_ahead_bytes", Unit::kBytes, "read btrfs's trees ahead: {}",
        [](const S& s) { return V(s.tree_ahead_bytes); }},
       {"tree_ahead_leaves", Unit::kCount, "{} tree leaves in disk order",

@@ -57,6 +57,38 @@ TEST(FollowChangesTest, DirectoryLinksAreReadPerRunOfInodes) {
   EXPECT_TRUE(links.empty());  // the fake tree has inode items only
 }
 
+TEST(FollowChangesTest, InodesTheCallerTakesAreLeftOutAndNotCountedAgainstTheLimit) {
+  FakeTree sys(500);
+  std::vector<uint64_t> inos;
+  bool over = false;
+  uint64_t searches = 0;
+  ASSERT_TRUE(ChangedInodeNumbers(sys, -1, 9, 1000, &inos, &over, &searches).ok());
+  ASSERT_EQ(inos.size(), 500u);
+  EXPECT_FALSE(over);
+  SubvolumeChanges c;
+  auto odd = [](ChangedInode& i) { return i.ino % 2 == 1; };
+  ASSERT_TRUE(ReadChangedInodes(sys, -1, inos, odd, 250, &c).ok());
+  EXPECT_FALSE(c.too_many);
+  EXPECT_EQ(c.inodes.size(), 250u);
+  EXPECT_EQ(c.quiet, 250u);
+  for (const auto& i : c.inodes) EXPECT_EQ(i.ino % 2, 0u) << i.ino;
+
+  SubvolumeChanges d;  // one more kept than the limit
+  ASSERT_TRUE(ReadChangedInodes(sys, -1, inos, odd, 249, &d).ok());
+  EXPECT_TRUE(d.too_many);
+  EXPECT_TRUE(d.inodes.empty());
+}
+
+TEST(FollowChangesTest, PastTheCapTheNumbersStop) {
+  FakeTree sys(50);
+  std::vector<uint64_t> inos;
+  bool over = false;
+  uint64_t searches = 0;
+  ASSERT_TRUE(ChangedInodeNumbers(sys, -1, 9, 10, &inos, &over, &searches).ok());
+  EXPECT_TRUE(over);
+  EXPECT_EQ(searches, 1u);
+}
+
 TEST(FollowChangesTest, PastTheLimitNothingIsLookedUpAndTheCallerWalks) {
   FakeTree sys(50);
   SubvolumeChanges c;

@@ -1,0 +1,117 @@
+#include "lib/scan/quiet.h"
+
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include <algorithm>
+
+namespace oans {
+namespace {
+
+// A digest of 64-bit words, each hashed with the digest so far as its seed; never 0,
+// which stands for none.
+class Digest {
+ public:
+  void Add(uint64_t v) { h_ = XXH3_64bits_withSeed(&v, sizeof v, h_); }
+  uint64_t Value() const { return h_ | 1; }
+
+ private:
+  uint64_t h_ = 0;
+};
+
+uint64_t StatDigest(uint64_t size, int64_t mtime_ns, int64_t ctime_ns, uint32_t nlink, uint32_t uid, uint32_t gid,
+                    uint32_t inode_flags) {
+  Digest d;
+  for (uint64_t v : {size, uint64_t(mtime_ns), uint64_t(ctime_ns), uint64_t(nlink), uint64_t(uid), uint64_t(gid),
+                     uint64_t(inode_flags)})
+    d.Add(v);
+  return d.Value();
+}
+
+uint64_t ExtentsDigest(const std::vector<FiemapExtent>& x) {
+  Digest d;
+  d.Add(x.size());
+  // Whether another file shares an extent is no part of the file's own state.
+  for (const auto& e : x)
+    for (uint64_t v : {e.logical, e.physical, e.length, uint64_t(e.flags & ~kExtentShared)}) d.Add(v);
+  return d.Value();
+}
+
+}  // namespace
+
+QuietDigest QuietDigest::Of(const FileEntry& e) {
+  if (!e.hashed || !e.error.empty() || e.ino == 0 || e.extents.empty()) return {};
+  return {StatDigest(e.size, e.mtime_ns, e.ctime_ns, e.nlink, e.uid, e.gid, e.inode_flags), ExtentsDigest(e.extents)};
+}
+
+QuietDigest QuietDigest::Of(const ChangedInode& c) {
+  if (!c.exists || !S_ISREG(c.item.mode) || !c.mapped || c.map.extents.empty()) return {};
+  const FileStat st = c.map.Stat(0);
+  return {StatDigest(st.size, st.mtime_ns, st.ctime_ns, st.nlink, st.uid, st.gid, c.map.inode_flags),
+          ExtentsDigest(c.map.extents)};
+}
+
+void QuietRecords::Want(uint32_t fs, const std::vector<uint64_t>* inos) {
+  wanted_.push_back({fs, inos, std::vector<QuietDigest>(inos->size()), {}});
+}
+
+QuietRecords::Wanted* QuietRecords::Of(uint32_t fs) {
+  for (auto& w : wanted_)
+    if (w.fs == fs) return &w;
+  return nullptr;
+}
+
+const QuietRecords::Wanted* QuietRecords::Of(uint32_t fs) const {
+  return const_cast<QuietRecords*>(this)->Of(fs);
+}
+
+Status QuietRecords::Load(const std::string& path, int64_t created_ns) {
+  auto r = ReadIndex(
+      path, {},
+      [&](const IndexHeader& h) {
+        return h.created_ns == created_ns ? Status::Ok() : Status::Invalid("the previous index changed while it was read");
+      },
+      [&](const IndexHeader&, std::vector<FileEntry>& batch) {
+        for (const auto& e : batch) {
+          Wanted* w = Of(e.fs);
+          if (!w) continue;
+          auto it = std::lower_bound(w->inos->begin(), w->inos->end(), e.ino);
+          if (it != w->inos->end() && *it == e.ino) w->digests[size_t(it - w->inos->begin())] = QuietDigest::Of(e);
+        }
+        return Status::Ok();
+      });
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+bool QuietRecords::Take(uint32_t fs, ChangedInode& c) {
+  Wanted* w = Of(fs);
+  if (!w || w->digests.empty()) return false;
+  auto it = std::lower_bound(w->inos->begin(), w->inos->end(), c.ino);
+  if (it == w->inos->end() || *it != c.ino) return false;
+  const QuietDigest was = w->digests[size_t(it - w->inos->begin())];
+  if (was.stat == 0) return false;
+  const QuietDigest now = QuietDigest::Of(c);
+  if (now.stat != was.stat) return false;
+  if (now.extents == was.extents) return true;
+  // Inodes are read in ascending order: the list stays sorted.
+  w->moved.push_back({c.ino, c.map.inode_flags, std::move(c.map.extents)});
+  moved_count_++;
+  return true;
+}
+
+void QuietRecords::Done() {
+  for (auto& w : wanted_) {
+    std::vector<QuietDigest>().swap(w.digests);
+    w.inos = nullptr;
+  }
+}
+
+const MovedExtents* QuietRecords::Moved(uint32_t fs, uint64_t ino) const {
+  const Wanted* w = Of(fs);
+  if (!w || w->moved.empty()) return nullptr;
+  auto it = std::lower_bound(w->moved.begin(), w->moved.end(), ino,
+                             [](const MovedExtents& m, uint64_t i) { return m.ino < i; });
+  return it != w->moved.end() && it->ino == ino ? &*it : nullptr;
+}
+
+}  // namespace oans

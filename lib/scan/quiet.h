@@ -1,0 +1,70 @@
+// Inodes that a change search finds but that did not change: after a backup read every
+// file, relatime wrote each one's atime, and every tree block of the subvolume was
+// written again; after a dedupe, the neighbours of each deduped file share its blocks.
+// An inode is quiet when its items say all its previous record says: the same size,
+// times, links, owner, flags and extents. A ctime nobody can set (a write, a rename, a
+// new link or a chmod sets it) then means the same data at the same paths, and the
+// record is carried as it was. An inode whose extents alone changed (a dedupe, by oans
+// or another tool: FIDEDUPERANGE leaves ctime alone) holds the same data elsewhere: its
+// record is carried with the new extents, its keys kept.
+// Holds 24 bytes an inode the search found, and each moved file's new extents.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/btrfs/changes.h"
+#include "lib/format/index_file.h"
+
+namespace oans {
+
+// What a record says of its inode that the inode's items also say: its stat (size,
+// times, links, owner, flags) and its extents, as two digests; 0 for none.
+struct QuietDigest {
+  uint64_t stat = 0, extents = 0;
+  static QuietDigest Of(const FileEntry& e);
+  // Of a regular file's items; none when they do not map it.
+  static QuietDigest Of(const ChangedInode& c);
+};
+
+// A file whose extents alone changed: its new extents and flags, from its items.
+struct MovedExtents {
+  uint64_t ino = 0;
+  uint32_t inode_flags = 0;
+  std::vector<FiemapExtent> extents;
+};
+
+// The previous index's records of the inodes a change search found.
+class QuietRecords {
+ public:
+  // Inodes `inos` (sorted) of the previous index's filesystem `fs`; kept by pointer
+  // until Done.
+  void Want(uint32_t fs, const std::vector<uint64_t>* inos);
+  // Reads the previous index at `path` (its header created at `created_ns`) and keeps
+  // the digests of each wanted record that is complete (hashed, no error).
+  Status Load(const std::string& path, int64_t created_ns);
+  // Whether inode `c` of filesystem `fs` says all its record said (true), or all but
+  // its extents (true, and its extents are moved out of c into Moved's list).
+  bool Take(uint32_t fs, ChangedInode& c);
+  // The digests are dropped; the moved extents stay.
+  void Done();
+  // The new extents of inode `ino` of `fs` when only they changed; null otherwise.
+  const MovedExtents* Moved(uint32_t fs, uint64_t ino) const;
+  uint64_t moved() const { return moved_count_; }
+
+ private:
+  struct Wanted {
+    uint32_t fs;
+    const std::vector<uint64_t>* inos;
+    std::vector<QuietDigest> digests;  // by place in *inos
+    std::vector<MovedExtents> moved;   // by inode
+  };
+  Wanted* Of(uint32_t fs);
+  const Wanted* Of(uint32_t fs) const;
+  std::vector<Wanted> wanted_;
+  uint64_t moved_count_ = 0;
+};
+
+}  // namespace oans

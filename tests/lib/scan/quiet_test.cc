@@ -1,0 +1,139 @@
+#include "lib/scan/quiet.h"
+
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include "tests/lib/test_util.h"
+
+namespace oans {
+namespace {
+
+FileEntry Record(uint64_t ino) {
+  FileEntry e;
+  e.path = "/t/f" + std::to_string(ino);
+  e.ino = ino;
+  e.size = 10000;
+  e.mtime_ns = 5;
+  e.ctime_ns = 7;
+  e.nlink = 1;
+  e.uid = 1000;
+  e.gid = 100;
+  e.hashed = true;
+  e.extents = {{0, 1 << 20, 12288, kExtentLast}};
+  return e;
+}
+
+// The inode as its items have it: what Record(ino) says.
+ChangedInode Items(uint64_t ino) {
+  ChangedInode c;
+  c.ino = ino;
+  c.exists = c.mapped = true;
+  c.item.mode = S_IFREG | 0644;
+  c.item.size = c.map.inode.size = 10000;
+  c.map.inode.mtime_ns = 5;
+  c.map.inode.ctime_ns = 7;
+  c.map.inode.nlink = 1;
+  c.map.inode.uid = 1000;
+  c.map.inode.gid = 100;
+  c.map.ino = ino;
+  c.map.extents = {{0, 1 << 20, 12288, kExtentLast}};
+  return c;
+}
+
+TEST(QuietTest, ARecordAndItemsThatSayTheSameHaveOneDigest) {
+  const QuietDigest a = QuietDigest::Of(Record(300)), b = QuietDigest::Of(Items(300));
+  EXPECT_NE(a.stat, 0u);
+  EXPECT_EQ(a.stat, b.stat);
+  EXPECT_EQ(a.extents, b.extents);
+  // Whether another file shares the extent is not the file's own state.
+  FileEntry shared = Record(300);
+  shared.extents[0].flags |= kExtentShared;
+  EXPECT_EQ(QuietDigest::Of(shared).extents, a.extents);
+}
+
+TEST(QuietTest, EachFieldCounts) {
+  const QuietDigest was = QuietDigest::Of(Record(300));
+  std::vector<ChangedInode> changed(8, Items(300));
+  changed[0].map.inode.ctime_ns++;
+  changed[1].map.inode.mtime_ns++;
+  changed[2].map.inode.size++;
+  changed[3].map.inode.nlink++;
+  changed[4].map.inode.uid++;
+  changed[5].map.inode.gid++;
+  changed[6].map.inode_flags = 0x10;
+  changed[7].map.extents[0].physical += 4096;
+  for (size_t i = 0; i < 7; ++i) EXPECT_NE(QuietDigest::Of(changed[i]).stat, was.stat) << i;
+  EXPECT_EQ(QuietDigest::Of(changed[7]).stat, was.stat);
+  EXPECT_NE(QuietDigest::Of(changed[7]).extents, was.extents);
+}
+
+TEST(QuietTest, NoDigestForWhatCannotBeCarried) {
+  FileEntry unread = Record(300);
+  unread.hashed = false;
+  FileEntry failed = Record(300);
+  failed.error = "Permission denied";
+  EXPECT_EQ(QuietDigest::Of(unread).stat, 0u);
+  EXPECT_EQ(QuietDigest::Of(failed).stat, 0u);
+  ChangedInode unmapped = Items(300);
+  unmapped.mapped = false;
+  ChangedInode dir = Items(300);
+  dir.item.mode = S_IFDIR | 0755;
+  EXPECT_EQ(QuietDigest::Of(unmapped).stat, 0u);
+  EXPECT_EQ(QuietDigest::Of(dir).stat, 0u);
+}
+
+TEST(QuietTest, TakesTheUnchangedAndTheMovedOnly) {
+  test::TempDir dir;
+  IndexHeader h;
+  h.created_ns = 42;
+  h.filesystems = {test::BtrfsFs("u", 5, 40, "/"), test::BtrfsFs("u", 256, 41, "/")};
+  std::vector<FileEntry> records = {Record(300), Record(301), Record(302), Record(303)};
+  records[3].hashed = false;  // left unread: looked at again
+  for (auto& r : records) r.fs = 1;
+  FileEntry other_fs = Record(304);
+  other_fs.fs = 0;
+  records.push_back(other_fs);
+  test::WriteIndex(dir.Join("prev.idx"), h, records, 2);
+  const std::vector<uint64_t> found = {300, 301, 302, 303, 304, 305};
+  QuietRecords q;
+  q.Want(1, &found);
+  Status loaded = q.Load(dir.Join("prev.idx"), 42);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+
+  ChangedInode same = Items(300), moved = Items(301), written = Items(302), unread = Items(303);
+  ChangedInode elsewhere = Items(304), fresh = Items(305);
+  moved.map.extents[0].physical = 8 << 20;
+  written.map.inode.ctime_ns = 9;
+  EXPECT_TRUE(q.Take(1, same));
+  EXPECT_TRUE(q.Take(1, moved));
+  EXPECT_FALSE(q.Take(1, written));
+  EXPECT_FALSE(q.Take(1, unread));
+  EXPECT_FALSE(q.Take(1, elsewhere));  // its record is another filesystem's
+  EXPECT_FALSE(q.Take(1, fresh));      // no record
+  EXPECT_FALSE(q.Take(0, same));       // a filesystem not wanted
+  EXPECT_EQ(q.moved(), 1u);
+  q.Done();
+  const MovedExtents* m = q.Moved(1, 301);
+  ASSERT_NE(m, nullptr);
+  ASSERT_EQ(m->extents.size(), 1u);
+  EXPECT_EQ(m->extents[0].physical, uint64_t(8 << 20));
+  EXPECT_EQ(q.Moved(1, 300), nullptr);
+  EXPECT_EQ(q.Moved(0, 301), nullptr);
+  EXPECT_FALSE(q.Take(1, same));  // done: nothing more is judged
+}
+
+TEST(QuietTest, AnIndexReplacedSinceItsHeaderWasReadIsRefused) {
+  test::TempDir dir;
+  IndexHeader h;
+  h.created_ns = 43;
+  h.filesystems = {test::BtrfsFs("u", 5, 40, "/")};
+  test::WriteIndex(dir.Join("prev.idx"), h, {Record(300)});
+  const std::vector<uint64_t> found = {300};
+  QuietRecords q;
+  q.Want(0, &found);
+  EXPECT_EQ(q.Load(dir.Join("prev.idx"), 42).message(), "the previous index changed while it was read");
+}
+
+}  // namespace
+}  // namespace oans
