@@ -2,7 +2,7 @@
 
 #include <sys/stat.h>
 
-#include <memory>
+#include <algorithm>
 #include <optional>
 
 namespace oans {
@@ -16,24 +16,32 @@ constexpr uint64_t kInodeGap = 512;
 // buffer left (fault_in_subpage_writeable in search_ioctl), 1,024 pages a leaf at 4 MiB.
 constexpr uint32_t kBulkBuffer = 512 << 10;
 
-// The inode numbers with items in tree blocks written since `since`; past `cap`, the
-// search ends with *over set.
-Status ChangedNumbers(Sys& sys, int fd, uint64_t since, size_t cap, std::vector<uint64_t>* inodes, bool* over,
-                      uint64_t* searches) {
+bool InodeItemType(uint8_t t) {
+  return t == kBtrfsInodeItem || t == kBtrfsInodeRef || t == kBtrfsInodeExtref || t == kBtrfsDirItem ||
+         t == kBtrfsDirIndex || t == kBtrfsExtentData || t == kBtrfsXattrItem;
+}
+
+// The search of a subvolume's blocks written since `since`.
+BtrfsSearch ChangedBlocks(uint64_t since) {
   BtrfsSearch s;
   s.min = {kBtrfsFirstInode, 0, 0};
   s.max = {kBtrfsLastInode, 255, ~uint64_t(0)};
   s.min_transid = since;
   s.buffer_bytes = kBulkBuffer;
+  return s;
+}
+
+// The inode numbers with items in tree blocks written since `since`; past `cap`, the
+// search ends with *over set.
+Status ChangedNumbers(Sys& sys, int fd, uint64_t since, size_t cap, std::vector<uint64_t>* inodes, bool* over,
+                      uint64_t* searches) {
   bool bad = false;
   *over = false;
   ++*searches;
-  OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, s, [&](const BtrfsItem& item) {
+  OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, ChangedBlocks(since), [&](const BtrfsItem& item) {
     const uint8_t t = item.key.type;
     if (t == kBtrfsDirItem || t == kBtrfsDirIndex) bad |= !DecodeDirItems(item.data, [](const BtrfsDirEntry&) {});
-    if (t != kBtrfsInodeItem && t != kBtrfsInodeRef && t != kBtrfsInodeExtref && t != kBtrfsDirItem &&
-        t != kBtrfsDirIndex && t != kBtrfsExtentData && t != kBtrfsXattrItem)
-      return true;
+    if (!InodeItemType(t)) return true;
     if (inodes->empty() || inodes->back() != item.key.objectid) inodes->push_back(item.key.objectid);
     *over = inodes->size() > cap;
     return !*over;  // past it, the search ends: the caller walks
@@ -42,79 +50,119 @@ Status ChangedNumbers(Sys& sys, int fd, uint64_t since, size_t cap, std::vector<
   return Status::Ok();
 }
 
-// Takes one item of inode c; false when it does not decode.
-bool AddItem(const BtrfsItem& item, ChangedInode* c, TreeMapBuilder* map) {
+// One inode's items, as searches hand them out in key order, and whether they were all
+// of them: its links as many as its link count, a directory's entries as long as its
+// size says (each name counts twice: DIR_ITEM and DIR_INDEX), a file's extents as many
+// bytes as its item counts (what btrfs check compares).
+class InodeItems {
+ public:
+  explicit InodeItems(uint64_t ino) : map_(ino) { c_.ino = ino; }
+  // False when an item other than a file extent does not decode (damage).
+  bool Add(const BtrfsItem& item);
+  bool Complete() const;
+  // The inode, its map made; the builder is spent.
+  ChangedInode Finish();
+
+ private:
+  ChangedInode c_;
+  TreeMapBuilder map_;
+  bool usable_ = true;  // every file extent decoded
+  uint64_t names_ = 0, entry_bytes_ = 0, data_bytes_ = 0;
+  bool has_inline_ = false;
+};
+
+bool InodeItems::Add(const BtrfsItem& item) {
+  ChangedInode* c = &c_;
   switch (item.key.type) {
     case kBtrfsInodeItem:
-      return (c->exists = DecodeInodeItem(item.data, &c->item)) && map->Add(item);
+      return (c->exists = DecodeInodeItem(item.data, &c->item)) && map_.Add(item);
     case kBtrfsInodeRef:
-      return DecodeInodeRefs(item.data, [&](std::string_view name) { c->links.emplace_back(item.key.offset, name); });
+      return DecodeInodeRefs(item.data, [&](std::string_view name) {
+        c->links.emplace_back(item.key.offset, name);
+        names_++;
+      });
     case kBtrfsInodeExtref:
-      return DecodeInodeExtrefs(item.data,
-                                [&](uint64_t parent, std::string_view name) { c->links.emplace_back(parent, name); });
+      return DecodeInodeExtrefs(item.data, [&](uint64_t parent, std::string_view name) {
+        c->links.emplace_back(parent, name);
+        names_++;
+      });
     case kBtrfsDirIndex:
       return DecodeDirItems(item.data, [&](const BtrfsDirEntry& e) {
+        entry_bytes_ += 2 * e.name.size();
         if (e.location.type == kBtrfsInodeItem) c->entries.emplace_back(std::string(e.name), e.location.objectid);
       });
-    case kBtrfsExtentData:
-      return !c->exists || !S_ISREG(c->item.mode) || map->Add(item);
+    case kBtrfsExtentData: {
+      if (!c->exists || !S_ISREG(c->item.mode)) return true;
+      BtrfsFileExtent x;
+      // One that does not decode leaves the file unmapped (it is opened).
+      if (!DecodeFileExtent(item.data, &x) || !map_.Add(item)) return usable_ = false, true;
+      if (x.type == 0) has_inline_ = true, data_bytes_ += x.ram_bytes;
+      else if (x.disk_bytenr != 0) data_bytes_ += x.num_bytes;
+      return true;
+    }
     default:
       return true;
   }
 }
 
-// Reads inodes [first, last) of `inos` whole, in one search of their key range, and
-// keeps those `quiet` does not leave out; false in *room once more than `limit` are kept.
-struct RunReader {
-  const std::vector<uint64_t>& inos;
+bool InodeItems::Complete() const {
+  if (!c_.exists || !usable_ || names_ != c_.item.nlink) return false;
+  if (S_ISDIR(c_.item.mode)) return entry_bytes_ == c_.item.size;
+  if (S_ISREG(c_.item.mode)) return data_bytes_ == c_.item.nbytes;
+  return true;
+}
+
+ChangedInode InodeItems::Finish() {
+  if (c_.exists && S_ISREG(c_.item.mode)) c_.mapped = usable_ && map_.Finish(&c_.map);
+  return std::move(c_);
+}
+
+// Where inodes go once their items are in: taken by the caller's judge, or kept (up to
+// a limit).
+struct Keeper {
   const QuietInode& quiet;
   size_t limit;
   SubvolumeChanges* out;
   bool room = true;
 
-  Status Read(Sys& sys, int fd, size_t first, size_t last);
+  void Keep(ChangedInode c) {
+    if (quiet && quiet(c)) {
+      out->quiet++;
+      return;
+    }
+    // Inline data is read again if the file needs keys: most changed files keep theirs.
+    std::string().swap(c.map.inline_data);
+    out->inodes.push_back(std::move(c));
+    room = out->inodes.size() <= limit;
+  }
 };
 
-Status RunReader::Read(Sys& sys, int fd, size_t first, size_t last) {
+// Reads inodes [first, last) of `inos` whole, in one search of their key range.
+Status ReadRun(Sys& sys, int fd, const std::vector<uint64_t>& inos, size_t first, size_t last, Keeper* keeper) {
   BtrfsSearch s;
   s.min = {inos[first], kBtrfsInodeItem, 0};
   s.max = {inos[last - 1], kBtrfsExtentData, ~uint64_t(0)};
   s.buffer_bytes = kBulkBuffer;
   size_t next = first;
-  std::optional<ChangedInode> c;
-  std::unique_ptr<TreeMapBuilder> map;
-  bool bad = false, usable = true;
+  std::optional<InodeItems> c;
+  uint64_t ino = 0;
+  bool bad = false;
   auto end_inode = [&] {
-    if (!c) return;
-    if (c->exists && S_ISREG(c->item.mode)) c->mapped = usable && map->Finish(&c->map);
-    if (quiet && quiet(*c)) {
-      out->quiet++;
-    } else {
-      // Inline data is read again if the file needs keys: most changed files keep theirs.
-      std::string().swap(c->map.inline_data);
-      out->inodes.push_back(std::move(*c));
-      room = out->inodes.size() <= limit;
-    }
+    if (c) keeper->Keep(c->Finish());
     c.reset();
   };
-  out->searches++;
+  keeper->out->searches++;
   OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, s, [&](const BtrfsItem& item) {
-    if (c && item.key.objectid != c->ino) end_inode();
-    if (!room) return false;
+    if (c && item.key.objectid != ino) end_inode();
+    if (!keeper->room) return false;
     if (!c) {
       while (next < last && inos[next] < item.key.objectid) ++next;
       if (next == last) return false;
       if (inos[next] != item.key.objectid) return true;  // an unchanged inode's item
-      c.emplace();
-      c->ino = inos[next++];
-      map = std::make_unique<TreeMapBuilder>(c->ino);
-      usable = true;
+      ino = inos[next++];
+      c.emplace(ino);
     }
-    const bool ok = AddItem(item, &*c, map.get());
-    // A file extent that does not decode leaves the file unmapped (it is opened);
-    // anything else that does not decode is damage.
-    if (!ok && item.key.type == kBtrfsExtentData) usable = false;
-    else bad |= !ok;
+    bad |= !c->Add(item);
     return true;
   }));
   end_inode();
@@ -170,15 +218,53 @@ Status ChangedInodeNumbers(Sys& sys, int fd, uint64_t since, size_t cap, std::ve
 
 Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, const QuietInode& quiet, size_t limit,
                          SubvolumeChanges* out) {
-  out->inodes.clear();
-  out->too_many = false;
-  RunReader reader{inos, quiet, limit, out};
+  const size_t before = out->inodes.size();
+  Keeper keeper{quiet, limit, out};
   Status s = ForEachRun(inos, [&](size_t first, size_t last) {
-    if (!reader.room) return Status::Ok();
-    return reader.Read(sys, fd, first, last);
+    if (!keeper.room) return Status::Ok();
+    return ReadRun(sys, fd, inos, first, last, &keeper);
   });
   OANS_RETURN_IF_ERROR(s);
-  if (!reader.room) {
+  if (!keeper.room) {
+    out->too_many = true;
+    std::vector<ChangedInode>().swap(out->inodes);
+    return Status::Ok();
+  }
+  // Added to inodes already there (JudgeChangedInodes'): in inode order again.
+  if (before > 0)
+    std::inplace_merge(out->inodes.begin(), out->inodes.begin() + long(before), out->inodes.end(),
+                       [](const ChangedInode& a, const ChangedInode& b) { return a.ino < b.ino; });
+  return Status::Ok();
+}
+
+Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& quiet, size_t limit,
+                          std::vector<uint64_t>* rest, SubvolumeChanges* out) {
+  Keeper keeper{quiet, limit, out};
+  std::optional<InodeItems> c;
+  bool bad = false;
+  uint64_t ino = 0;
+  auto end_inode = [&] {
+    if (!c) return;
+    if (c->Complete()) keeper.Keep(c->Finish());
+    else rest->push_back(ino);
+    c.reset();
+  };
+  out->searches++;
+  OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, ChangedBlocks(since), [&](const BtrfsItem& item) {
+    if (!InodeItemType(item.key.type)) return true;
+    if (c && item.key.objectid != ino) end_inode();
+    if (!keeper.room) return false;
+    if (!c) {
+      ino = item.key.objectid;
+      c.emplace(ino);
+      out->found++;
+    }
+    bad |= !c->Add(item);
+    return true;
+  }));
+  end_inode();
+  if (bad) return Status::Corrupt("btrfs returned an inode item, link or directory entry that does not decode");
+  if (!keeper.room) {
     out->too_many = true;
     std::vector<ChangedInode>().swap(out->inodes);
   }
@@ -194,6 +280,7 @@ Status FindSubvolumeChanges(Sys& sys, int fd, uint64_t since, SubvolumeChanges* 
     out->too_many = true;
     return Status::Ok();
   }
+  out->found = inodes.size();
   return ReadChangedInodes(sys, fd, inodes, nullptr, limit, out);
 }
 

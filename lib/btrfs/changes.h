@@ -40,7 +40,8 @@ struct SubvolumeChanges {
   // More inodes than the limit were found: none is read, and a walk costs no more
   // than following would.
   bool too_many = false;
-  uint64_t quiet = 0;     // inodes found but taken by `quiet` (ReadChangedInodes)
+  uint64_t found = 0;     // inodes with items in the blocks written since
+  uint64_t quiet = 0;     // of those, taken by the caller's judge (QuietInode)
   uint64_t searches = 0;  // tree searches made (calls of Sys::TreeSearch)
 };
 
@@ -61,10 +62,19 @@ Status ChangedInodeNumbers(Sys& sys, int fd, uint64_t since, size_t cap, std::ve
 // when it was last recorded (a backup's atime, or a tree block rewritten for a
 // neighbour's sake), or what changed was taken from it (its extents, after a dedupe).
 using QuietInode = std::function<bool(ChangedInode&)>;
-// Inodes `inos` (sorted, distinct) read whole into out->inodes, less those `quiet` (when
-// set) takes; out->quiet counts those. More than `limit` kept: too_many, and none kept.
+// Inodes `inos` (sorted, distinct) read whole, added to out->inodes (in inode order)
+// unless `quiet` (when set) takes them; out->quiet counts those. More than `limit` kept:
+// too_many, and none kept.
 Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, const QuietInode& quiet, size_t limit,
                          SubvolumeChanges* out);
+// When most of a subvolume's blocks were written since (a backup's atimes, a dedupe),
+// one search instead of two: the inodes with items in the blocks written since, each
+// whose items there are all of its items (its links as many as its link count, a
+// directory's entries as long as its size, a file's extents as many bytes as its item
+// counts) handed to `quiet` and kept unless taken. The numbers of the others, whose
+// items lie partly in older blocks, go to *rest (sorted), for ReadChangedInodes.
+Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& quiet, size_t limit,
+                          std::vector<uint64_t>* rest, SubvolumeChanges* out);
 
 // Where a directory is linked: its parent directory's inode and its name there.
 struct DirLink {

@@ -109,10 +109,11 @@ Status ReadNode(const Reading& r, const Block& b, uint8_t level, BtrfsNode* out)
   return Status::Ok();
 }
 
-// The leaves of tree `tree_id`, each with its first key, in the order of their places
-// on disk: its internal nodes read level by level (each level in disk order too). An
-// error when its blocks take more than `budget` bytes.
-Status LeavesOnDisk(const Reading& r, uint64_t tree_id, uint64_t budget, std::vector<Block>* leaves) {
+// The leaves of tree `tree_id` written in transaction `since` or later, each with its
+// first key, in the order of their places on disk: its internal nodes read level by
+// level (each level in disk order too), none older than `since`. An error when its
+// blocks take more than `budget` bytes.
+Status LeavesOnDisk(const Reading& r, uint64_t tree_id, uint64_t since, uint64_t budget, std::vector<Block>* leaves) {
   const ChunkMap& chunks = r.chunks;
   const TreeAheadStop& stop = r.stop;
   const uint32_t node_size = r.info.node_size;
@@ -131,6 +132,8 @@ Status LeavesOnDisk(const Reading& r, uint64_t tree_id, uint64_t budget, std::ve
   if (root.level >= kMaxLevel) return Status::Corrupt("tree " + std::to_string(tree_id) + " is too deep");
   const uint64_t most_blocks = root.bytes_used / std::max<uint32_t>(node_size, 1) + 1;
   std::vector<Block> level;
+  leaves->clear();
+  if (root.generation < since) return Status::Ok();  // nothing written since
   Block top{0, 0, {BtrfsKey{}, root.bytenr, root.generation}};
   if (!chunks.Map(root.bytenr, node_size, &top.devid, &top.physical))
     return Status::Invalid("the root block of tree " + std::to_string(tree_id) + " is in no mapped chunk");
@@ -144,6 +147,7 @@ Status LeavesOnDisk(const Reading& r, uint64_t tree_id, uint64_t budget, std::ve
       if (below.size() + node.ptrs.size() > most_blocks)
         return Status::Corrupt("tree " + std::to_string(tree_id) + " has more blocks than its root item says");
       for (const BtrfsNodePtr& p : node.ptrs) {
+        if (p.generation < since) continue;  // copy on write: nothing below changed
         Block child{0, 0, p};
         if (!chunks.Map(p.bytenr, node_size, &child.devid, &child.physical))
           return Status::Invalid("a block of tree " + std::to_string(tree_id) + " is in no mapped chunk");
@@ -169,9 +173,10 @@ struct LeafRead {
 // nothing added, when the tree cannot be laid out that way (a striped profile, a device
 // that cannot be opened, a block that is not the one its parent names) or is larger than
 // `budget`.
-bool LayOut(const Reading& r, const BtrfsSearch& whole, uint64_t budget, std::vector<LeafRead>* reads) {
+bool LayOut(const Reading& r, const BtrfsSearch& whole, uint64_t since, uint64_t budget,
+            std::vector<LeafRead>* reads) {
   std::vector<Block> leaves;
-  if (!LeavesOnDisk(r, whole.tree_id, budget, &leaves).ok()) return false;
+  if (!LeavesOnDisk(r, whole.tree_id, since, budget, &leaves).ok()) return false;
   for (const Block& leaf : leaves)
     if (!(whole.max < leaf.ptr.key)) reads->push_back({leaf, &whole});
   return true;
@@ -225,7 +230,13 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
                         stats->filesystems.end();
   if (fs_trees) stats->filesystems.push_back(info->uuid);
   std::vector<BtrfsSearch> trees;
-  if (what == TreesFor::kScan) {
+  uint64_t since = 0;
+  if (what == TreesFor::kChanges) {
+    auto id = sys.Identify(fd);
+    if (!id.ok()) return id.status();
+    trees.emplace_back().tree_id = id->subvolume;
+    since = job.since;
+  } else if (what == TreesFor::kScan) {
     auto id = sys.Identify(fd);
     if (!id.ok()) return id.status();
     trees.emplace_back().tree_id = id->subvolume;
@@ -252,7 +263,7 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
       stats->cut_short = true;
       break;
     }
-    if (mapped && s.tree_id && LayOut(r, s, budget - planned, &reads)) {
+    if (mapped && s.tree_id && LayOut(r, s, since, budget - planned, &reads)) {
       stats->on_disk = true;
     } else if (what == TreesFor::kScan) {  // apply leaves a tree it cannot lay out
       in_key_order.push_back(&s);

@@ -52,6 +52,10 @@ struct TreeAheadStats {
 enum class TreesFor {
   kScan,   // the subvolume holding fd, then the checksum tree; key order where disk order fails
   kApply,  // the extent tree and the free space tree; disk order only
+  // The subvolume holding fd, only its blocks written in transaction `since` or later
+  // (a node of an older generation has nothing newer below it); disk order only. What
+  // a followed scan's change search then reads (lib/btrfs/changes.h).
+  kChanges,
 };
 // The checksum, extent and free space trees belong to the whole filesystem: they are
 // read by the first call for it, not again for another subvolume (stats->filesystems).
@@ -61,6 +65,7 @@ struct TreeAheadJob {
   TreesFor what;
   uint64_t budget;
   TreeAheadStop stop;
+  uint64_t since = 0;  // kChanges: the oldest generation read
 };
 
 // Reads the trees job.what names of the filesystem holding `fd`, at most job.budget bytes

@@ -47,33 +47,17 @@ FollowWhy FollowState::FindChanges(const IndexHeader& prev) {
   file_spool_ = std::move(*f);
   dir_writer_ = std::make_unique<IndexWriter>(dir_spool_->fd(), "the scan's temporary spool");
   file_writer_ = std::make_unique<IndexWriter>(file_spool_->fd(), "the scan's temporary spool");
+  // A first look: few inodes are read whole at less cost than the previous index.
   std::vector<std::vector<uint64_t>> numbers(roots.size());
-  FollowWhy why = FindNumbers(&numbers);
-  if (!why.empty()) return why;
-  why = LoadQuiet(prev, numbers);
+  bool many = false;
+  FollowWhy why = FindNumbers(kJudgeQuietFrom, &numbers, &many);
+  if (why.empty() && many) why = LoadQuiet(prev);
+  // Judged without the previous index after all: every number, as many as fit.
+  if (why.empty() && many && !quiet_) why = FindNumbers(NumbersCap(), &numbers, &many);
   if (!why.empty()) return why;
   for (size_t i = 0; i < roots.size(); ++i) {
-    FollowRoot& r = roots[i];
-    QuietInode is_quiet;
-    if (quiet_) is_quiet = [this, &r](ChangedInode& c) { return quiet_->Take(r.fs, c); };
-    Status s = ReadChangedInodes(sys_, r.fd, numbers[i], is_quiet, kMaxFollowedInodes, &r.changes);
-    if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
-    if (r.changes.too_many)
-      return {NoFollow::kTooManyChanges, "btrfs reports more than " + std::to_string(kMaxFollowedInodes) +
-                                             " changed inodes below " + r.path + " (a walk costs no more)"};
-    for (const auto& c : r.changes.inodes) r.changed[c.ino] = &c;
-    stats_->quiet_inodes += r.changes.quiet;
-    FollowWhy linked = LinkDirs(r);
-    if (!linked.empty()) return linked;
-    for (const auto& c : r.changes.inodes) {
-      if (!c.exists || !S_ISDIR(c.item.mode)) continue;
-      FollowWhy why = ReadChangedDir(r, c);
-      if (!why.empty()) return why;
-    }
-    std::string found = std::to_string(numbers[i].size()) + " inode(s) in tree blocks written since";
-    if (r.changes.quiet) found += ", " + std::to_string(r.changes.quiet) + " of them unchanged or only moved";
-    observer_->Notice("following btrfs changes in " + r.path + " since generation " + std::to_string(r.since - 1) +
-                      ": " + found);
+    why = FindRootChanges(roots[i], numbers[i]);
+    if (!why.empty()) return why;
   }
   if (quiet_) {
     quiet_->Done();
@@ -82,34 +66,72 @@ FollowWhy FollowState::FindChanges(const IndexHeader& prev) {
   return {};
 }
 
-FollowWhy FollowState::FindNumbers(std::vector<std::vector<uint64_t>>* numbers) {
-  // Their numbers alone, 8 bytes an inode (and 8 more for a digest): up to a sixteenth of
-  // --memory, as many as a backup's atimes may make.
-  const size_t cap = std::max<size_t>(kMaxFollowedInodes, o_.memory / 16 / sizeof(uint64_t));
+FollowWhy FollowState::FindRootChanges(FollowRoot& r, std::vector<uint64_t>& numbers) {
+  Status s;
+  if (quiet_) {
+    QuietInode take = [this, &r](ChangedInode& c) { return quiet_->Take(r.fs, c); };
+    numbers.clear();
+    s = JudgeChangedInodes(sys_, r.fd, r.since, take, kMaxFollowedInodes, &numbers, &r.changes);
+    if (s.ok() && !r.changes.too_many) s = ReadChangedInodes(sys_, r.fd, numbers, take, kMaxFollowedInodes, &r.changes);
+  } else {
+    r.changes.found = numbers.size();
+    s = ReadChangedInodes(sys_, r.fd, numbers, nullptr, kMaxFollowedInodes, &r.changes);
+  }
+  std::vector<uint64_t>().swap(numbers);
+  if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
+  if (r.changes.too_many)
+    return {NoFollow::kTooManyChanges, "btrfs reports more than " + std::to_string(kMaxFollowedInodes) +
+                                           " changed inodes below " + r.path + " (a walk costs no more)"};
+  for (const auto& c : r.changes.inodes) r.changed[c.ino] = &c;
+  stats_->changed_inodes += r.changes.found;
+  stats_->quiet_inodes += r.changes.quiet;
+  FollowWhy linked = LinkDirs(r);
+  if (!linked.empty()) return linked;
+  for (const auto& c : r.changes.inodes) {
+    if (!c.exists || !S_ISDIR(c.item.mode)) continue;
+    FollowWhy why = ReadChangedDir(r, c);
+    if (!why.empty()) return why;
+  }
+  std::string found = std::to_string(r.changes.found) + " inode(s) in tree blocks written since";
+  if (r.changes.quiet) found += ", " + std::to_string(r.changes.quiet) + " of them unchanged or only moved";
+  observer_->Notice("following btrfs changes in " + r.path + " since generation " + std::to_string(r.since - 1) +
+                    ": " + found);
+  return {};
+}
+
+size_t FollowState::NumbersCap() const {
+  // Their numbers alone, 8 bytes an inode: up to a sixteenth of --memory, as many as a
+  // backup's atimes may make.
+  return std::max<size_t>(kMaxFollowedInodes, o_.memory / 16 / sizeof(uint64_t));
+}
+
+FollowWhy FollowState::FindNumbers(size_t cap, std::vector<std::vector<uint64_t>>* numbers, bool* over_cap) {
+  *over_cap = false;
   for (size_t i = 0; i < roots.size(); ++i) {
     FollowRoot& r = roots[i];
     bool over = false;
     Status s = ChangedInodeNumbers(sys_, r.fd, r.since, cap, &(*numbers)[i], &over, &r.changes.searches);
     if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
+    if (over && cap == kJudgeQuietFrom) {
+      *over_cap = true;
+      return {};
+    }
     if (over)
       return {NoFollow::kTooManyChanges, "btrfs reports more than " + std::to_string(cap) +
                                              " inodes in tree blocks written since below " + r.path + " (a walk costs no more)"};
-    stats_->changed_inodes += (*numbers)[i].size();
   }
   return {};
 }
 
-FollowWhy FollowState::LoadQuiet(const IndexHeader& prev, const std::vector<std::vector<uint64_t>>& numbers) {
-  size_t found = 0;
-  for (const auto& n : numbers) found += n.size();
-  // Few inodes are read whole at less cost than the previous index.
-  if (found < kJudgeQuietFrom) return {};
+FollowWhy FollowState::LoadQuiet(const IndexHeader& prev) {
   auto quiet = std::make_unique<QuietRecords>();
-  for (size_t i = 0; i < roots.size(); ++i)
-    if (roots[i].fs < prev.filesystems.size()) quiet->Want(roots[i].fs, &numbers[i]);  // not a snapshot's
-  Status s = quiet->Load(o_.previous, prev.created_ns);
+  for (const auto& r : roots)
+    if (r.fs < prev.filesystems.size()) quiet->Want(r.fs);  // not a snapshot's
+  // The digests, 24 bytes a record, in a sixteenth of --memory at most.
+  bool fits = false;
+  Status s = quiet->Load(o_.previous, prev.created_ns, o_.memory / 16, &fits);
   if (!s.ok()) return {NoFollow::kDamagedIndex, "the previous index cannot be read again: " + s.message()};
-  quiet_ = std::move(quiet);
+  if (fits) quiet_ = std::move(quiet);
   return {};
 }
 

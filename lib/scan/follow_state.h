@@ -93,8 +93,9 @@ struct ChangedDir {
 // The absolute path of subvolume-relative `rel`, or nullopt when it is not below root r.
 std::optional<std::string> UnderRoot(const FollowRoot& r, const std::string& rel);
 
-// Changed inodes from which on the previous index is read first, so that those whose
-// items match their records are not held (lib/scan/quiet.h).
+// Changed inodes from which on the previous index is read first, and the inodes judged
+// from their items as the change search meets them: those whose items match their
+// records are not held (lib/scan/quiet.h).
 inline constexpr size_t kJudgeQuietFrom = 2048;
 
 class FollowState {
@@ -133,10 +134,16 @@ class FollowState {
   Status WriteInto(IndexHeader header, OutputFile* out);
 
  private:
-  // Each root's changed inode numbers, into (*numbers)[root].
-  FollowWhy FindNumbers(std::vector<std::vector<uint64_t>>* numbers);
-  // The previous records of those inodes, when they are many (kJudgeQuietFrom).
-  FollowWhy LoadQuiet(const IndexHeader& prev, const std::vector<std::vector<uint64_t>>& numbers);
+  // Each root's changed inode numbers, into (*numbers)[root], up to `cap` a root. Past
+  // kJudgeQuietFrom, *over_cap is set (and the numbers cut short); past another cap, the
+  // reason to walk.
+  FollowWhy FindNumbers(size_t cap, std::vector<std::vector<uint64_t>>* numbers, bool* over_cap);
+  size_t NumbersCap() const;
+  // The previous records' digests (quiet_), when they fit.
+  FollowWhy LoadQuiet(const IndexHeader& prev);
+  // Root r's changed inodes read, judged when quiet_ is set (else `numbers` are read
+  // whole), and its changed directories.
+  FollowWhy FindRootChanges(FollowRoot& r, std::vector<uint64_t>& numbers);
   FollowWhy ReadChangedDir(FollowRoot& r, const ChangedInode& c);
   // Fills r.dir_links: the changed directories' links, and their parents' up to the
   // subvolume's root, read level by level in a few searches.

@@ -51,9 +51,7 @@ QuietDigest QuietDigest::Of(const ChangedInode& c) {
           ExtentsDigest(c.map.extents)};
 }
 
-void QuietRecords::Want(uint32_t fs, const std::vector<uint64_t>* inos) {
-  wanted_.push_back({fs, inos, std::vector<QuietDigest>(inos->size()), {}});
-}
+void QuietRecords::Want(uint32_t fs) { wanted_.push_back({fs, {}, {}}); }
 
 QuietRecords::Wanted* QuietRecords::Of(uint32_t fs) {
   for (auto& w : wanted_)
@@ -65,7 +63,9 @@ const QuietRecords::Wanted* QuietRecords::Of(uint32_t fs) const {
   return const_cast<QuietRecords*>(this)->Of(fs);
 }
 
-Status QuietRecords::Load(const std::string& path, int64_t created_ns) {
+Status QuietRecords::Load(const std::string& path, int64_t created_ns, uint64_t most, bool* fits) {
+  uint64_t bytes = 0;
+  *fits = true;
   auto r = ReadIndex(
       path, {},
       [&](const IndexHeader& h) {
@@ -74,26 +74,36 @@ Status QuietRecords::Load(const std::string& path, int64_t created_ns) {
       [&](const IndexHeader&, std::vector<FileEntry>& batch) {
         for (const auto& e : batch) {
           Wanted* w = Of(e.fs);
-          if (!w) continue;
-          auto it = std::lower_bound(w->inos->begin(), w->inos->end(), e.ino);
-          if (it != w->inos->end() && *it == e.ino) w->digests[size_t(it - w->inos->begin())] = QuietDigest::Of(e);
+          const QuietDigest d = QuietDigest::Of(e);
+          if (!w || d.stat == 0) continue;
+          bytes += sizeof(Record);
+          if (bytes > most) {
+            *fits = false;
+            return Status::Ok();
+          }
+          w->records.push_back({e.ino, d});
         }
         return Status::Ok();
       });
-  return r.ok() ? Status::Ok() : r.status();
+  if (!r.ok()) return r.status();
+  for (auto& w : wanted_) {
+    if (!*fits) std::vector<Record>().swap(w.records);
+    std::sort(w.records.begin(), w.records.end(), [](const Record& a, const Record& b) { return a.ino < b.ino; });
+  }
+  return Status::Ok();
 }
 
 bool QuietRecords::Take(uint32_t fs, ChangedInode& c) {
   Wanted* w = Of(fs);
-  if (!w || w->digests.empty()) return false;
-  auto it = std::lower_bound(w->inos->begin(), w->inos->end(), c.ino);
-  if (it == w->inos->end() || *it != c.ino) return false;
-  const QuietDigest was = w->digests[size_t(it - w->inos->begin())];
-  if (was.stat == 0) return false;
+  if (!w || w->records.empty()) return false;
+  auto it = std::lower_bound(w->records.begin(), w->records.end(), c.ino,
+                             [](const Record& r, uint64_t i) { return r.ino < i; });
+  // Two records of one inode (a damaged index) say nothing certain of it.
+  if (it == w->records.end() || it->ino != c.ino || (it + 1 != w->records.end() && (it + 1)->ino == c.ino))
+    return false;
   const QuietDigest now = QuietDigest::Of(c);
-  if (now.stat != was.stat) return false;
-  if (now.extents == was.extents) return true;
-  // Inodes are read in ascending order: the list stays sorted.
+  if (now.stat == 0 || now.stat != it->digest.stat) return false;
+  if (now.extents == it->digest.extents) return true;
   w->moved.push_back({c.ino, c.map.inode_flags, std::move(c.map.extents)});
   moved_count_++;
   return true;
@@ -101,8 +111,8 @@ bool QuietRecords::Take(uint32_t fs, ChangedInode& c) {
 
 void QuietRecords::Done() {
   for (auto& w : wanted_) {
-    std::vector<QuietDigest>().swap(w.digests);
-    w.inos = nullptr;
+    std::vector<Record>().swap(w.records);
+    std::sort(w.moved.begin(), w.moved.end(), [](const MovedExtents& a, const MovedExtents& b) { return a.ino < b.ino; });
   }
 }
 

@@ -7,7 +7,7 @@
 // record is carried as it was. An inode whose extents alone changed (a dedupe, by oans
 // or another tool: FIDEDUPERANGE leaves ctime alone) holds the same data elsewhere: its
 // record is carried with the new extents, its keys kept.
-// Holds 24 bytes an inode the search found, and each moved file's new extents.
+// Holds 24 bytes a record of the previous index, and each moved file's new extents.
 #pragma once
 
 #include <cstdint>
@@ -36,30 +36,34 @@ struct MovedExtents {
   std::vector<FiemapExtent> extents;
 };
 
-// The previous index's records of the inodes a change search found.
+// The previous index's records of the filesystems a change search looks at.
 class QuietRecords {
  public:
-  // Inodes `inos` (sorted) of the previous index's filesystem `fs`; kept by pointer
-  // until Done.
-  void Want(uint32_t fs, const std::vector<uint64_t>* inos);
+  // Records of the previous index's filesystem `fs` are wanted.
+  void Want(uint32_t fs);
   // Reads the previous index at `path` (its header created at `created_ns`) and keeps
-  // the digests of each wanted record that is complete (hashed, no error).
-  Status Load(const std::string& path, int64_t created_ns);
+  // the digests of each wanted record that is complete (hashed, no error); false in
+  // *fits when they would take more than `most` bytes (none is kept).
+  Status Load(const std::string& path, int64_t created_ns, uint64_t most, bool* fits);
   // Whether inode `c` of filesystem `fs` says all its record said (true), or all but
   // its extents (true, and its extents are moved out of c into Moved's list).
   bool Take(uint32_t fs, ChangedInode& c);
   // The digests are dropped; the moved extents stay.
   void Done();
-  // The new extents of inode `ino` of `fs` when only they changed; null otherwise.
+  // The new extents of inode `ino` of `fs` when only they changed (after Done); null
+  // otherwise.
   const MovedExtents* Moved(uint32_t fs, uint64_t ino) const;
   uint64_t moved() const { return moved_count_; }
 
  private:
+  struct Record {
+    uint64_t ino;
+    QuietDigest digest;
+  };
   struct Wanted {
     uint32_t fs;
-    const std::vector<uint64_t>* inos;
-    std::vector<QuietDigest> digests;  // by place in *inos
-    std::vector<MovedExtents> moved;   // by inode
+    std::vector<Record> records;      // by inode, after Load
+    std::vector<MovedExtents> moved;  // by inode, after Done
   };
   Wanted* Of(uint32_t fs);
   const Wanted* Of(uint32_t fs) const;

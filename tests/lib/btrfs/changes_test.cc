@@ -1,6 +1,10 @@
 #include "lib/btrfs/changes.h"
 
 #include <gtest/gtest.h>
+#include <linux/btrfs_tree.h>
+#include <sys/stat.h>
+
+#include <cstring>
 
 #include "lib/base/fsinfo.h"
 #include "tests/lib/test_util.h"
@@ -87,6 +91,115 @@ TEST(FollowChangesTest, PastTheCapTheNumbersStop) {
   ASSERT_TRUE(ChangedInodeNumbers(sys, -1, 9, 10, &inos, &over, &searches).ok());
   EXPECT_TRUE(over);
   EXPECT_EQ(searches, 1u);
+}
+
+// A subvolume tree of raw items, each in a tree block of its own generation; a search
+// with min_transid skips the items of older blocks, as btrfs skips the blocks.
+class ItemTree : public test::ForwardingSys {
+ public:
+  std::map<BtrfsKey, std::pair<uint64_t, std::string>> items;  // key -> (generation, bytes)
+  int searches = 0;
+
+  Status TreeSearch(int, const BtrfsSearch& s, const BtrfsVisitor& visit) override {
+    searches++;
+    for (auto it = items.lower_bound(s.min); it != items.end() && !(s.max < it->first); ++it) {
+      if (it->second.first < s.min_transid) continue;
+      if (!visit({it->first, it->second.first, it->second.second})) break;
+    }
+    return Status::Ok();
+  }
+  template <typename T>
+  static std::string Bytes(const T& v) {
+    return std::string(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void Inode(uint64_t ino, uint32_t mode, uint64_t size, uint64_t nbytes, uint32_t nlink, uint64_t gen = 50) {
+    btrfs_inode_item in;
+    std::memset(&in, 0, sizeof in);
+    in.size = htole64(size);
+    in.nbytes = htole64(nbytes);
+    in.nlink = htole32(nlink);
+    in.mode = htole32(mode);
+    items[{ino, kBtrfsInodeItem, 0}] = {gen, Bytes(in)};
+  }
+  void Ref(uint64_t ino, uint64_t dir, const std::string& name, uint64_t gen = 50) {
+    btrfs_inode_ref r;
+    std::memset(&r, 0, sizeof r);
+    r.name_len = htole16(uint16_t(name.size()));
+    items[{ino, kBtrfsInodeRef, dir}] = {gen, Bytes(r) + name};
+  }
+  void Entry(uint64_t dir, uint64_t index, uint64_t ino, const std::string& name, uint64_t gen = 50) {
+    btrfs_dir_item d;
+    std::memset(&d, 0, sizeof d);
+    d.location.objectid = htole64(ino);
+    d.location.type = kBtrfsInodeItem;
+    d.name_len = htole16(uint16_t(name.size()));
+    d.type = BTRFS_FT_REG_FILE;
+    items[{dir, kBtrfsDirIndex, index}] = {gen, Bytes(d) + name};
+  }
+  void Extent(uint64_t ino, uint64_t at, uint64_t disk, uint64_t len, uint64_t gen = 50) {
+    btrfs_file_extent_item x;
+    std::memset(&x, 0, sizeof x);
+    x.type = BTRFS_FILE_EXTENT_REG;
+    x.disk_bytenr = htole64(disk);
+    x.disk_num_bytes = htole64(len);
+    x.num_bytes = htole64(len);
+    x.ram_bytes = htole64(len);
+    items[{ino, kBtrfsExtentData, at}] = {gen, Bytes(x)};
+  }
+};
+
+TEST(FollowChangesTest, InodesWholeInTheBlocksWrittenSinceAreJudgedInOneSearch) {
+  ItemTree sys;
+  // 300: a file whose items all lie in new blocks; 301: one extent in an old block;
+  // 302: one of its two links in an old block; 303: a directory with its one entry;
+  // 304: a directory with one of two entries in an old block; 305: all old.
+  sys.Inode(300, S_IFREG | 0644, 8192, 8192, 1);
+  sys.Ref(300, 303, "a");
+  sys.Extent(300, 0, 1 << 20, 4096);
+  sys.Extent(300, 4096, 2 << 20, 4096);
+  sys.Inode(301, S_IFREG | 0644, 8192, 8192, 1);
+  sys.Ref(301, 303, "b");
+  sys.Extent(301, 0, 3 << 20, 4096);
+  sys.Extent(301, 4096, 4 << 20, 4096, 10);
+  sys.Inode(302, S_IFREG | 0644, 4096, 4096, 2);
+  sys.Ref(302, 303, "c");
+  sys.Ref(302, 304, "c", 10);
+  sys.Extent(302, 0, 5 << 20, 4096);
+  sys.Inode(303, S_IFDIR | 0755, 2, 0, 1);
+  sys.Ref(303, 256, "d");
+  sys.Entry(303, 2, 300, "a");
+  sys.Inode(304, S_IFDIR | 0755, 4, 0, 1);
+  sys.Ref(304, 256, "e");
+  sys.Entry(304, 2, 302, "c");
+  sys.Entry(304, 3, 310, "y", 10);
+  sys.Inode(305, S_IFREG | 0644, 4096, 4096, 1, 10);
+  sys.Ref(305, 303, "f", 10);
+
+  std::vector<uint64_t> judged;
+  auto judge = [&](ChangedInode& c) {
+    judged.push_back(c.ino);
+    return c.ino == 300;  // unchanged, as its record says
+  };
+  SubvolumeChanges c;
+  std::vector<uint64_t> rest;
+  ASSERT_TRUE(JudgeChangedInodes(sys, -1, 40, judge, 100, &rest, &c).ok());
+  EXPECT_EQ(sys.searches, 1);
+  EXPECT_EQ(c.found, 5u);
+  EXPECT_EQ(c.quiet, 1u);
+  EXPECT_EQ(judged, (std::vector<uint64_t>{300, 303}));
+  EXPECT_EQ(rest, (std::vector<uint64_t>{301, 302, 304}));
+  ASSERT_EQ(c.inodes.size(), 1u);
+  EXPECT_EQ(c.inodes[0].ino, 303u);
+
+  // The rest read whole, in one search, and kept in inode order.
+  ASSERT_TRUE(ReadChangedInodes(sys, -1, rest, judge, 100, &c).ok());
+  EXPECT_EQ(sys.searches, 2);
+  std::vector<uint64_t> kept;
+  for (const auto& i : c.inodes) kept.push_back(i.ino);
+  EXPECT_EQ(kept, (std::vector<uint64_t>{301, 302, 303, 304}));
+  EXPECT_EQ(c.inodes[0].map.extents.size(), 2u);  // 301: both extents
+  EXPECT_EQ(c.inodes[1].links.size(), 2u);        // 302: both links
+  EXPECT_EQ(c.inodes[3].entries.size(), 2u);      // 304: both entries
 }
 
 TEST(FollowChangesTest, PastTheLimitNothingIsLookedUpAndTheCallerWalks) {

@@ -39,6 +39,7 @@ class FakeFs : public test::ForwardingSys {
   bool moved = false;  // the subvolume's root node on disk names another address than its own
   bool foreign = false;  // the nodes on disk are of another filesystem
   bool no_device = false;
+  std::map<uint64_t, uint64_t> leaf_generation;  // by logical address; 42 when not here
   static constexpr const char* kFsid = "11111111-1111-1111-1111-111111111111";
 
   // Leaves of the subvolume tree: first keys, and the logical address of each.
@@ -95,7 +96,8 @@ class FakeFs : public test::ForwardingSys {
       node[at + 8] = char(leaves[i].first.type);
       Put<uint64_t>(&node, at + 9, leaves[i].first.offset);
       Put<uint64_t>(&node, at + 17, leaves[i].second);
-      Put<uint64_t>(&node, at + 25, 42);
+      auto gen = leaf_generation.find(leaves[i].second);
+      Put<uint64_t>(&node, at + 25, gen == leaf_generation.end() ? 42 : gen->second);
     }
     disk[kChunkPhysical + (bytenr - kChunkLogical)] = node;
     btrfs_root_item r;
@@ -317,6 +319,43 @@ TEST(TreeAhead, ForApplyTheExtentAndFreeSpaceTreesInDiskOrder) {
   };
   EXPECT_EQ(sys.Reads(), want);
   EXPECT_EQ(stats.leaves, 5u);
+}
+
+TEST(TreeAhead, ForChangesTheSubvolumesLeavesWrittenSinceOnly) {
+  FakeFs sys;
+  sys.leaf_generation[kChunkLogical + 2 * kNode] = 30;  // written before: not read
+  sys.leaf_generation[kChunkLogical + 9 * kNode] = 40;
+  sys.Lay();
+  TreeAheadStats stats;
+  TreeAheadJob job{TreesFor::kChanges, 1 << 30, {}};
+  job.since = 40;
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, job, &stats).ok());
+  const std::vector<Read> want = {
+      {kSubvol, {256, kBtrfsInodeItem, 0}, 1},
+      {kSubvol, {262, kBtrfsInodeItem, 0}, 1},
+  };
+  EXPECT_EQ(sys.Reads(), want);  // no checksum tree
+  EXPECT_EQ(stats.leaves, 2u);
+
+  // A root older than the generation: nothing was written since.
+  FakeFs quiet;
+  quiet.Lay();
+  TreeAheadStats none;
+  job.since = 43;
+  ASSERT_TRUE(ReadTreesAhead(quiet, 3, job, &none).ok());
+  EXPECT_TRUE(quiet.Reads().empty());
+  EXPECT_EQ(none.leaves, 0u);
+}
+
+TEST(TreeAhead, ForChangesNothingInKeyOrder) {
+  FakeFs sys;
+  sys.chunk_type = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID0;
+  sys.Lay();
+  TreeAheadStats stats;
+  TreeAheadJob job{TreesFor::kChanges, 1 << 30, {}};
+  job.since = 40;
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, job, &stats).ok());
+  EXPECT_TRUE(sys.Reads().empty());
 }
 
 TEST(TreeAhead, ForApplyNothingInKeyOrder) {

@@ -95,11 +95,12 @@ TEST(QuietTest, TakesTheUnchangedAndTheMovedOnly) {
   other_fs.fs = 0;
   records.push_back(other_fs);
   test::WriteIndex(dir.Join("prev.idx"), h, records, 2);
-  const std::vector<uint64_t> found = {300, 301, 302, 303, 304, 305};
   QuietRecords q;
-  q.Want(1, &found);
-  Status loaded = q.Load(dir.Join("prev.idx"), 42);
+  q.Want(1);
+  bool fits = false;
+  Status loaded = q.Load(dir.Join("prev.idx"), 42, 1 << 20, &fits);
   ASSERT_TRUE(loaded.ok()) << loaded.message();
+  EXPECT_TRUE(fits);
 
   ChangedInode same = Items(300), moved = Items(301), written = Items(302), unread = Items(303);
   ChangedInode elsewhere = Items(304), fresh = Items(305);
@@ -120,7 +121,8 @@ TEST(QuietTest, TakesTheUnchangedAndTheMovedOnly) {
   EXPECT_EQ(m->extents[0].physical, uint64_t(8 << 20));
   EXPECT_EQ(q.Moved(1, 300), nullptr);
   EXPECT_EQ(q.Moved(0, 301), nullptr);
-  EXPECT_FALSE(q.Take(1, same));  // done: nothing more is judged
+  ChangedInode again = Items(300);
+  EXPECT_FALSE(q.Take(1, again));  // done: nothing more is judged
 }
 
 TEST(QuietTest, AnIndexReplacedSinceItsHeaderWasReadIsRefused) {
@@ -129,10 +131,41 @@ TEST(QuietTest, AnIndexReplacedSinceItsHeaderWasReadIsRefused) {
   h.created_ns = 43;
   h.filesystems = {test::BtrfsFs("u", 5, 40, "/")};
   test::WriteIndex(dir.Join("prev.idx"), h, {Record(300)});
-  const std::vector<uint64_t> found = {300};
   QuietRecords q;
-  q.Want(0, &found);
-  EXPECT_EQ(q.Load(dir.Join("prev.idx"), 42).message(), "the previous index changed while it was read");
+  q.Want(0);
+  bool fits = false;
+  EXPECT_EQ(q.Load(dir.Join("prev.idx"), 42, 1 << 20, &fits).message(), "the previous index changed while it was read");
+}
+
+TEST(QuietTest, RecordsThatDoNotFitAreNotJudged) {
+  test::TempDir dir;
+  IndexHeader h;
+  h.created_ns = 44;
+  h.filesystems = {test::BtrfsFs("u", 5, 40, "/")};
+  test::WriteIndex(dir.Join("prev.idx"), h, {Record(300), Record(301), Record(302)});
+  QuietRecords q;
+  q.Want(0);
+  bool fits = true;
+  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), 44, 2 * 24, &fits).ok());
+  EXPECT_FALSE(fits);
+  ChangedInode same = Items(300);
+  EXPECT_FALSE(q.Take(0, same));
+}
+
+TEST(QuietTest, TwoRecordsOfOneInodeSayNothingCertain) {
+  test::TempDir dir;
+  IndexHeader h;
+  h.created_ns = 45;
+  h.filesystems = {test::BtrfsFs("u", 5, 40, "/")};
+  FileEntry again = Record(300);
+  again.path = "/t/other";
+  test::WriteIndex(dir.Join("prev.idx"), h, {Record(300), again});
+  QuietRecords q;
+  q.Want(0);
+  bool fits = false;
+  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), 45, 1 << 20, &fits).ok());
+  ChangedInode same = Items(300);
+  EXPECT_FALSE(q.Take(0, same));
 }
 
 }  // namespace
