@@ -2,6 +2,11 @@
  *
  *   treeread read ROOT N    reads every regular file under ROOT once
  *   treeread stat ROOT N    lstat()s every entry under ROOT
+ *   treeread stat-inode ROOT N
+ *                           the same in inode order: the directory of the lowest
+ *                           inode found is listed next, and each directory's
+ *                           entries are stat'ed in inode order (what oans-scan
+ *                           does on a spinning disk)
  *   treeread sorted ROOT N  lists the regular files under ROOT (N threads), maps
  *                           each one's first extent (FIEMAP), then reads them once
  *                           in that physical order, one thread: each file is asked
@@ -33,8 +38,9 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static char **stack;
+static unsigned long long *stack_ino; /* stat-inode: a min-heap of directories by inode */
 static size_t depth, cap, busy;
-static int reading, sorting;
+static int reading, sorting, by_inode;
 static unsigned long long total;
 
 /* sorted: every regular file, with its first extent's physical offset. */
@@ -104,13 +110,46 @@ static void read_sorted(void) {
   free(buf);
 }
 
-static void push(char *path) {
+static void swap_at(size_t a, size_t b) {
+  char *p = stack[a]; stack[a] = stack[b]; stack[b] = p;
+  unsigned long long i = stack_ino[a]; stack_ino[a] = stack_ino[b]; stack_ino[b] = i;
+}
+
+static void push(char *path, unsigned long long ino) {
   if (depth == cap) {
     cap = cap ? cap * 2 : 1024;
     stack = realloc(stack, cap * sizeof *stack);
-    if (!stack) { perror("realloc"); exit(2); }
+    stack_ino = realloc(stack_ino, cap * sizeof *stack_ino);
+    if (!stack || !stack_ino) { perror("realloc"); exit(2); }
   }
-  stack[depth++] = path;
+  stack[depth] = path;
+  stack_ino[depth] = ino;
+  for (size_t i = depth++; by_inode && i > 0 && stack_ino[(i - 1) / 2] > stack_ino[i]; i = (i - 1) / 2)
+    swap_at(i, (i - 1) / 2);
+}
+
+/* The next directory: the last pushed, or in stat-inode the lowest inode. */
+static char *pop(void) {
+  if (!by_inode) return stack[--depth];
+  char *top = stack[0];
+  stack[0] = stack[--depth];
+  stack_ino[0] = stack_ino[depth];
+  for (size_t i = 0;;) {
+    size_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < depth && stack_ino[l] < stack_ino[m]) m = l;
+    if (r < depth && stack_ino[r] < stack_ino[m]) m = r;
+    if (m == i) break;
+    swap_at(i, m);
+    i = m;
+  }
+  return top;
+}
+
+struct entry { unsigned long long ino; unsigned char type; char *name; };
+
+static int by_ino(const void *a, const void *b) {
+  const struct entry *x = a, *y = b;
+  return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
 static void read_file(int dirfd, const char *name, char *buf) {
@@ -124,7 +163,34 @@ static void read_file(int dirfd, const char *name, char *buf) {
   __atomic_add_fetch(&total, got, __ATOMIC_RELAXED);
 }
 
-/* Lists one directory: files read or stat'ed, subdirectories pushed. */
+/* One entry of a directory being listed. */
+static void visit_entry(int dfd, const char *path, const char *name, unsigned char type, char *buf,
+                        unsigned long long *entries) {
+  struct stat st;
+  st.st_ino = 0;
+  if (!reading || type == DT_UNKNOWN) {
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW)) return;
+    type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+  }
+  (*entries)++;
+  if (type == DT_DIR) {
+    size_t len = strlen(path) + strlen(name) + 2;
+    char *sub = malloc(len);
+    if (!sub) { perror("malloc"); exit(2); }
+    snprintf(sub, len, "%s/%s", path, name);
+    pthread_mutex_lock(&mu);
+    push(sub, (unsigned long long)st.st_ino);
+    pthread_cond_signal(&cv);
+    pthread_mutex_unlock(&mu);
+  } else if (type == DT_REG && sorting) {
+    list_file(dfd, path, name);
+  } else if (type == DT_REG && reading) {
+    read_file(dfd, name, buf);
+  }
+}
+
+/* Lists one directory: files read or stat'ed, subdirectories pushed; in stat-inode, the
+ * entries stat'ed in inode order. */
 static void visit(char *path, char *buf) {
   int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0) { free(path); return; }
@@ -132,30 +198,30 @@ static void visit(char *path, char *buf) {
   if (!d) { close(dfd); free(path); return; }
   struct dirent *e;
   unsigned long long entries = 0;
+  struct entry *list = NULL;
+  size_t n = 0, room = 0;
   while ((e = readdir(d))) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    unsigned char type = e->d_type;
-    if (!reading || type == DT_UNKNOWN) {
-      struct stat st;
-      if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW)) continue;
-      type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+    if (!by_inode) {
+      visit_entry(dfd, path, e->d_name, e->d_type, buf, &entries);
+      continue;
     }
-    entries++;
-    if (type == DT_DIR) {
-      size_t len = strlen(path) + strlen(e->d_name) + 2;
-      char *sub = malloc(len);
-      if (!sub) { perror("malloc"); exit(2); }
-      snprintf(sub, len, "%s/%s", path, e->d_name);
-      pthread_mutex_lock(&mu);
-      push(sub);
-      pthread_cond_signal(&cv);
-      pthread_mutex_unlock(&mu);
-    } else if (type == DT_REG && sorting) {
-      list_file(dfd, path, e->d_name);
-    } else if (type == DT_REG && reading) {
-      read_file(dfd, e->d_name, buf);
+    if (n == room) {
+      room = room ? room * 2 : 256;
+      list = realloc(list, room * sizeof *list);
+      if (!list) { perror("realloc"); exit(2); }
     }
+    list[n].ino = e->d_ino;
+    list[n].type = e->d_type;
+    list[n].name = strdup(e->d_name);
+    if (!list[n++].name) { perror("strdup"); exit(2); }
   }
+  qsort(list, n, sizeof *list, by_ino);
+  for (size_t i = 0; i < n; i++) {
+    visit_entry(dfd, path, list[i].name, list[i].type, buf, &entries);
+    free(list[i].name);
+  }
+  free(list);
   closedir(d);
   free(path);
   if (!reading) __atomic_add_fetch(&total, entries, __ATOMIC_RELAXED);
@@ -173,7 +239,7 @@ static void *worker(void *arg) {
       pthread_mutex_unlock(&mu);
       break;
     }
-    char *path = stack[--depth];
+    char *path = pop();
     busy++;
     pthread_mutex_unlock(&mu);
     visit(path, buf);
@@ -188,13 +254,17 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
   int n = argc == 4 ? atoi(argv[3]) : 0;
-  if (n < 1 || (strcmp(argv[1], "read") && strcmp(argv[1], "stat") && strcmp(argv[1], "sorted"))) {
-    fprintf(stderr, "usage: treeread read|stat|sorted ROOT THREADS\n");
+  if (n < 1 || (strcmp(argv[1], "read") && strcmp(argv[1], "stat") && strcmp(argv[1], "stat-inode") &&
+                strcmp(argv[1], "sorted"))) {
+    fprintf(stderr, "usage: treeread read|stat|stat-inode|sorted ROOT THREADS\n");
     return 2;
   }
   sorting = !strcmp(argv[1], "sorted");
   reading = sorting || !strcmp(argv[1], "read");
-  push(strdup(argv[2]));
+  by_inode = !strcmp(argv[1], "stat-inode");
+  struct stat root;
+  if (stat(argv[2], &root)) { perror(argv[2]); return 2; }
+  push(strdup(argv[2]), (unsigned long long)root.st_ino);
   pthread_t *t = calloc((size_t)n, sizeof *t);
   for (int i = 0; i < n; i++)
     if (pthread_create(&t[i], NULL, worker, NULL)) { perror("pthread_create"); return 2; }

@@ -19,12 +19,13 @@ struct StoragePolicy {
   uint64_t round_size;         // the plan's bytes read per round (--round-size)
   bool open_next_round;        // apply opens the next round's files while a round is read
   bool commit_between_rounds;  // apply commits (syncfs) between rounds (ApplyOptions::commit_every)
+  bool walk_in_inode_order;    // the scan's walk lists directories by inode, one walker (WalkOptions)
 };
 
 // An SSD serves many reads at once and seeks for nothing; a spinning disk serves one
 // well, and every seek costs milliseconds (docs/benchmarks.md).
-inline constexpr StoragePolicy kSsdPolicy{8, false, false, uint64_t(32) << 20, true, false};
-inline constexpr StoragePolicy kHddPolicy{1, true, true, uint64_t(48) << 20, false, true};
+inline constexpr StoragePolicy kSsdPolicy{8, false, false, uint64_t(32) << 20, true, false, false};
+inline constexpr StoragePolicy kHddPolicy{1, true, true, uint64_t(48) << 20, false, true, true};
 constexpr const StoragePolicy& PolicyFor(StorageKind k) { return k == StorageKind::kHdd ? kHddPolicy : kSsdPolicy; }
 
 // As `choice` says, or with kAuto detected for the devices of the roots' filesystems

@@ -57,7 +57,10 @@ constexpr unsigned kStatxMask = STATX_BASIC_STATS | STATX_MNT_ID;
 
 class PosixSys final : public Sys {
  public:
-  Result<int> OpenNoFollow(const std::string& path) override {
+  Result<int> OpenNoFollow(const std::string& path) override { return OpenPath(path, 0); }
+
+  // OpenNoFollow, with `last_flags` added for the last component.
+  static Result<int> OpenPath(const std::string& path, int last_flags) {
     // Paths longer than PATH_MAX are opened a piece at a time, each piece relative to
     // the directory the previous one opened, none following a symlink.
     int dirfd = AT_FDCWD;
@@ -75,7 +78,7 @@ class PosixSys final : public Sys {
       dirfd = int(d);
       pos = cut + 1;
     }
-    long fd = Openat2(dirfd, path.c_str() + pos, 0);
+    long fd = Openat2(dirfd, path.c_str() + pos, last_flags);
     int e = errno;
     if (dirfd != AT_FDCWD) ::close(dirfd);
     if (fd < 0) return Status::Io("open " + path, e);
@@ -251,11 +254,7 @@ class PosixSys final : public Sys {
     ::posix_fadvise(fd, off_t(offset), off_t(length), POSIX_FADV_DONTNEED);
   }
 
-  Result<int> OpenDirNoFollow(const std::string& path) override {
-    long fd = Openat2(AT_FDCWD, path.c_str(), O_DIRECTORY);
-    if (fd < 0) return Status::Io("open " + path, errno);
-    return int(fd);
-  }
+  Result<int> OpenDirNoFollow(const std::string& path) override { return OpenPath(path, O_DIRECTORY); }
 
   Result<std::vector<std::pair<std::string, std::string>>> Xattrs(int fd) override {
     std::vector<std::pair<std::string, std::string>> out;

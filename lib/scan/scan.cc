@@ -72,6 +72,7 @@ struct WalkState {
   bool trees_on_ssd = false;  // every root on btrfs, files mapped from its trees
   // The walk opens no file; those of a unique size stay unopened (SetAsideUnique).
   bool skip_unique = false;
+  bool inode_order = false;  // one walker in inode order (WalkOptions::inode_order)
   std::vector<uint64_t> written{};  // then: the spooled records' sizes
   std::atomic<uint64_t> found{0}, bytes_read{0}, unopened{0}, tree_mapped{0}, walked_bytes{0};
 
@@ -107,9 +108,6 @@ bool OnOpenFile(WalkState& s, int fd, WalkEntry* w) {
   return true;
 }
 
-// Unchanged files are finished from one stat by name, without opening them, when
-// their extent map cannot have changed either: btrfs wrote none of their metadata
-// since the previous scan, or they held only inline data.
 // A file the walk offers unopened: its directory, name and inode, its entry so far and the
 // directory's filesystem.
 struct Unopened {
@@ -120,16 +118,16 @@ struct Unopened {
   uint32_t dir_fs;
 };
 
+// Unchanged files are finished from one stat by name, without opening them, when
+// their extent map cannot have changed either: btrfs wrote none of their metadata
+// since the previous scan, or they held only inline data.
 bool FinishFromPrevious(WalkState& s, const Unopened& u, bool* open_it) {
-  const int dirfd = u.dirfd;
-  const uint64_t ino = u.ino;
-  const uint32_t dir_fs = u.dir_fs;
   WalkEntry* w = u.w;
   // The directory's filesystem is the file's but for a mount on the file itself,
   // which the stat below catches: files that will be opened anyway skip the stat.
-  if (!s.prev.MayFinishUnopened(s.filesystems.Key(dir_fs), ino, s.filesystems.UnchangedExtents(dir_fs, ino)))
+  if (!s.prev.MayFinishUnopened(s.filesystems.Key(u.dir_fs), u.ino, s.filesystems.UnchangedExtents(u.dir_fs, u.ino)))
     return false;
-  auto st = s.sys.StatAt(dirfd, u.name);
+  auto st = s.sys.StatAt(u.dirfd, u.name);
   if (!st.ok() || !S_ISREG(st->mode) || st->nlink > 1 || st->size == 0 || st->size < s.o.min_size ||
       st->dev != w->st.dev) {
     *open_it = true;  // what the stat says now is what counts: not the trees' older state
@@ -220,6 +218,7 @@ WalkOptions WalkOptionsFor(WalkState& s, int threads) {
   wo.threads = s.read_in_walk ? threads : std::max(8, threads);
   if (s.read_in_walk && s.trees_on_ssd && s.o.io_threads == 0) wo.threads = std::max(wo.threads, kSsdTreeWalkers);
   wo.files_found = &s.found;
+  wo.inode_order = s.inode_order;
   if (!s.skip_unique) wo.on_file = [&s](int fd, WalkEntry* w) -> bool { return OnOpenFile(s, fd, w); };
   wo.on_dir = [&s](int fd, const std::string& path, uint32_t root) {
     auto st = s.sys.Fstat(fd);
@@ -303,11 +302,13 @@ void FindMounts(Sys& sys, const std::vector<std::string>& roots, WalkState* stat
 void PrepareWalk(WalkState& state, const IndexHeader& header, Observer* observer, ScanStats* stats) {
   const ScanOptions& o = state.o;
   if (header.mounts_below) FindMounts(state.sys, header.roots, &state);
-  if (PolicyFor(stats->storage.kind).read_trees_ahead && !o.read_data && state.map_from_trees)
-    ReadAhead(state, header.roots, observer, stats);
+  const bool ahead = PolicyFor(stats->storage.kind).read_trees_ahead && !o.read_data && state.map_from_trees;
+  if (ahead) ReadAhead(state, header.roots, observer, stats);
   const auto listed = state.filesystems.list();
   const auto btrfs = [](const FsRecord& f) { return f.type == "btrfs"; };
   const bool all_btrfs = !listed.empty() && std::all_of(listed.begin(), listed.end(), btrfs);
+  // One walker in inode order where btrfs trees read ahead do not serve the walk.
+  state.inode_order = PolicyFor(stats->storage.kind).walk_in_inode_order && !(ahead && all_btrfs);
   state.trees_on_ssd = stats->storage.kind == StorageKind::kSsd && !o.read_data && state.map_from_trees && all_btrfs;
   // Without btrfs checksums to key files unread, whole files only reads no unique size.
   state.skip_unique = o.whole_files_only && (o.read_data || !all_btrfs);

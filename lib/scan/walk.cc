@@ -13,11 +13,14 @@
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
+#include <algorithm>
 #include <climits>
 #include <deque>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <queue>
+#include <tuple>
 
 namespace oans {
 namespace {
@@ -56,6 +59,7 @@ class Walker {
 
   Walker(Sys& sys, const WalkOptions& o) : sys_(sys), o_(o) {}
 
+  // A task of the parallel walk: opens the directory through its parent and lists it.
   void Dir(std::shared_ptr<DirHandle> parent, std::string name, std::string path, uint64_t mnt_id,
            uint64_t dev, uint32_t root) {
     struct Ended {  // task_group::wait returns after this task: see Run
@@ -63,75 +67,129 @@ class Walker {
       ~Ended() { OANS_TSAN_RELEASE(p); }
     } ended{&tasks_done_};
     Local& L = local_.local();
-    if (o_.stop && o_.stop->load(std::memory_order_relaxed)) return;
+    if (Stopped()) return;
     auto fd = sys_.OpenAt(parent ? parent->get() : AT_FDCWD, parent ? name : path, true);
     parent.reset();
     if (!fd.ok()) {
       L.problems.push_back({path, fd.status()});
       return;
     }
-    auto handle = std::make_shared<DirHandle>(sys_, *fd);
+    List(std::make_shared<DirHandle>(sys_, *fd), {std::move(path), mnt_id, dev, root}, L);
+  }
+
+  // The inode-order walk (WalkOptions::inode_order): one walker takes the directory of the
+  // lowest inode found so far, opens it by its path, no symlink followed, and lists it if
+  // it is still the directory its parent listed.
+  void InOrder() {
+    while (!queue_.empty() && !Stopped()) {
+      Queued q = queue_.top();
+      queue_.pop();
+      Local& L = local_.local();
+      auto fd = sys_.OpenDirNoFollow(q.path);
+      if (!fd.ok()) {
+        L.problems.push_back({q.path, fd.status()});
+        continue;
+      }
+      auto handle = std::make_shared<DirHandle>(sys_, *fd);
+      auto st = sys_.Fstat(handle->get());
+      if (st.ok() && (st->dev != q.dev || st->ino != q.ino))
+        st = Status::Io("directory " + q.path + " was replaced while the walk ran; the next scan walks it", ESTALE);
+      if (!st.ok()) {
+        L.problems.push_back({q.path, st.status()});
+        continue;
+      }
+      List(std::move(handle), {std::move(q.path), q.mnt_id, q.dev, q.root}, L);
+    }
+  }
+
+  bool Stopped() const { return o_.stop && o_.stop->load(std::memory_order_relaxed); }
+
+  // An open directory being listed.
+  struct Listing {
+    std::string path;
+    uint64_t mnt_id, dev;
+    uint32_t root;
+  };
+
+  // Reads the directory's entries, batch by batch: regular files kept or visited,
+  // subdirectories handed to Found.
+  void List(std::shared_ptr<DirHandle> handle, const Listing& d, Local& L) {
     L.dirs++;
-    if (o_.on_dir) o_.on_dir(handle->get(), path, root);
-    const std::string prefix = path == "/" ? "/" : path + "/";
+    if (o_.on_dir) o_.on_dir(handle->get(), d.path, d.root);
+    const std::string prefix = d.path == "/" ? "/" : d.path + "/";
     std::vector<DirEntry> batch;
     size_t next = 0;
     for (;;) {
       if (next == batch.size()) {
         auto more = sys_.ReadDir(handle->get(), &batch);
         next = 0;
-        if (!more.ok()) L.problems.push_back({path, Status::Io("reading directory " + path, more.status().errnum())});
+        if (!more.ok())
+          L.problems.push_back({d.path, Status::Io("reading directory " + d.path, more.status().errnum())});
         if (!more.ok() || !*more) break;
-        if (o_.on_batch) o_.on_batch(handle->get(), dev, path, root, batch);
+        if (o_.on_batch) o_.on_batch(handle->get(), d.dev, d.path, d.root, batch);
+        if (o_.inode_order)
+          std::sort(batch.begin(), batch.end(), [](const DirEntry& a, const DirEntry& b) { return a.ino < b.ino; });
         continue;
       }
-      const DirEntry* de = &batch[next++];
-      std::string child = de->name;
-      if (child == "." || child == "..") continue;
-      std::string child_path = prefix + child;
-      if (Excluded(child_path, child, root, L)) continue;
-      // A visitor may finish a regular file without opening it (one stat by name).
-      if (o_.without_open && de->type == DT_REG) {
-        WalkEntry e{child_path, {}, root};
-        e.st.dev = dev;
-        if (o_.without_open(handle->get(), child, de->ino, &e)) {
-          if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
-          continue;
-        }
-      }
-      // Regular files (by d_type) are opened at once when a visitor wants them: one
-      // lookup, and the stat comes from the open descriptor.
-      if (o_.on_file && de->type == DT_REG) {
-        if (VisitFile(handle->get(), child, child_path, root, L)) continue;
-      }
-      auto st = sys_.StatAt(handle->get(), child);
-      if (!st.ok()) {
-        if (st.status().errnum() != ENOENT) L.problems.push_back({child_path, st.status()});
-        continue;  // vanished since readdir: nothing to record
-      }
-      const uint32_t mode = st->mode;
-      if (S_ISDIR(mode)) {
-        if (o_.one_filesystem && mnt_id && st->mnt_id && st->mnt_id != mnt_id) {
-          L.mounts++;
-          continue;
-        }
-        // The task owns its directory's job, which holds the parent handle until the child
-        // directory is open. Only the job's address travels in the task (see Spawn).
-        Spawn(new Job{handle, child, child_path, mnt_id, st->dev, root});
-      } else if (S_ISREG(mode)) {
-        if (st->size == 0 || st->size < o_.min_size) {
-          L.small++;
-          continue;
-        }
-        if (o_.on_file && VisitFile(handle->get(), child, child_path, root, L)) continue;
-        L.files.push_back({std::move(child_path), *st, root});
+      Entry(handle, d, prefix, batch[next++], L);
+    }
+  }
+
+  // One entry of a directory being listed.
+  void Entry(const std::shared_ptr<DirHandle>& handle, const Listing& d, const std::string& prefix,
+             const DirEntry& de, Local& L) {
+    const std::string& child = de.name;
+    if (child == "." || child == "..") return;
+    std::string child_path = prefix + child;
+    if (Excluded(child_path, child, d.root, L)) return;
+    // A visitor may finish a regular file without opening it (one stat by name).
+    if (o_.without_open && de.type == DT_REG) {
+      WalkEntry e{child_path, {}, d.root};
+      e.st.dev = d.dev;
+      if (o_.without_open(handle->get(), child, de.ino, &e)) {
         if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
-      } else if (S_ISLNK(mode)) {
-        L.symlinks++;
-      } else {
-        L.special++;
+        return;
       }
     }
+    // Regular files (by d_type) are opened at once when a visitor wants them: one
+    // lookup, and the stat comes from the open descriptor.
+    if (o_.on_file && de.type == DT_REG && VisitFile(handle->get(), child, child_path, d.root, L)) return;
+    auto st = sys_.StatAt(handle->get(), child);
+    if (!st.ok()) {
+      if (st.status().errnum() != ENOENT) L.problems.push_back({child_path, st.status()});
+      return;  // vanished since readdir: nothing to record
+    }
+    const uint32_t mode = st->mode;
+    if (S_ISDIR(mode)) {
+      if (o_.one_filesystem && d.mnt_id && st->mnt_id && st->mnt_id != d.mnt_id) {
+        L.mounts++;
+        return;
+      }
+      Found(handle, child, std::move(child_path), d.mnt_id, *st, d.root);
+    } else if (S_ISREG(mode)) {
+      if (st->size == 0 || st->size < o_.min_size) {
+        L.small++;
+        return;
+      }
+      if (o_.on_file && VisitFile(handle->get(), child, child_path, d.root, L)) return;
+      L.files.push_back({std::move(child_path), *st, d.root});
+      if (o_.files_found) o_.files_found->fetch_add(1, std::memory_order_relaxed);
+    } else if (S_ISLNK(mode)) {
+      L.symlinks++;
+    } else {
+      L.special++;
+    }
+  }
+
+  // A directory to walk: queued in inode order, or a task of its own. The task owns its
+  // job, which holds the parent handle until the child directory is open; only the job's
+  // address travels in the task (see Spawn).
+  void Found(const std::shared_ptr<DirHandle>& parent, const std::string& name, std::string path, uint64_t mnt_id,
+             const FileStat& st, uint32_t root) {
+    if (o_.inode_order)
+      queue_.push({st.dev, st.ino, mnt_id, root, std::move(path)});
+    else
+      Spawn(new Job{parent, name, std::move(path), mnt_id, st.dev, root});
   }
 
   // Whether an exclude glob matches the entry; counted for the glob when one does.
@@ -191,11 +249,11 @@ class Walker {
           local_.local().problems.push_back({root, Status::Invalid(root + " is not a directory or regular file")});
           continue;
         }
-        uint64_t mnt = st->mnt_id, dev = st->dev;
-        Spawn(new Job{nullptr, root, root, mnt, dev, i});
+        Found(nullptr, root, root, st->mnt_id, *st, i);
       }
       tasks_.wait();
     });
+    InOrder();
     OANS_TSAN_ACQUIRE(&tasks_done_);
     size_t total = 0;
     for (auto& L : local_) total += L.files.size();
@@ -223,6 +281,14 @@ class Walker {
   tbb::task_group tasks_;
   char tasks_done_ = 0;  // every task releases it as it ends (ThreadSanitizer, lib/base/tsan.h)
   tbb::enumerable_thread_specific<Local> local_;
+  // The inode-order walk's directories found and not yet listed, the lowest inode on top.
+  struct Queued {
+    uint64_t dev, ino, mnt_id;
+    uint32_t root;
+    std::string path;
+    bool operator>(const Queued& o) const { return std::tie(dev, ino, path) > std::tie(o.dev, o.ino, o.path); }
+  };
+  std::priority_queue<Queued, std::vector<Queued>, std::greater<Queued>> queue_;
 };
 
 }  // namespace

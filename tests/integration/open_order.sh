@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# apply opens a round's files in inode order, the inode tables' disk order, not in
-# the plan's order (by data offset): on a spinning disk the opens' inode reads then
-# sweep once per round. The files' data is written in the reverse of their inode
-# order, so the two orders differ (checked with FIEMAP); the opens are traced with strace. Every file's
-# content, owner and mode stay as they were.
+# On a spinning disk the scan's walk stats a directory's entries in inode order, and
+# apply opens a round's files in inode order, not in the plan's order (by data offset):
+# the inode reads then sweep the inode tables once. The test's directory entries and
+# data are laid out in other orders (checked with readdir and FIEMAP); the calls are
+# traced with strace. Every file's content, owner and mode stay as they were.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
 command -v strace >/dev/null || { echo "strace missing (scripts/install-deps)"; exit 77; }
@@ -24,6 +24,22 @@ for i, p in reversed(list(enumerate(names))):  # data in the reverse order
         os.fsync(f.fileno())
     os.chown(p, 1000 + i % 2, 100)
     os.chmod(p, (0o640, 0o600, 0o644)[i % 3])
+PY
+# s: files of unique sizes whose directory entries are not in inode order (made in c,
+# moved into s shuffled), for the scan's walk.
+python3 - "$MNT" <<'PY'
+import os, random, sys
+m, r = sys.argv[1], random.Random(39)
+os.makedirs(f"{m}/c")
+os.makedirs(f"{m}/s")
+names = [f"s{i:02}.dat" for i in range(20)]
+for i, n in enumerate(names):  # inodes in name order
+    with open(f"{m}/c/{n}", "wb") as f:
+        f.write(r.randbytes(1000 + 7 * i))
+r.shuffle(names)
+for n in names:
+    os.rename(f"{m}/c/{n}", f"{m}/s/{n}")
+os.rmdir(f"{m}/c")
 PY
 cp -a "$MNT/a" "$MNT/b"
 sync
@@ -48,7 +64,21 @@ phys = [first(f"{d}/{n}") for n in names]
 assert phys != sorted(phys), phys  # else plan order and inode order agree
 PY
 
-"$BIN/oans-scan" --quiet --storage=hdd --whole-files-only -o "$WORK/idx" "$MNT" || fail "scan"
+# The scan's walk on a spinning disk stats each directory's entries in inode order.
+python3 -c 'import os, sys; i = [os.stat(f"{sys.argv[1]}/{n}").st_ino for n in os.listdir(sys.argv[1])]; assert i != sorted(i), i' \
+  "$MNT/s" || fail "the entries of s are listed in inode order: the walk's order proves nothing"
+strace -f -e trace=statx -o "$WORK/scan.trace" \
+  "$BIN/oans-scan" --quiet --storage=hdd --whole-files-only -o "$WORK/idx" "$MNT" || fail "scan"
+python3 - "$WORK/scan.trace" "$MNT/s" <<'PY' || fail "the walk stats out of inode order"
+import os, re, sys
+trace, d = sys.argv[1:]
+order = [os.stat(f"{d}/{m.group(1)}").st_ino for line in open(trace)
+         for m in [re.search(r'statx\(\d+, "(s\d\d\.dat)"', line)] if m]
+print(f"{len(order)} entries of s stat'ed, inodes in that order: {order[:8]} ...")
+assert len(order) == 20, order
+assert order == sorted(order), order
+PY
+pass "the walk stats a directory's entries in inode order"
 "$BIN/oans-plan" --quiet -o "$WORK/plan" "$WORK/idx" || fail "plan"
 strace -f -e trace=openat2 -o "$WORK/apply.trace" \
   "$BIN/oans-apply" --quiet --storage=hdd --link=hard --journal "$WORK/journal" "$WORK/plan" \

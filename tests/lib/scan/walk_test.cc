@@ -346,5 +346,126 @@ TEST(Walk, SymlinkInRootPathIsNotFollowedBelowIt) {
   EXPECT_NE(r.status().message().find("not a directory"), std::string::npos) << r.status().message();
 }
 
+// The inode-order walk finds what the parallel walk finds, lists directories by inode and
+// stats each batch's entries by inode.
+TEST_F(WalkTest, InodeOrderFindsTheSameFiles) {
+  WalkOptions parallel;
+  auto want = Walk(DefaultSys(), {dir_.path()}, parallel);
+  ASSERT_TRUE(want.ok());
+  WalkOptions o;
+  o.inode_order = true;
+  std::vector<uint64_t> dirs;
+  o.on_dir = [&dirs](int fd, const std::string&, uint32_t) { dirs.push_back(DefaultSys().Fstat(fd)->ino); };
+  auto r = Walk(DefaultSys(), {dir_.path()}, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(Paths(*r), Paths(*want));
+  EXPECT_EQ(r->dirs, want->dirs);
+  EXPECT_EQ(r->skipped_symlinks, want->skipped_symlinks);
+  EXPECT_EQ(r->skipped_special, want->skipped_special);
+  EXPECT_TRUE(r->problems.empty());
+  EXPECT_EQ(dirs.size(), 4u);
+  EXPECT_TRUE(std::is_sorted(dirs.begin(), dirs.end()));
+}
+
+TEST(Walk, InodeOrderVisitsEachBatchByInode) {
+  TempDir dir;
+  // Names in the reverse of their inodes' order.
+  for (int i = 0; i < 50; ++i) test::WriteFile(dir.Join("f" + std::to_string(99 - i)), "x");
+  class Recording : public test::ForwardingSys {
+   public:
+    Result<FileStat> StatAt(int dirfd, const std::string& name) override {
+      auto st = ForwardingSys::StatAt(dirfd, name);
+      if (st.ok() && dirfd != AT_FDCWD) inodes.push_back(st->ino);  // not the root's
+      return st;
+    }
+    std::vector<uint64_t> inodes;
+  } sys;
+  WalkOptions o;
+  o.inode_order = true;
+  auto r = Walk(sys, {dir.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->files.size(), 50u);
+  ASSERT_EQ(sys.inodes.size(), 50u);  // one getdents batch: in inode order throughout
+  EXPECT_TRUE(std::is_sorted(sys.inodes.begin(), sys.inodes.end()));
+}
+
+// A directory found and queued, then swapped for a symlink to a directory outside the
+// roots before the walker lists it: opened by its path, it is refused, not followed.
+TEST(Walk, InodeOrderRefusesADirectorySwappedForASymlink) {
+  TempDir dir, outside;
+  test::WriteFile(outside.Join("secret"), "secret");
+  test::MakeDir(dir.Join("a"));
+  test::MakeDir(dir.Join("b"));
+  test::WriteFile(dir.Join("b/f"), "data");
+  const bool a_first = test::StatPath(dir.Join("a")).ino < test::StatPath(dir.Join("b")).ino;
+  const std::string first = a_first ? "a" : "b", second = a_first ? "b" : "a";
+  WalkOptions o;
+  o.inode_order = true;
+  o.on_dir = [&](int, const std::string& path, uint32_t) {
+    if (path != dir.Join(first)) return;
+    ASSERT_EQ(::rename(dir.Join(second).c_str(), dir.Join("moved").c_str()), 0);
+    ASSERT_EQ(::symlink(outside.path().c_str(), dir.Join(second).c_str()), 0);
+  };
+  auto r = Walk(DefaultSys(), {dir.path()}, o);
+  ASSERT_TRUE(r.ok());
+  for (const auto& f : r->files) EXPECT_EQ(f.path.find("secret"), std::string::npos) << f.path;
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_EQ(r->problems[0].path, dir.Join(second));
+  const int e = r->problems[0].status.errnum();  // the symlink is the last component
+  EXPECT_TRUE(e == ELOOP || e == ENOTDIR) << r->problems[0].status.message();
+}
+
+// A queued directory replaced by another before it is listed: the other is not walked in
+// its place (its files are not the ones the parent listed), and the problem says so.
+TEST(Walk, InodeOrderRefusesAReplacedDirectory) {
+  TempDir dir;
+  test::MakeDir(dir.Join("a"));
+  test::MakeDir(dir.Join("b"));
+  const bool a_first = test::StatPath(dir.Join("a")).ino < test::StatPath(dir.Join("b")).ino;
+  const std::string first = a_first ? "a" : "b", second = a_first ? "b" : "a";
+  WalkOptions o;
+  o.inode_order = true;
+  o.on_dir = [&](int, const std::string& path, uint32_t) {
+    if (path != dir.Join(first)) return;
+    ASSERT_EQ(::rename(dir.Join(second).c_str(), dir.Join("moved").c_str()), 0);
+    test::MakeDir(dir.Join(second));
+    test::WriteFile(dir.Join(second + "/planted"), "data");
+  };
+  auto r = Walk(DefaultSys(), {dir.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->files.empty()) << r->files[0].path;
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_EQ(r->problems[0].status.errnum(), ESTALE);
+  EXPECT_NE(r->problems[0].status.message().find("replaced while the walk ran"), std::string::npos);
+}
+
+// A queued directory moved out of the roots, its parent replaced by a symlink to where it
+// went: the path leads to the very inode queued, and it is still refused, since no
+// component of the path may be a symlink.
+TEST(Walk, InodeOrderFollowsNoSymlinkAboveAQueuedDirectory) {
+  TempDir dir, outside;
+  test::MakeDir(dir.Join("x"));
+  test::MakeDir(dir.Join("y"));
+  test::MakeDir(dir.Join("x/deep"));
+  test::WriteFile(dir.Join("x/deep/f"), "data");
+  const uint64_t x = test::StatPath(dir.Join("x")).ino, y = test::StatPath(dir.Join("y")).ino;
+  const uint64_t deep = test::StatPath(dir.Join("x/deep")).ino;
+  if (!(x < y && y < deep)) GTEST_SKIP() << "inodes not allocated in creation order here";
+  WalkOptions o;
+  o.inode_order = true;
+  o.on_dir = [&](int, const std::string& path, uint32_t) {
+    if (path != dir.Join("y")) return;  // x is listed, x/deep queued
+    ASSERT_EQ(::rename(dir.Join("x/deep").c_str(), outside.Join("deep").c_str()), 0);
+    ASSERT_EQ(::rename(dir.Join("x").c_str(), dir.Join("x.moved").c_str()), 0);
+    ASSERT_EQ(::symlink(outside.path().c_str(), dir.Join("x").c_str()), 0);
+  };
+  auto r = Walk(DefaultSys(), {dir.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->files.empty()) << r->files[0].path;
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_EQ(r->problems[0].path, dir.Join("x/deep"));
+  EXPECT_EQ(r->problems[0].status.errnum(), ELOOP) << r->problems[0].status.message();
+}
+
 }  // namespace
 }  // namespace oans
