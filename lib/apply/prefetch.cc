@@ -45,7 +45,8 @@ Releaser::~Releaser() {
 
 void Releaser::Add(std::unique_ptr<PreparedRound> r) {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    std::unique_lock<std::mutex> lk(mu_);
+    room_.wait(lk, [this] { return queue_.size() < kWaiting; });
     queue_.push_back(std::move(r));
   }
   cv_.notify_one();
@@ -56,12 +57,13 @@ void Releaser::Loop() {
   for (;;) {
     cv_.wait(lk, [this] { return done_ || !queue_.empty(); });
     if (queue_.empty()) return;  // done, nothing left
-    std::unique_ptr<PreparedRound> r = std::move(queue_.front());
-    queue_.pop_front();
+    PreparedRound* r = queue_.front().get();
     lk.unlock();
     Release(sys_, *r);
-    Verifier::CloseAll(r.get());
+    Verifier::CloseAll(r);
     lk.lock();
+    queue_.pop_front();  // counted until closed: see kWaiting
+    room_.notify_one();
   }
 }
 

@@ -39,7 +39,9 @@ void Release(Sys& sys, const PreparedRound& r);
 // Releases deduped rounds and closes their files on a thread of its own, as soon as each
 // is handed over, so that freeing a round's pages (as long as reading a third of them)
 // overlaps the next round's dedupe instead of delaying it. Rounds are released in the
-// order given; the destructor releases what is left and joins the thread.
+// order given; the destructor releases what is left and joins the thread. Add waits while
+// kWaiting rounds are not yet closed: their files stay open until then, and a process may
+// hold only so many (a round holds at most RoundPacker::kRoundFiles).
 class Releaser {
  public:
   explicit Releaser(Sys& sys);
@@ -52,7 +54,9 @@ class Releaser {
   void Loop();
   Sys& sys_;
   std::mutex mu_;
+  static constexpr size_t kWaiting = 2;
   std::condition_variable cv_;
+  std::condition_variable room_;  // Add waits on it for fewer than kWaiting rounds
   std::deque<std::unique_ptr<PreparedRound>> queue_;
   bool done_ = false;
   std::thread thread_;  // last: started once the rest is built

@@ -26,6 +26,7 @@ bool Known(uint64_t physical) { return physical != 0 && physical != UINT64_MAX; 
 
 RoundPacker::RoundPacker(uint64_t round_size, DestsOf dests_of, OnRound round)
     : round_size_(round_size),
+      file_bytes_(std::max<uint64_t>(1, round_size / kRoundFiles)),
       dests_of_(std::move(dests_of)),
       on_round_(std::move(round)) {}
 
@@ -72,7 +73,7 @@ void RoundPacker::Neighbours(uint64_t start, uint64_t end, uint32_t pass, uint64
   size_t from = out->size();
   uint64_t found = 0, reach = end;
   for (; after != ranges_.end() && after->start <= reach + kNear && Candidate(*after, pass); ++after) {
-    if ((found += ops_[after->op].bytes()) > *room) break;
+    if ((found += Weight(ops_[after->op])) > *room) break;
     out->push_back(after->op);
     reach = std::max(reach, after->end);
   }
@@ -83,7 +84,7 @@ void RoundPacker::Neighbours(uint64_t start, uint64_t end, uint32_t pass, uint64
   for (reach = start; at != ranges_.begin();) {
     --at;
     if (at->end + kNear < reach || !Candidate(*at, pass)) break;
-    if ((found += ops_[at->op].bytes()) > *room) break;
+    if ((found += Weight(ops_[at->op])) > *room) break;
     out->push_back(at->op);
     reach = std::min(reach, at->start);
   }
@@ -97,7 +98,7 @@ void RoundPacker::Neighbours(uint64_t start, uint64_t end, uint32_t pass, uint64
 void RoundPacker::Collect(uint32_t first, std::vector<uint32_t>* cluster) {
   std::vector<uint32_t> todo{first}, next;
   const uint32_t pass = ops_[first].pass;
-  uint64_t room = round_size_ > ops_[first].bytes() ? round_size_ - ops_[first].bytes() : 0;
+  uint64_t room = round_size_ > Weight(ops_[first]) ? round_size_ - Weight(ops_[first]) : 0;
   taken_[first] = true;
   cluster->clear();
   while (!todo.empty()) {
@@ -134,7 +135,7 @@ Status RoundPacker::Pack() {
     // not fit this one. Together they fit a round (Collect).
     Collect(i, &cluster);
     uint64_t together = 0;
-    for (uint32_t j : cluster) together += ops_[j].bytes();
+    for (uint32_t j : cluster) together += Weight(ops_[j]);
     if (!round.empty() && bytes + together > round_size_) OANS_RETURN_IF_ERROR(emit());
     bytes += together;
     round.insert(round.end(), cluster.begin(), cluster.end());

@@ -18,6 +18,11 @@
 // Their ranges are then read by the round that reads their neighbours.
 // So a round's reads do not skip ranges a later round comes back for.
 //
+// A round also holds at most kRoundFiles files (an operation counts its source and each
+// destination): apply keeps a round's files open, two or three rounds at a time, and the
+// process may open only so many. So an operation weighs its bytes, or a round's share
+// per file for each of its files when that is more; a round holds what weighs its size.
+//
 // Operations are packed in batches of kBatchBytes (about 60,000 operations).
 // A batch ends a round; operations pair up only within a batch.
 // The batch does not depend on --memory: every budget packs the same.
@@ -26,6 +31,7 @@
 // Within a round the operations are in the ops stage's order.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -54,6 +60,8 @@ class RoundPacker {
   static constexpr uint64_t kNear = 64 << 10;
   // What a batch holds.
   static constexpr uint64_t kBatchBytes = 16 << 20;
+  // The files a round holds at most.
+  static constexpr uint64_t kRoundFiles = 2048;
 
  private:
   struct Range {
@@ -69,7 +77,11 @@ class RoundPacker {
   void Neighbours(uint64_t start, uint64_t end, uint32_t pass, uint64_t* room, std::vector<uint32_t>* out);
   bool Candidate(const Range& r, uint32_t pass) const { return r.source && !taken_[r.op] && ops_[r.op].pass == pass; }
 
+  // What an operation weighs in a round: its bytes, or file_bytes_ per file if more.
+  uint64_t Weight(const OpKey& k) const { return std::max(k.bytes(), (1 + uint64_t(k.dests)) * file_bytes_); }
+
   uint64_t round_size_;
+  uint64_t file_bytes_;  // a round's size over kRoundFiles
   uint64_t held_ = 0;  // bytes the batch holds
   DestsOf dests_of_;
   OnRound on_round_;

@@ -112,6 +112,7 @@ Built RecordBuilder::FromOpen(const FileAt& at, FileEntry* e) const {
 // Step 4.
 Built RecordBuilder::Read(const FileAt& at, FileEntry* e, ReadWhy why) const {
   auto h = HashFile(sys_, at.fd, e->size, {o_.block_size, &buffer, bytes_read_, o_.stop});
+  if (at.drop_pages) sys_.DontNeed(at.fd, 0, e->size);
   if (h.status().code() == Status::Code::kInterrupted) return Built::kStopped;  // left for the next scan
   if (!h.ok()) return FailEntry(e, h.status()), Built::kDone;
   if (checksums_) checksums_->CountRead(why, h->bytes_read);

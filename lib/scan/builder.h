@@ -43,6 +43,8 @@ struct FileAt {
   std::string_view inline_data;          // the tree's: the whole file, inline
   const FileEntry* same_data = nullptr;  // a record the source knows holds the same data
   bool reuse_only = false;               // step 1 only: the source reads the file later
+  // Step 4 drops the file's pages from the page cache once read (ReadKept says when).
+  bool drop_pages = false;
 };
 
 enum class Built : uint8_t {

@@ -26,7 +26,7 @@ struct Item {
 };
 
 // The parallel stage: opens kept file `c` without following symlinks and reads it.
-Item* ReadOne(const KeptRun& job, Candidate& c, size_t i) {
+Item* ReadOne(const KeptRun& job, Candidate& c, size_t i, bool drop_pages) {
   Sys& sys = job.sys;
   auto* it = new Item{i, EntryOf(c.entry, c.fs)};
   it->e.other_paths = std::move(c.other_paths);
@@ -37,6 +37,7 @@ Item* ReadOne(const KeptRun& job, Candidate& c, size_t i) {
   }
   FileAt at(job.filesystems.Key(c.fs), job.filesystems.IsBtrfs(c.fs));
   at.fd = fd->get();
+  at.drop_pages = drop_pages;
   it->finished = job.builder.Build(at, &it->e) != Built::kStopped;
   return it;
 }
@@ -134,6 +135,10 @@ Status ReadKept(const KeptRun& job, std::vector<Candidate>& kept, KeptProgress* 
                             size_t(std::max<int>(stats->threads, int(std::thread::hardware_concurrency()))));
   tbb::task_arena arena(stats->threads);
   for (auto& c : kept) progress->total += c.entry.st.size;
+  // More to read than --memory: what is read cannot stay cached until apply. Each file's
+  // pages are then dropped once it is hashed, so that they do not push the inodes and
+  // directories the scan and apply look up again out of a memory limit.
+  const bool drop_pages = progress->total > o.memory;
   Status write_status;  // the recording stage's
   std::atomic<bool> write_failed{false};
   size_t next = 0;
@@ -151,7 +156,7 @@ Status ReadKept(const KeptRun& job, std::vector<Candidate>& kept, KeptProgress* 
   auto read = [&](size_t i) -> Item* {
     OANS_TSAN_ACQUIRE(&order.start);
     OANS_TSAN_ACQUIRE(&kept[i]);
-    Item* it = ReadOne(job, kept[i], i);
+    Item* it = ReadOne(job, kept[i], i, drop_pages);
     if (it) OANS_TSAN_RELEASE(it);
     return it;
   };

@@ -230,10 +230,26 @@ TEST(RoundPacker, ABatchEndsARound) {
   ASSERT_GT(p.rounds.size(), 1u);
   EXPECT_EQ(p.alongside, 0u);
   EXPECT_EQ(p.rounds.back().back(), n);
-  // Within one batch, the last operation goes into round 0.
-  const auto q = Pack(ops_of(RoundPacker::kBatchBytes / 1024), 4096 * kMiB);
+  // Within one batch, the last operation goes into round 0 (which holds 1024 operations
+  // of two files each: kRoundFiles).
+  const auto q = Pack(ops_of(RoundPacker::kRoundFiles / 2 - 1), 4096 * kMiB);
   ASSERT_EQ(q.rounds.size(), 1u);
   EXPECT_EQ(q.alongside, 1u);
+}
+
+// Small files: a round holds at most kRoundFiles files, however few bytes they hold (apply
+// keeps a round's files open).
+TEST(RoundPacker, ARoundHoldsAtMostSoManyFiles) {
+  std::vector<OpKey> ops;
+  for (uint64_t i = 0; i < 5000; ++i) ops.push_back(Op(i, i * kMiB, 9000 * kMiB + i * kMiB, 4096));
+  const auto p = Pack(ops, 48 * kMiB);  // 40,000 KiB of sources and destinations: one round by bytes
+  ASSERT_EQ(p.rounds.size(), 5u);  // 10,000 files
+  size_t n = 0;
+  for (const auto& r : p.rounds) {
+    EXPECT_LE(2 * r.size(), RoundPacker::kRoundFiles);
+    n += r.size();
+  }
+  EXPECT_EQ(n, ops.size());
 }
 
 }  // namespace

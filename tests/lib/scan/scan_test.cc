@@ -203,6 +203,32 @@ TEST_F(ScanTest, PhysicalOrderOnHddFindsTheSameFiles) {
   for (const auto& [rel, data] : contents_) ExpectHashedLike(files[P(rel)], data);
 }
 
+// Files read after the walk: when they hold more than --memory, each one's pages are
+// dropped once it is hashed (they would not stay cached until apply, and would push out
+// the inodes and directories looked up again); when they fit, they stay for apply.
+TEST_F(ScanTest, PagesReadAreDroppedOnlyWhenMoreThanMemory) {
+  class Drops : public test::ForwardingSys {
+   public:
+    void DontNeed(int fd, uint64_t offset, uint64_t length) override {
+      std::lock_guard<std::mutex> lk(mu);
+      dropped += length;
+      ForwardingSys::DontNeed(fd, offset, length);
+    }
+    std::mutex mu;
+    uint64_t dropped = 0;
+  };
+  for (const uint64_t memory : {uint64_t(256) << 10, uint64_t(512) << 20}) {
+    Drops sys;
+    ScanStats stats;
+    ScanOptions o = Options();
+    o.storage = StorageChoice::kHdd;  // files kept and read after the walk, in disk order
+    o.memory = memory;
+    ASSERT_OK(Scan(sys, o, out_dir_.Join("drop.idx"), &stats));
+    // a, b, c (and h, its hardlink) and sub/d: 500,005 bytes
+    EXPECT_EQ(sys.dropped, memory < 500005 ? 500005u : 0u) << memory;
+  }
+}
+
 TEST_F(ScanTest, ExcludesAndMinSizeRecorded) {
   ScanStats stats;
   ScanOptions o = Options();
