@@ -49,12 +49,12 @@ class Releaser {
   Releaser(const Releaser&) = delete;
   Releaser& operator=(const Releaser&) = delete;
   void Add(std::unique_ptr<PreparedRound> r);
+  static constexpr size_t kWaiting = 1;
 
  private:
   void Loop();
   Sys& sys_;
   std::mutex mu_;
-  static constexpr size_t kWaiting = 2;
   std::condition_variable cv_;
   std::condition_variable room_;  // Add waits on it for fewer than kWaiting rounds
   std::deque<std::unique_ptr<PreparedRound>> queue_;

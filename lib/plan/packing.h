@@ -61,7 +61,7 @@ class RoundPacker {
   // What a batch holds.
   static constexpr uint64_t kBatchBytes = 16 << 20;
   // The files a round holds at most.
-  static constexpr uint64_t kRoundFiles = 2048;
+  static constexpr uint64_t kRoundFiles = 4096;
 
  private:
   struct Range {

@@ -48,9 +48,9 @@ std::unique_ptr<PreparedRound> OpenRound(const std::string& path) {
   return r;
 }
 
-// Rounds handed over wait to be released with their files open; a third waits in Add
-// until one of them is closed, so a run holds at most so many rounds' files.
-TEST(Releaser, HoldsAtMostTwoRoundsOpen) {
+// Rounds handed over wait to be released with their files open; past kWaiting of them, Add
+// waits until one is closed, so a run holds at most so many rounds' files.
+TEST(Releaser, HoldsAtMostSoManyRoundsOpen) {
   test::TempDir dir;
   test::WriteFile(dir.Join("f"), std::string(4096, 'x'));
   HeldSys sys;
@@ -63,9 +63,9 @@ TEST(Releaser, HoldsAtMostTwoRoundsOpen) {
         added++;
       }
     });
-    // The first round is being released (held), the second waits: the third cannot be added.
+    // The first round is being released (held): kWaiting are in, the next one waits.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    EXPECT_EQ(added.load(), 2);
+    EXPECT_EQ(added.load(), int(Releaser::kWaiting));
     sys.Go();
     adder.join();
     EXPECT_EQ(added.load(), 4);

@@ -230,8 +230,8 @@ TEST(RoundPacker, ABatchEndsARound) {
   ASSERT_GT(p.rounds.size(), 1u);
   EXPECT_EQ(p.alongside, 0u);
   EXPECT_EQ(p.rounds.back().back(), n);
-  // Within one batch, the last operation goes into round 0 (which holds 1024 operations
-  // of two files each: kRoundFiles).
+  // Within one batch, the last operation goes into round 0 (which holds kRoundFiles / 2
+  // operations of two files each).
   const auto q = Pack(ops_of(RoundPacker::kRoundFiles / 2 - 1), 4096 * kMiB);
   ASSERT_EQ(q.rounds.size(), 1u);
   EXPECT_EQ(q.alongside, 1u);
@@ -241,15 +241,16 @@ TEST(RoundPacker, ABatchEndsARound) {
 // keeps a round's files open).
 TEST(RoundPacker, ARoundHoldsAtMostSoManyFiles) {
   std::vector<OpKey> ops;
-  for (uint64_t i = 0; i < 5000; ++i) ops.push_back(Op(i, i * kMiB, 9000 * kMiB + i * kMiB, 4096));
-  const auto p = Pack(ops, 48 * kMiB);  // 40,000 KiB of sources and destinations: one round by bytes
-  ASSERT_EQ(p.rounds.size(), 5u);  // 10,000 files
-  size_t n = 0;
+  const uint64_t n = 5 * RoundPacker::kRoundFiles / 2;  // 2 files each: 5 rounds' worth
+  for (uint64_t i = 0; i < n; ++i) ops.push_back(Op(i, i * kMiB, 90000 * kMiB + i * kMiB, 1024));
+  const auto p = Pack(ops, 48 * kMiB);  // 20 MiB of sources and destinations: one round by bytes
+  ASSERT_EQ(p.rounds.size(), 5u);
+  size_t packed = 0;
   for (const auto& r : p.rounds) {
     EXPECT_LE(2 * r.size(), RoundPacker::kRoundFiles);
-    n += r.size();
+    packed += r.size();
   }
-  EXPECT_EQ(n, ops.size());
+  EXPECT_EQ(packed, ops.size());
 }
 
 }  // namespace
