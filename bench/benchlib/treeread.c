@@ -3,10 +3,11 @@
  *   treeread read ROOT N    reads every regular file under ROOT once
  *   treeread stat ROOT N    lstat()s every entry under ROOT
  *   treeread stat-inode ROOT N
- *                           the same in inode order: the directory of the lowest
- *                           inode found is listed next, and each directory's
- *                           entries are stat'ed in inode order (what oans-scan
- *                           does on a spinning disk)
+ *                           the same in inode order: directories are listed as
+ *                           an elevator goes (the next inode found up from the
+ *                           last one listed, the lowest once none is above), and
+ *                           each directory's entries are stat'ed in inode order
+ *                           (what oans-scan does on a spinning disk)
  *   treeread sorted ROOT N  lists the regular files under ROOT (N threads), maps
  *                           each one's first extent (FIEMAP), then reads them once
  *                           in that physical order, one thread: each file is asked
@@ -38,7 +39,9 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static char **stack;
-static unsigned long long *stack_ino; /* stat-inode: a min-heap of directories by inode */
+/* stat-inode: a min-heap of directories by (pass, inode); a directory found below the
+ * last one listed waits for the next pass. */
+static unsigned long long *stack_ino, *stack_pass, pass, at;
 static size_t depth, cap, busy;
 static int reading, sorting, by_inode;
 static unsigned long long total;
@@ -113,6 +116,11 @@ static void read_sorted(void) {
 static void swap_at(size_t a, size_t b) {
   char *p = stack[a]; stack[a] = stack[b]; stack[b] = p;
   unsigned long long i = stack_ino[a]; stack_ino[a] = stack_ino[b]; stack_ino[b] = i;
+  i = stack_pass[a]; stack_pass[a] = stack_pass[b]; stack_pass[b] = i;
+}
+
+static int before(size_t a, size_t b) {
+  return stack_pass[a] != stack_pass[b] ? stack_pass[a] < stack_pass[b] : stack_ino[a] < stack_ino[b];
 }
 
 static void push(char *path, unsigned long long ino) {
@@ -120,24 +128,29 @@ static void push(char *path, unsigned long long ino) {
     cap = cap ? cap * 2 : 1024;
     stack = realloc(stack, cap * sizeof *stack);
     stack_ino = realloc(stack_ino, cap * sizeof *stack_ino);
-    if (!stack || !stack_ino) { perror("realloc"); exit(2); }
+    stack_pass = realloc(stack_pass, cap * sizeof *stack_pass);
+    if (!stack || !stack_ino || !stack_pass) { perror("realloc"); exit(2); }
   }
   stack[depth] = path;
   stack_ino[depth] = ino;
-  for (size_t i = depth++; by_inode && i > 0 && stack_ino[(i - 1) / 2] > stack_ino[i]; i = (i - 1) / 2)
+  stack_pass[depth] = ino >= at ? pass : pass + 1;
+  for (size_t i = depth++; by_inode && i > 0 && before(i, (i - 1) / 2); i = (i - 1) / 2)
     swap_at(i, (i - 1) / 2);
 }
 
-/* The next directory: the last pushed, or in stat-inode the lowest inode. */
+/* The next directory: the last pushed, or in stat-inode the elevator's next. */
 static char *pop(void) {
   if (!by_inode) return stack[--depth];
   char *top = stack[0];
+  pass = stack_pass[0];
+  at = stack_ino[0];
   stack[0] = stack[--depth];
   stack_ino[0] = stack_ino[depth];
+  stack_pass[0] = stack_pass[depth];
   for (size_t i = 0;;) {
     size_t l = 2 * i + 1, r = l + 1, m = i;
-    if (l < depth && stack_ino[l] < stack_ino[m]) m = l;
-    if (r < depth && stack_ino[r] < stack_ino[m]) m = r;
+    if (l < depth && before(l, m)) m = l;
+    if (r < depth && before(r, m)) m = r;
     if (m == i) break;
     swap_at(i, m);
     i = m;

@@ -19,7 +19,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
-#include <queue>
+#include <set>
 #include <tuple>
 
 namespace oans {
@@ -77,13 +77,27 @@ class Walker {
     List(std::make_shared<DirHandle>(sys_, *fd), {std::move(path), mnt_id, dev, root}, L);
   }
 
+  // A directory the inode-order walk found, by device and inode.
+  struct Queued {
+    uint64_t dev, ino, mnt_id;
+    uint32_t root;
+    std::string path;
+    bool operator<(const Queued& o) const { return std::tie(dev, ino, path) < std::tie(o.dev, o.ino, o.path); }
+  };
+
   // The inode-order walk (WalkOptions::inode_order): one walker takes the directory of the
-  // lowest inode found so far, opens it by its path, no symlink followed, and lists it if
-  // it is still the directory its parent listed.
+  // next inode up from the last one listed (the lowest once none is above: an elevator),
+  // opens it by its path, no symlink followed, and lists it if it is still the directory
+  // its parent listed. Taking the lowest instead would go back down for every child found
+  // below its parent: on XFS, which puts each new directory in the next allocation group,
+  // that is a seek across the disk per directory.
   void InOrder() {
+    std::pair<uint64_t, uint64_t> at{0, 0};  // (dev, inode) of the directory listed last
     while (!queue_.empty() && !Stopped()) {
-      Queued q = queue_.top();
-      queue_.pop();
+      auto it = queue_.lower_bound(Queued{at.first, at.second, 0, 0, {}});
+      if (it == queue_.end()) it = queue_.begin();
+      Queued q = std::move(queue_.extract(it).value());
+      at = {q.dev, q.ino};
       Local& L = local_.local();
       auto fd = sys_.OpenDirNoFollow(q.path);
       if (!fd.ok()) {
@@ -91,15 +105,35 @@ class Walker {
         continue;
       }
       auto handle = std::make_shared<DirHandle>(sys_, *fd);
-      auto st = sys_.Fstat(handle->get());
-      if (st.ok() && (st->dev != q.dev || st->ino != q.ino))
-        st = Status::Io("directory " + q.path + " was replaced while the walk ran; the next scan walks it", ESTALE);
+      auto st = Check(q, handle->get(), L);
       if (!st.ok()) {
         L.problems.push_back({q.path, st.status()});
         continue;
       }
+      if (!*st) continue;
       List(std::move(handle), {std::move(q.path), q.mnt_id, q.dev, q.root}, L);
     }
+  }
+
+  // Whether the queued directory, now open as `fd`, is to be listed: the directory its
+  // parent listed (a subdirectory is queued by its entry's inode, not stat'ed, since on
+  // XFS its inode lies in another allocation group than its parent's entries), or the
+  // root of another mount or btrfs subvolume there (whose entry names the directory
+  // below it), which counts as a mount unless allowed. Updates q's device and mount.
+  Result<bool> Check(Queued& q, int fd, Local& L) {
+    OANS_ASSIGN_OR_RETURN(FileStat st, sys_.Fstat(fd));
+    if (!S_ISDIR(st.mode)) return Status::Io("directory " + q.path + " is not a directory any more", ENOTDIR);
+    if (st.dev == q.dev && st.mnt_id == q.mnt_id) {
+      if (st.ino != q.ino)
+        return Status::Io("directory " + q.path + " was replaced while the walk ran; the next scan walks it", ESTALE);
+      return true;
+    }
+    if (o_.one_filesystem && q.mnt_id && st.mnt_id && st.mnt_id != q.mnt_id) {
+      L.mounts++;
+      return false;
+    }
+    q.dev = st.dev;
+    return true;
   }
 
   bool Stopped() const { return o_.stop && o_.stop->load(std::memory_order_relaxed); }
@@ -154,6 +188,11 @@ class Walker {
     // Regular files (by d_type) are opened at once when a visitor wants them: one
     // lookup, and the stat comes from the open descriptor.
     if (o_.on_file && de.type == DT_REG && VisitFile(handle->get(), child, child_path, d.root, L)) return;
+    // In inode order, a subdirectory (by d_type) is stat'ed once opened (Check).
+    if (o_.inode_order && de.type == DT_DIR) {
+      queue_.insert({d.dev, de.ino, d.mnt_id, d.root, std::move(child_path)});
+      return;
+    }
     auto st = sys_.StatAt(handle->get(), child);
     if (!st.ok()) {
       if (st.status().errnum() != ENOENT) L.problems.push_back({child_path, st.status()});
@@ -187,7 +226,7 @@ class Walker {
   void Found(const std::shared_ptr<DirHandle>& parent, const std::string& name, std::string path, uint64_t mnt_id,
              const FileStat& st, uint32_t root) {
     if (o_.inode_order)
-      queue_.push({st.dev, st.ino, mnt_id, root, std::move(path)});
+      queue_.insert({st.dev, st.ino, mnt_id, root, std::move(path)});
     else
       Spawn(new Job{parent, name, std::move(path), mnt_id, st.dev, root});
   }
@@ -281,14 +320,7 @@ class Walker {
   tbb::task_group tasks_;
   char tasks_done_ = 0;  // every task releases it as it ends (ThreadSanitizer, lib/base/tsan.h)
   tbb::enumerable_thread_specific<Local> local_;
-  // The inode-order walk's directories found and not yet listed, the lowest inode on top.
-  struct Queued {
-    uint64_t dev, ino, mnt_id;
-    uint32_t root;
-    std::string path;
-    bool operator>(const Queued& o) const { return std::tie(dev, ino, path) > std::tie(o.dev, o.ino, o.path); }
-  };
-  std::priority_queue<Queued, std::vector<Queued>, std::greater<Queued>> queue_;
+  std::set<Queued> queue_;  // the inode-order walk's directories found and not yet listed
 };
 
 }  // namespace

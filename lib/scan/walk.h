@@ -46,8 +46,9 @@ struct WalkOptions {
   // its descriptor (valid only during the call), path and root.
   std::function<void(int fd, const std::string& path, uint32_t root)> on_dir;
   const std::atomic<bool>* stop = nullptr;  // when set, no further directory is read
-  // For a spinning disk: one walker (`threads` unused) lists the directories in ascending
-  // inode order, each found one opened by its path (no symlink followed) and listed only
+  // For a spinning disk: one walker (`threads` unused) lists the directories by inode as
+  // an elevator does (the next inode found up from the last one listed, the lowest once
+  // none is above), each found one opened by its path (no symlink followed) and listed only
   // if it is still the inode its parent listed, and goes through each readdir batch in
   // ascending inode order, so the disk reads inode tables and directory blocks mostly in
   // one direction instead of in name-hash order.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <climits>
 #include <mutex>
 #include <set>
@@ -272,6 +273,44 @@ TEST_F(WalkTest, StaysOnOneFilesystem) {
   EXPECT_EQ(r->files.size(), 4u);
 }
 
+// In inode order a subdirectory is stat'ed once opened: a mount point found then is
+// skipped as one (or walked when allowed), and the root of a btrfs subvolume (another
+// device, an inode its entry does not name) is walked, not taken for a replaced directory.
+TEST_F(WalkTest, InodeOrderStaysOnOneFilesystem) {
+  class Mounts : public test::ForwardingSys {
+   public:
+    Result<FileStat> StatAt(int dirfd, const std::string& name) override {
+      return Mark(ForwardingSys::StatAt(dirfd, name));
+    }
+    Result<FileStat> Fstat(int fd) override { return Mark(ForwardingSys::Fstat(fd)); }
+    Result<FileStat> Mark(Result<FileStat> st) {
+      if (!st.ok()) return st;
+      if (st->mnt_id == 0) st->mnt_id = 1;  // kernels without STATX_MNT_ID
+      if (st->ino == mount) st->mnt_id += 1000;
+      if (st->ino == subvolume) {
+        st->dev += 1;
+        st->ino = 256;
+      }
+      return st;
+    }
+    uint64_t mount = 0, subvolume = 0;
+  } sys;
+  sys.mount = test::StatPath(P("a/b")).ino;
+  sys.subvolume = test::StatPath(P("a")).ino;
+  WalkOptions o;
+  o.inode_order = true;
+  auto r = Walk(sys, {dir_.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->problems.empty()) << r->problems[0].status.message();
+  EXPECT_EQ(r->skipped_mounts, 1u);
+  EXPECT_EQ(Paths(*r), (std::set<std::string>{P("a/f1"), P("small")}));
+  o.one_filesystem = false;
+  r = Walk(sys, {dir_.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->skipped_mounts, 0u);
+  EXPECT_EQ(r->files.size(), 4u);
+}
+
 TEST(Walk, PathLongerThanPathMax) {
   TempDir dir;
   const std::string name(200, 'd');
@@ -387,6 +426,43 @@ TEST(Walk, InodeOrderVisitsEachBatchByInode) {
   EXPECT_EQ(r->files.size(), 50u);
   ASSERT_EQ(sys.inodes.size(), 50u);  // one getdents batch: in inode order throughout
   EXPECT_TRUE(std::is_sorted(sys.inodes.begin(), sys.inodes.end()));
+}
+
+// Directories are listed as an elevator goes: up from the last one listed, then from the
+// lowest. A child found below its parent waits for the next pass instead of pulling the
+// walk back down (inodes renumbered: root 1, a 10, b 30, a/c 5).
+TEST(Walk, InodeOrderGoesUpBeforeGoingBack) {
+  TempDir dir;
+  for (const char* d : {"a", "b", "a/c"}) test::MakeDir(dir.Join(d));
+  class Renumbered : public test::ForwardingSys {
+   public:
+    Result<FileStat> StatAt(int dirfd, const std::string& name) override {
+      return Renumber(ForwardingSys::StatAt(dirfd, name));
+    }
+    Result<FileStat> Fstat(int fd) override { return Renumber(ForwardingSys::Fstat(fd)); }
+    Result<bool> ReadDir(int fd, std::vector<DirEntry>* batch) override {
+      auto more = ForwardingSys::ReadDir(fd, batch);
+      for (auto& e : *batch)
+        if (fake.count(e.ino)) e.ino = fake[e.ino];
+      return more;
+    }
+    Result<FileStat> Renumber(Result<FileStat> st) {
+      if (st.ok() && fake.count(st->ino)) st->ino = fake[st->ino];
+      return st;
+    }
+    std::map<uint64_t, uint64_t> fake;
+  } sys;
+  sys.fake = {{test::StatPath(dir.path()).ino, 1},
+              {test::StatPath(dir.Join("a")).ino, 10},
+              {test::StatPath(dir.Join("b")).ino, 30},
+              {test::StatPath(dir.Join("a/c")).ino, 5}};
+  WalkOptions o;
+  o.inode_order = true;
+  std::vector<std::string> listed;
+  o.on_dir = [&](int, const std::string& path, uint32_t) { listed.push_back(path); };
+  auto r = Walk(sys, {dir.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(listed, (std::vector<std::string>{dir.path(), dir.Join("a"), dir.Join("b"), dir.Join("a/c")}));
 }
 
 // A directory found and queued, then swapped for a symlink to a directory outside the
