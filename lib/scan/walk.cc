@@ -101,7 +101,8 @@ class Walker {
       Local& L = local_.local();
       auto fd = sys_.OpenDirNoFollow(q.path);
       if (!fd.ok()) {
-        L.problems.push_back({q.path, fd.status()});
+        // Removed since its parent was listed: nothing to record, as for a file.
+        if (fd.status().errnum() != ENOENT) L.problems.push_back({q.path, fd.status()});
         continue;
       }
       auto handle = std::make_shared<DirHandle>(sys_, *fd);

@@ -465,6 +465,28 @@ TEST(Walk, InodeOrderGoesUpBeforeGoingBack) {
   EXPECT_EQ(listed, (std::vector<std::string>{dir.path(), dir.Join("a"), dir.Join("b"), dir.Join("a/c")}));
 }
 
+// A directory found and queued, then removed before the walker lists it: gone, as a file
+// removed during the walk is, not a problem.
+TEST(Walk, InodeOrderPassesOverARemovedDirectory) {
+  TempDir dir;
+  test::MakeDir(dir.Join("a"));
+  test::MakeDir(dir.Join("b"));
+  const bool a_first = test::StatPath(dir.Join("a")).ino < test::StatPath(dir.Join("b")).ino;
+  const std::string first = a_first ? "a" : "b", second = a_first ? "b" : "a";
+  test::WriteFile(dir.Join(first + "/f"), "data");
+  WalkOptions o;
+  o.inode_order = true;
+  o.on_dir = [&](int, const std::string& path, uint32_t) {
+    if (path == dir.Join(first)) {
+      ASSERT_EQ(::rmdir(dir.Join(second).c_str()), 0);
+    }
+  };
+  auto r = Walk(DefaultSys(), {dir.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->problems.empty()) << r->problems[0].status.message();
+  EXPECT_EQ(r->files.size(), 1u);
+}
+
 // A directory found and queued, then swapped for a symlink to a directory outside the
 // roots before the walker lists it: opened by its path, it is refused, not followed.
 TEST(Walk, InodeOrderRefusesADirectorySwappedForASymlink) {
