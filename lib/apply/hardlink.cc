@@ -83,6 +83,7 @@ std::string HardlinkExecutor::PolicyRefusal(const LinkPolicy& p, const FileStat&
 void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::function<void(uint64_t)>& tick) {
   const auto& files = r.round.files;
   reach_.Clear();
+  names_given_.clear();  // a group's destinations are in one round
   for (const auto& op : r.round.ops) {
     out->ops++;
     auto usable = UsableDests(r, op, *this, out);
@@ -157,7 +158,9 @@ Status HardlinkExecutor::LinkOne(const PreparedRound& r, uint32_t src, uint32_t 
   if (!s1.ok() || !d1.ok() || !SameFile(*s0, *s1) || !SameFile(*d0, *d1))
     return Status::Mismatch("changed while being compared");
   freed_ = d0->blocks * 512;  // what the replaced copy held on disk
-  return Replace(src_fd, dst_fd, dst, *d0, transient);
+  OANS_RETURN_IF_ERROR(Replace(src_fd, dst_fd, dst, *d0, transient));
+  names_given_[{s0->dev, s0->ino}].push_back(dst.path);
+  return Status::Ok();
 }
 
 Status HardlinkExecutor::SameReach(const PlanFileRef& src, const FileStat& s0, const PlanFileRef& dst) {
@@ -168,10 +171,13 @@ Status HardlinkExecutor::SameReach(const PlanFileRef& src, const FileStat& s0, c
   if (!mounts.ok() || mounts->count != 1 || mounts->subtree)
     return Status::Mismatch(std::string("who can reach it cannot be decided (its filesystem is mounted more than "
                                         "once, or a directory of it elsewhere)") + relax);
-  // Every name of the source must be known: the plan's, each checked to be the file still.
+  // Every name of the source must be known: the plan's and those this run gave it (a
+  // third copy of a file joins the first two), each checked to be the file still.
   std::vector<std::string> names;
   std::vector<std::string> given{src.path};
   given.insert(given.end(), src.other_paths.begin(), src.other_paths.end());
+  if (auto it = names_given_.find({s0.dev, s0.ino}); it != names_given_.end())
+    given.insert(given.end(), it->second.begin(), it->second.end());
   for (const auto& name : given) {
     const size_t slash = name.rfind('/');
     auto dir = Own(sys_, sys_.OpenDirNoFollow(slash == 0 ? "/" : name.substr(0, slash)));

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -79,6 +80,9 @@ class HardlinkExecutor : public Executor {
   Reach reach_;
   uint64_t freed_ = 0;  // bytes the destination LinkOne replaced held on disk
   std::set<std::pair<uint32_t, uint64_t>> linked_;  // destinations handled, (fs, inode) as planned
+  // The names this round gave each source, by (device, inode): the source's names besides
+  // the plan's when a later destination's reach is weighed.
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<std::string>> names_given_;
 };
 
 }  // namespace oans

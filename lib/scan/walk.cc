@@ -77,11 +77,13 @@ class Walker {
     List(std::make_shared<DirHandle>(sys_, *fd), {std::move(path), mnt_id, dev, root}, L);
   }
 
-  // A directory the inode-order walk found, by device and inode.
+  // A directory the inode-order walk found, by device and inode; `unverified` when it
+  // was queued by its entry's inode, not yet stat'ed (Verify).
   struct Queued {
     uint64_t dev, ino, mnt_id;
     uint32_t root;
     std::string path;
+    bool unverified = false;
     bool operator<(const Queued& o) const { return std::tie(dev, ino, path) < std::tie(o.dev, o.ino, o.path); }
   };
 
@@ -99,41 +101,48 @@ class Walker {
       Queued q = std::move(queue_.extract(it).value());
       at = {q.dev, q.ino};
       Local& L = local_.local();
+      if (q.unverified && !Verify(q, L)) continue;
       auto fd = sys_.OpenDirNoFollow(q.path);
       if (!fd.ok()) {
-        // Removed since its parent was listed: nothing to record, as for a file.
-        if (fd.status().errnum() != ENOENT) L.problems.push_back({q.path, fd.status()});
+        L.problems.push_back({q.path, fd.status()});
         continue;
       }
       auto handle = std::make_shared<DirHandle>(sys_, *fd);
-      auto st = Check(q, handle->get(), L);
+      auto st = sys_.Fstat(handle->get());
+      if (st.ok() && (st->dev != q.dev || st->ino != q.ino))
+        st = Status::Io("directory " + q.path + " was replaced while the walk ran; the next scan walks it", ESTALE);
       if (!st.ok()) {
         L.problems.push_back({q.path, st.status()});
         continue;
       }
-      if (!*st) continue;
-      List(std::move(handle), {std::move(q.path), q.mnt_id, q.dev, q.root}, L);
+      Listing l{std::move(q.path), q.mnt_id, q.dev, q.root};
+      auto fs = sys_.Identify(handle->get());
+      l.defer_dirs = fs.ok() && (fs->type == "ext4" || fs->type == "xfs");
+      List(std::move(handle), l, L);
     }
   }
 
-  // Whether the queued directory, now open as `fd`, is to be listed: the directory its
-  // parent listed (a subdirectory is queued by its entry's inode, not stat'ed, since on
-  // XFS its inode lies in another allocation group than its parent's entries), or the
-  // root of another mount or btrfs subvolume there (whose entry names the directory
-  // below it), which counts as a mount unless allowed. Updates q's device and mount.
-  Result<bool> Check(Queued& q, int fd, Local& L) {
-    OANS_ASSIGN_OR_RETURN(FileStat st, sys_.Fstat(fd));
-    if (!S_ISDIR(st.mode)) return Status::Io("directory " + q.path + " is not a directory any more", ENOTDIR);
-    if (st.dev == q.dev && st.mnt_id == q.mnt_id) {
-      if (st.ino != q.ino)
-        return Status::Io("directory " + q.path + " was replaced while the walk ran; the next scan walks it", ESTALE);
+  // The stat of a directory queued unverified, made when the walk comes to it, as Entry
+  // makes it for others (not following the last component, no automount): whether it is
+  // still the directory its parent listed, or the root of a mount there (skipped when
+  // the walk stays on one filesystem; else taken, with its own device and inode).
+  bool Verify(Queued& q, Local& L) {
+    auto st = sys_.StatAt(AT_FDCWD, q.path);
+    if (st.ok() && S_ISDIR(st->mode) && st->mnt_id != q.mnt_id && q.mnt_id && st->mnt_id) {
+      if (o_.one_filesystem) {
+        L.mounts++;
+        return false;
+      }
+      q.dev = st->dev;
+      q.ino = st->ino;
       return true;
     }
-    if (o_.one_filesystem && q.mnt_id && st.mnt_id && st.mnt_id != q.mnt_id) {
-      L.mounts++;
+    if (st.ok() && (!S_ISDIR(st->mode) || st->dev != q.dev || st->ino != q.ino))
+      st = Status::Io("directory " + q.path + " was replaced while the walk ran; the next scan walks it", ESTALE);
+    if (!st.ok()) {
+      L.problems.push_back({q.path, st.status()});
       return false;
     }
-    q.dev = st.dev;
     return true;
   }
 
@@ -144,6 +153,11 @@ class Walker {
     std::string path;
     uint64_t mnt_id, dev;
     uint32_t root;
+    // Subdirectories queued by their entries' inodes, stat'ed later (Verify): on ext4 and
+    // XFS only, where an entry's inode is the directory's own (on XFS the directory's
+    // inode lies in another allocation group than its parent's entries, so a stat now
+    // would seek there and back).
+    bool defer_dirs = false;
   };
 
   // Reads the directory's entries, batch by batch: regular files kept or visited,
@@ -189,9 +203,10 @@ class Walker {
     // Regular files (by d_type) are opened at once when a visitor wants them: one
     // lookup, and the stat comes from the open descriptor.
     if (o_.on_file && de.type == DT_REG && VisitFile(handle->get(), child, child_path, d.root, L)) return;
-    // In inode order, a subdirectory (by d_type) is stat'ed once opened (Check).
-    if (o_.inode_order && de.type == DT_DIR) {
-      queue_.insert({d.dev, de.ino, d.mnt_id, d.root, std::move(child_path)});
+    // In inode order, a subdirectory (by d_type) is stat'ed when the walk comes to it
+    // (Verify), where an entry's inode is the directory's own (Listing::defer_dirs).
+    if (d.defer_dirs && de.type == DT_DIR && child_path.size() < PATH_MAX - 1) {
+      queue_.insert({d.dev, de.ino, d.mnt_id, d.root, std::move(child_path), true});
       return;
     }
     auto st = sys_.StatAt(handle->get(), child);

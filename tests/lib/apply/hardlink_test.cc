@@ -110,6 +110,42 @@ class HardlinkTest : public ::testing::Test {
   RecordingLog log_;
 };
 
+// Three copies in one group: the second destination is linked too. The source then has
+// a name the plan does not know (the first destination's), which this run gave it.
+TEST_F(HardlinkTest, AThirdCopyJoinsTheFirstTwo) {
+  const std::string dst2 = dir_.Join("dst2");
+  test::WriteFile(dst2, test::RandomBytes(3 << 20, 7));
+  ::chmod(dst2.c_str(), 0640);
+  struct stat st;
+  ::stat(src_.c_str(), &st);
+  struct timespec times[2] = {st.st_atim, st.st_mtim};
+  ::utimensat(AT_FDCWD, dst_.c_str(), times, 0);
+  ::utimensat(AT_FDCWD, dst2.c_str(), times, 0);
+  PreparedRound r;
+  r.round.files = {Ref(src_), Ref(dst_), Ref(dst2)};
+  PlanOp op;
+  op.source = 0;
+  op.length = r.round.files[0].size;
+  op.dests = {{1, 0, 0}, {2, 0, 0}};
+  r.round.ops.push_back(op);
+  for (const auto& f : r.round.files) {
+    auto fd = sys_.OpenNoFollow(f.path);
+    ASSERT_TRUE(fd.ok());
+    r.fds.emplace_back(sys_, *fd);
+  }
+  r.problem.assign(3, "");
+  r.transient.assign(3, false);
+  PacedSys sys(sys_, 0);
+  HardlinkExecutor ex(sys, LinkPolicy{}, &log_);
+  RoundResult out;
+  ex.Run(r, &out, [](uint64_t) {});
+  EXPECT_EQ(out.files_linked, 2u) << Reasons(out);
+  EXPECT_EQ(test::StatPath(dst2).ino, test::StatPath(src_).ino);
+  EXPECT_EQ(test::StatPath(src_).nlink, 3u);
+  EXPECT_EQ(test::ReadFile(dst2), test::RandomBytes(3 << 20, 7));
+  ExpectNoHiddenNames();
+}
+
 TEST_F(HardlinkTest, LinksIdenticalFilesWithTheSameMetadata) {
   RoundResult r = Link();
   EXPECT_EQ(r.files_linked, 1u) << Reasons(r);

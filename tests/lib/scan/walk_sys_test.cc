@@ -29,6 +29,7 @@ class ReadDirFaultSys : public test::ForwardingSys {
     {
       std::lock_guard<std::mutex> lk(mu_);
       open_dirs_.erase(fd);
+      if (fd == failing_) failing_ = -2;  // the number may be another directory's next
     }
     ForwardingSys::Close(fd);
   }

@@ -1,12 +1,15 @@
 #include "lib/scan/walk.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <memory>
 #include <climits>
 #include <mutex>
 #include <set>
@@ -273,30 +276,41 @@ TEST_F(WalkTest, StaysOnOneFilesystem) {
   EXPECT_EQ(r->files.size(), 4u);
 }
 
-// In inode order a subdirectory is stat'ed once opened: a mount point found then is
-// skipped as one (or walked when allowed), and the root of a btrfs subvolume (another
-// device, an inode its entry does not name) is walked, not taken for a replaced directory.
+// A Sys that says its filesystem is XFS (whose entries give directories' own inodes, so
+// the inode-order walk stats subdirectories only when it comes to them) and counts the
+// stats of directory entries made through their parent.
+class XfsSys : public test::ForwardingSys {
+ public:
+  Result<FsIdentity> Identify(int fd) override {
+    auto id = ForwardingSys::Identify(fd);
+    if (id.ok()) id->type = fs_type;
+    return id;
+  }
+  Result<FileStat> StatAt(int dirfd, const std::string& name) override {
+    auto st = ForwardingSys::StatAt(dirfd, name);
+    if (st.ok() && S_ISDIR(st->mode) && dirfd != AT_FDCWD) dirs_stated_by_parent++;
+    return st;
+  }
+  std::string fs_type = "xfs";
+  int dirs_stated_by_parent = 0;
+};
+
+// In inode order on XFS a subdirectory is stat'ed when the walk comes to it, by its path:
+// a mount point found then is skipped as one, or walked when allowed.
 TEST_F(WalkTest, InodeOrderStaysOnOneFilesystem) {
-  class Mounts : public test::ForwardingSys {
+  class Mounts : public XfsSys {
    public:
-    Result<FileStat> StatAt(int dirfd, const std::string& name) override {
-      return Mark(ForwardingSys::StatAt(dirfd, name));
-    }
-    Result<FileStat> Fstat(int fd) override { return Mark(ForwardingSys::Fstat(fd)); }
+    Result<FileStat> StatAt(int dirfd, const std::string& name) override { return Mark(XfsSys::StatAt(dirfd, name)); }
+    Result<FileStat> Fstat(int fd) override { return Mark(XfsSys::Fstat(fd)); }
     Result<FileStat> Mark(Result<FileStat> st) {
       if (!st.ok()) return st;
       if (st->mnt_id == 0) st->mnt_id = 1;  // kernels without STATX_MNT_ID
       if (st->ino == mount) st->mnt_id += 1000;
-      if (st->ino == subvolume) {
-        st->dev += 1;
-        st->ino = 256;
-      }
       return st;
     }
-    uint64_t mount = 0, subvolume = 0;
+    uint64_t mount = 0;
   } sys;
   sys.mount = test::StatPath(P("a/b")).ino;
-  sys.subvolume = test::StatPath(P("a")).ino;
   WalkOptions o;
   o.inode_order = true;
   auto r = Walk(sys, {dir_.path()}, o);
@@ -304,11 +318,35 @@ TEST_F(WalkTest, InodeOrderStaysOnOneFilesystem) {
   EXPECT_TRUE(r->problems.empty()) << r->problems[0].status.message();
   EXPECT_EQ(r->skipped_mounts, 1u);
   EXPECT_EQ(Paths(*r), (std::set<std::string>{P("a/f1"), P("small")}));
+  EXPECT_EQ(sys.dirs_stated_by_parent, 0);
   o.one_filesystem = false;
   r = Walk(sys, {dir_.path()}, o);
   ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->problems.empty()) << r->problems[0].status.message();
   EXPECT_EQ(r->skipped_mounts, 0u);
   EXPECT_EQ(r->files.size(), 4u);
+}
+
+// Where an entry's inode need not be the directory's own (an overlay, FUSE, vfat), every
+// subdirectory is stat'ed through its parent as it is found, and walked.
+TEST_F(WalkTest, InodeOrderStatsSubdirectoriesElsewhere) {
+  class Overlay : public XfsSys {
+   public:
+    Result<bool> ReadDir(int fd, std::vector<DirEntry>* batch) override {
+      auto more = XfsSys::ReadDir(fd, batch);
+      for (auto& e : *batch)
+        if (e.type == DT_DIR) e.ino += 1000000;
+      return more;
+    }
+  } sys;
+  sys.fs_type = "0x794c7630";
+  WalkOptions o;
+  o.inode_order = true;
+  auto r = Walk(sys, {dir_.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->problems.empty()) << r->problems[0].status.message();
+  EXPECT_EQ(r->files.size(), 4u);
+  EXPECT_GT(sys.dirs_stated_by_parent, 0);
 }
 
 TEST(Walk, PathLongerThanPathMax) {
@@ -403,7 +441,6 @@ TEST_F(WalkTest, InodeOrderFindsTheSameFiles) {
   EXPECT_EQ(r->skipped_special, want->skipped_special);
   EXPECT_TRUE(r->problems.empty());
   EXPECT_EQ(dirs.size(), 4u);
-  EXPECT_TRUE(std::is_sorted(dirs.begin(), dirs.end()));
 }
 
 TEST(Walk, InodeOrderVisitsEachBatchByInode) {
@@ -465,76 +502,93 @@ TEST(Walk, InodeOrderGoesUpBeforeGoingBack) {
   EXPECT_EQ(listed, (std::vector<std::string>{dir.path(), dir.Join("a"), dir.Join("b"), dir.Join("a/c")}));
 }
 
-// A directory found and queued, then removed before the walker lists it: gone, as a file
-// removed during the walk is, not a problem.
-TEST(Walk, InodeOrderPassesOverARemovedDirectory) {
+// The first directory the inode-order walk lists below `root`, and `act` called there
+// once with the name of the other of the two ("a" and "b") it has queued.
+std::function<void(int, const std::string&, uint32_t)> AtFirstOf(const TempDir& root,
+                                                                 std::function<void(const std::string&)> act) {
+  auto done = std::make_shared<bool>(false);
+  return [&root, act, done](int, const std::string& path, uint32_t) {
+    if (path == root.path() || *done) return;
+    *done = true;
+    act(path == root.Join("a") ? "b" : "a");
+  };
+}
+
+// A directory found and queued, then removed (or moved away with what is above it) before
+// the walker lists it: reported, not passed over in silence.
+TEST(Walk, InodeOrderReportsARemovedDirectory) {
   TempDir dir;
   test::MakeDir(dir.Join("a"));
   test::MakeDir(dir.Join("b"));
-  const bool a_first = test::StatPath(dir.Join("a")).ino < test::StatPath(dir.Join("b")).ino;
-  const std::string first = a_first ? "a" : "b", second = a_first ? "b" : "a";
-  test::WriteFile(dir.Join(first + "/f"), "data");
   WalkOptions o;
   o.inode_order = true;
-  o.on_dir = [&](int, const std::string& path, uint32_t) {
-    if (path == dir.Join(first)) {
-      ASSERT_EQ(::rmdir(dir.Join(second).c_str()), 0);
-    }
-  };
-  auto r = Walk(DefaultSys(), {dir.path()}, o);
+  std::string other;
+  o.on_dir = AtFirstOf(dir, [&](const std::string& name) {
+    other = name;
+    ASSERT_EQ(::rmdir(dir.Join(name).c_str()), 0);
+  });
+  XfsSys sys;
+  auto r = Walk(sys, {dir.path()}, o);
   ASSERT_TRUE(r.ok());
-  EXPECT_TRUE(r->problems.empty()) << r->problems[0].status.message();
-  EXPECT_EQ(r->files.size(), 1u);
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_EQ(r->problems[0].path, dir.Join(other));
+  EXPECT_EQ(r->problems[0].status.errnum(), ENOENT) << r->problems[0].status.message();
 }
 
 // A directory found and queued, then swapped for a symlink to a directory outside the
-// roots before the walker lists it: opened by its path, it is refused, not followed.
+// roots before the walker lists it: refused, not followed (stat'ed through its parent
+// when found, or by its path when come to).
 TEST(Walk, InodeOrderRefusesADirectorySwappedForASymlink) {
-  TempDir dir, outside;
-  test::WriteFile(outside.Join("secret"), "secret");
-  test::MakeDir(dir.Join("a"));
-  test::MakeDir(dir.Join("b"));
-  test::WriteFile(dir.Join("b/f"), "data");
-  const bool a_first = test::StatPath(dir.Join("a")).ino < test::StatPath(dir.Join("b")).ino;
-  const std::string first = a_first ? "a" : "b", second = a_first ? "b" : "a";
-  WalkOptions o;
-  o.inode_order = true;
-  o.on_dir = [&](int, const std::string& path, uint32_t) {
-    if (path != dir.Join(first)) return;
-    ASSERT_EQ(::rename(dir.Join(second).c_str(), dir.Join("moved").c_str()), 0);
-    ASSERT_EQ(::symlink(outside.path().c_str(), dir.Join(second).c_str()), 0);
-  };
-  auto r = Walk(DefaultSys(), {dir.path()}, o);
-  ASSERT_TRUE(r.ok());
-  for (const auto& f : r->files) EXPECT_EQ(f.path.find("secret"), std::string::npos) << f.path;
-  ASSERT_EQ(r->problems.size(), 1u);
-  EXPECT_EQ(r->problems[0].path, dir.Join(second));
-  const int e = r->problems[0].status.errnum();  // the symlink is the last component
-  EXPECT_TRUE(e == ELOOP || e == ENOTDIR) << r->problems[0].status.message();
+  for (const char* fs : {"xfs", "tmpfs"}) {
+    TempDir dir, outside;
+    test::WriteFile(outside.Join("secret"), "secret");
+    test::MakeDir(dir.Join("a"));
+    test::MakeDir(dir.Join("b"));
+    test::WriteFile(dir.Join("b/f"), "data");
+    test::WriteFile(dir.Join("a/f"), "data");
+    WalkOptions o;
+    o.inode_order = true;
+    std::string other;
+    o.on_dir = AtFirstOf(dir, [&](const std::string& name) {
+      other = name;
+      ASSERT_EQ(::rename(dir.Join(name).c_str(), dir.Join("moved").c_str()), 0);
+      ASSERT_EQ(::symlink(outside.path().c_str(), dir.Join(name).c_str()), 0);
+    });
+    XfsSys sys;
+    sys.fs_type = fs;
+    auto r = Walk(sys, {dir.path()}, o);
+    ASSERT_TRUE(r.ok());
+    for (const auto& f : r->files) EXPECT_EQ(f.path.find("secret"), std::string::npos) << f.path;
+    ASSERT_EQ(r->problems.size(), 1u) << fs;
+    EXPECT_EQ(r->problems[0].path, dir.Join(other));
+    const int e = r->problems[0].status.errnum();  // the symlink is the last component
+    EXPECT_TRUE(e == ELOOP || e == ENOTDIR || e == ESTALE) << r->problems[0].status.message();
+  }
 }
 
 // A queued directory replaced by another before it is listed: the other is not walked in
 // its place (its files are not the ones the parent listed), and the problem says so.
 TEST(Walk, InodeOrderRefusesAReplacedDirectory) {
-  TempDir dir;
-  test::MakeDir(dir.Join("a"));
-  test::MakeDir(dir.Join("b"));
-  const bool a_first = test::StatPath(dir.Join("a")).ino < test::StatPath(dir.Join("b")).ino;
-  const std::string first = a_first ? "a" : "b", second = a_first ? "b" : "a";
-  WalkOptions o;
-  o.inode_order = true;
-  o.on_dir = [&](int, const std::string& path, uint32_t) {
-    if (path != dir.Join(first)) return;
-    ASSERT_EQ(::rename(dir.Join(second).c_str(), dir.Join("moved").c_str()), 0);
-    test::MakeDir(dir.Join(second));
-    test::WriteFile(dir.Join(second + "/planted"), "data");
-  };
-  auto r = Walk(DefaultSys(), {dir.path()}, o);
-  ASSERT_TRUE(r.ok());
-  EXPECT_TRUE(r->files.empty()) << r->files[0].path;
-  ASSERT_EQ(r->problems.size(), 1u);
-  EXPECT_EQ(r->problems[0].status.errnum(), ESTALE);
-  EXPECT_NE(r->problems[0].status.message().find("replaced while the walk ran"), std::string::npos);
+  for (const char* fs : {"xfs", "tmpfs"}) {
+    TempDir dir;
+    test::MakeDir(dir.Join("a"));
+    test::MakeDir(dir.Join("b"));
+    WalkOptions o;
+    o.inode_order = true;
+    o.on_dir = AtFirstOf(dir, [&](const std::string& name) {
+      ASSERT_EQ(::rename(dir.Join(name).c_str(), dir.Join("moved").c_str()), 0);
+      test::MakeDir(dir.Join(name));
+      test::WriteFile(dir.Join(name + "/planted"), "data");
+    });
+    XfsSys sys;
+    sys.fs_type = fs;
+    auto r = Walk(sys, {dir.path()}, o);
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->files.empty()) << r->files[0].path;
+    ASSERT_EQ(r->problems.size(), 1u) << fs;
+    EXPECT_EQ(r->problems[0].status.errnum(), ESTALE);
+    EXPECT_NE(r->problems[0].status.message().find("replaced while the walk ran"), std::string::npos);
+  }
 }
 
 // A queued directory moved out of the roots, its parent replaced by a symlink to where it
