@@ -84,10 +84,21 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
   const auto& files = r.round.files;
   reach_.Clear();
   names_given_.clear();  // a group's destinations are in one round
-  for (const auto& op : r.round.ops) {
+  // First the pairs to link, and their intents, recorded at once.
+  struct Pair {
+    size_t op;
+    uint32_t dst;
+    LinkIntent intent;
+    bool keep = false;  // its intent stays open for the next run (RecoverLink)
+  };
+  std::vector<Pair> pairs;
+  std::vector<uint64_t> op_bytes(r.round.ops.size(), 0);
+  for (size_t k = 0; k < r.round.ops.size(); ++k) {
+    const PlanOp& op = r.round.ops[k];
     out->ops++;
     auto usable = UsableDests(r, op, *this, out);
     const PlanFileRef& sf = files[op.source];
+    op_bytes[k] = op.length * usable.size();
     for (const auto& u : usable) {
       const PlanFileRef& df = files[u.file];
       if (IsRewrite(op, u)) {  // a rewrite: nothing to link
@@ -98,9 +109,20 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
         out->Skip("partial duplicate (hardlink mode links whole files only)", op.length, false);
         continue;
       }
+      pairs.push_back({k, u.file, IntentFor(r, op.source, u.file)});
+    }
+  }
+  std::vector<LinkIntent> intents;
+  for (const auto& p : pairs) intents.push_back(p.intent);
+  const Status begun = log_ ? log_->BeginAll(intents) : Status::Ok();
+  size_t next = 0;
+  for (size_t k = 0; k < r.round.ops.size(); ++k) {
+    for (; next < pairs.size() && pairs[next].op == k; ++next) {
+      Pair& p = pairs[next];
+      const PlanFileRef& df = files[p.dst];
       linked_.insert({df.fs, df.ino});
       bool transient = false;
-      Status ls = LinkOne(r, op.source, u.file, &transient);
+      Status ls = begun.ok() ? LinkOne(r, r.round.ops[k].source, p.dst, p.intent, &transient, &p.keep) : begun;
       if (ls.ok()) {
         out->files_linked++;
         out->bytes_linked += freed_;
@@ -112,12 +134,42 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
       if (io) out->errors++;
       out->Notice(df.path, "not linked, " + ls.message());
     }
-    out->bytes_done += op.length * usable.size();
-    tick(op.length * usable.size());
+    out->bytes_done += op_bytes[k];
+    tick(op_bytes[k]);
+  }
+  if (!log_ || !begun.ok()) return;
+  intents.clear();
+  for (const auto& p : pairs)
+    if (!p.keep) intents.push_back(p.intent);
+  if (Status e = log_->EndAll(intents); !e.ok()) {
+    out->errors++;
+    out->Notice(pairs.front().intent.dir,
+                "this round's hidden link names not marked done in the journal (the next run checks them): " +
+                    e.message());
   }
 }
 
-Status HardlinkExecutor::LinkOne(const PreparedRound& r, uint32_t src, uint32_t dst_i, bool* transient) {
+LinkIntent HardlinkExecutor::IntentFor(const PreparedRound& r, uint32_t src, uint32_t dst_i) {
+  const std::string& path = r.round.files[dst_i].path;
+  const size_t slash = path.rfind('/');
+  LinkIntent in;
+  if (slash == std::string::npos) return in;  // refused by Replace
+  in.dir = slash == 0 ? "/" : path.substr(0, slash);
+  in.tmp = HiddenName(path.substr(slash + 1));
+  auto s = sys_.Fstat(r.fd(src));
+  auto d = sys_.Fstat(r.fd(dst_i));
+  if (s.ok()) in.src_ino = s->ino;
+  if (d.ok()) {
+    in.dst_ino = d->ino;
+    in.dst_size = d->size;
+    in.dst_mtime_ns = d->mtime_ns;
+    in.dst_ctime_ns = d->ctime_ns;
+  }
+  return in;
+}
+
+Status HardlinkExecutor::LinkOne(const PreparedRound& r, uint32_t src, uint32_t dst_i, const LinkIntent& in,
+                                 bool* transient, bool* keep) {
   const int src_fd = r.fd(src), dst_fd = r.fd(dst_i);
   const PlanFileRef& dst = r.round.files[dst_i];
   auto s0 = sys_.Fstat(src_fd);
@@ -158,7 +210,7 @@ Status HardlinkExecutor::LinkOne(const PreparedRound& r, uint32_t src, uint32_t 
   if (!s1.ok() || !d1.ok() || !SameFile(*s0, *s1) || !SameFile(*d0, *d1))
     return Status::Mismatch("changed while being compared");
   freed_ = d0->blocks * 512;  // what the replaced copy held on disk
-  OANS_RETURN_IF_ERROR(Replace(src_fd, dst_fd, dst, *d0, transient));
+  OANS_RETURN_IF_ERROR(Replace(src_fd, dst_fd, dst, *d0, in, transient, keep));
   names_given_[{s0->dev, s0->ino}].push_back(dst.path);
   return Status::Ok();
 }
@@ -219,12 +271,17 @@ Status HardlinkExecutor::Compare(int src_fd, int dst_fd, uint64_t size, bool pac
 }
 
 Status HardlinkExecutor::Replace(int src_fd, int dst_fd, const PlanFileRef& dst, const FileStat& d0,
-                                 bool* transient) {
+                                 const LinkIntent& in, bool* transient, bool* keep) {
   const size_t slash = dst.path.rfind('/');
   if (slash == std::string::npos) return Status::Invalid(dst.path + ": not an absolute path");
-  LinkIntent in;
-  in.dir = slash == 0 ? "/" : dst.path.substr(0, slash);
   const std::string name = dst.path.substr(slash + 1);
+  OANS_ASSIGN_OR_RETURN(auto src, sys_.Fstat(src_fd));
+  // The intent recorded before the round (Run) must describe the files as compared: the
+  // next run's recovery decides by it what a hidden name holds.
+  if (in.tmp.empty() || in.dir != (slash == 0 ? "/" : dst.path.substr(0, slash)) || in.src_ino != src.ino ||
+      in.dst_ino != d0.ino || in.dst_size != d0.size || in.dst_mtime_ns != d0.mtime_ns ||
+      in.dst_ctime_ns != d0.ctime_ns)
+    return Status::Mismatch("changed while being compared");
   OANS_ASSIGN_OR_RETURN(Fd dir_fd, Own(sys_, sys_.OpenDirNoFollow(in.dir)));
   const int dir = dir_fd.get();
   auto still = [&]() -> Status {
@@ -232,29 +289,14 @@ Status HardlinkExecutor::Replace(int src_fd, int dst_fd, const PlanFileRef& dst,
     return SameFile(now, d0) ? Status::Ok() : Status::Mismatch("changed while being compared");
   };
   OANS_RETURN_IF_ERROR(still());
-  OANS_ASSIGN_OR_RETURN(auto src, sys_.Fstat(src_fd));
-  in.tmp = HiddenName(name);
-  in.src_ino = src.ino;
-  in.dst_ino = d0.ino;
-  in.dst_size = d0.size;
-  in.dst_mtime_ns = d0.mtime_ns;
-  in.dst_ctime_ns = d0.ctime_ns;
-  if (log_) OANS_RETURN_IF_ERROR(log_->Begin(in));
-  auto end = [&](Status s) {
-    if (log_) {
-      Status e = log_->End(in);
-      if (s.ok() && !e.ok()) return e;
-    }
-    return s;
-  };
-  if (Status l = sys_.LinkAt(src_fd, dir, in.tmp); !l.ok()) return end(l);
+  OANS_RETURN_IF_ERROR(sys_.LinkAt(src_fd, dir, in.tmp));
   if (Status s = still(); !s.ok()) {
     (void)sys_.UnlinkAt(dir, in.tmp);
-    return end(s);
+    return s;
   }
   if (Status x = sys_.ExchangeAt(dir, in.tmp, name); !x.ok()) {
     (void)sys_.UnlinkAt(dir, in.tmp);
-    return end(x);
+    return x;
   }
   // The name is the source's inode now and the hidden name the old destination. A
   // process that looked the name up before the exchange and is opening it for writing
@@ -267,12 +309,17 @@ Status HardlinkExecutor::Replace(int src_fd, int dst_fd, const PlanFileRef& dst,
                 sys_.LeaseHeld(dst_fd) && sys_.SetLease(dst_fd, true).ok();
   if (!intact) {
     Status back = sys_.ExchangeAt(dir, in.tmp, name);
-    if (!back.ok()) return end(back);  // the intent stays open: the next run sorts it out
+    if (!back.ok()) {
+      *keep = true;  // the intent stays open: the next run sorts it out
+      return back;
+    }
     (void)sys_.UnlinkAt(dir, in.tmp);
     *transient = true;
-    return end(Status::Mismatch("opened for writing by another process while being linked"));
+    return Status::Mismatch("opened for writing by another process while being linked");
   }
-  return end(sys_.UnlinkAt(dir, in.tmp));
+  Status gone = sys_.UnlinkAt(dir, in.tmp);
+  if (!gone.ok()) *keep = true;  // the old file is still there: the next run removes it
+  return gone;
 }
 
 Status RecoverLink(Sys& sys, const LinkIntent& in, std::string* notice) {

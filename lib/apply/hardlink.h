@@ -13,9 +13,10 @@
 // while we hold the lease). The link itself: a hidden name in the destination's directory
 // for the source's inode, an atomic exchange of the two names, a last check of the leases
 // (a writer that opened the old destination meanwhile gets it back by a second exchange),
-// and the hidden name, now the old inode, removed. Each hidden name is recorded in the
-// journal before it is made and cleared after it is gone; RecoverLink removes one left by
-// a killed run, keeping its data whenever it was written to.
+// and the hidden name, now the old inode, removed. A round's hidden names are recorded in
+// the journal at once before the first is made, and cleared at once after the round
+// (one durable write each); RecoverLink removes one left by a killed run, keeping its
+// data whenever it was written to.
 // Called by the pipeline stage that finishes rounds (one thread at a time).
 #pragma once
 
@@ -65,13 +66,18 @@ class HardlinkExecutor : public Executor {
  private:
   // Compares and links one pair; kMismatch/kIoError say why not. *transient when the
   // reason may go away (a writer, a busy file).
-  Status LinkOne(const PreparedRound& r, uint32_t src, uint32_t dst, bool* transient);
+  // `in`: its intent, recorded before the round; *keep when it must stay open.
+  Status LinkOne(const PreparedRound& r, uint32_t src, uint32_t dst, const LinkIntent& in, bool* transient,
+                 bool* keep);
+  // The intent of linking dst to src: a new hidden name, the files as they are now.
+  LinkIntent IntentFor(const PreparedRound& r, uint32_t src, uint32_t dst);
   // Whether the same users reach every name of the source and the destination.
   Status SameReach(const PlanFileRef& src, const FileStat& s0, const PlanFileRef& dst);
   // Compares the two files byte for byte; `paced`: count the reads against the rate
   // (a round read ahead was paced by the prefetch).
   Status Compare(int src_fd, int dst_fd, uint64_t size, bool paced, bool* transient);
-  Status Replace(int src_fd, int dst_fd, const PlanFileRef& dst, const FileStat& d0, bool* transient);
+  Status Replace(int src_fd, int dst_fd, const PlanFileRef& dst, const FileStat& d0, const LinkIntent& in,
+                 bool* transient, bool* keep);
   Sys& sys_;
   Sys& unpaced_;  // sys_ without the pace
   const LinkPolicy policy_;

@@ -212,19 +212,41 @@ Status Journal::Append(const std::string& line) {
   return Status::Ok();
 }
 
-Status Journal::Begin(const LinkIntent& in) {
-  OANS_RETURN_IF_ERROR(Append("link-begin " + Field(in.dir) + " " + Field(in.tmp) + " " + std::to_string(in.src_ino) +
-                              " " + std::to_string(in.dst_ino) + " " + std::to_string(in.dst_size) + " " +
-                              std::to_string(in.dst_mtime_ns) + " " + std::to_string(in.dst_ctime_ns)));
+namespace {
+
+std::string BeginLine(const LinkIntent& in) {
+  return "link-begin " + Field(in.dir) + " " + Field(in.tmp) + " " + std::to_string(in.src_ino) + " " +
+         std::to_string(in.dst_ino) + " " + std::to_string(in.dst_size) + " " + std::to_string(in.dst_mtime_ns) +
+         " " + std::to_string(in.dst_ctime_ns);
+}
+
+std::string EndLine(const LinkIntent& in) { return "link-end " + Field(in.dir) + " " + Field(in.tmp); }
+
+}  // namespace
+
+Status Journal::Begin(const LinkIntent& in) { return BeginAll({in}); }
+
+Status Journal::End(const LinkIntent& in) { return EndAll({in}); }
+
+Status Journal::BeginAll(const std::vector<LinkIntent>& intents) {
+  if (intents.empty()) return Status::Ok();
+  std::string lines;
+  for (const auto& in : intents) lines += BeginLine(in) + "\n";
+  lines.pop_back();
+  OANS_RETURN_IF_ERROR(Append(lines));
   std::lock_guard<std::mutex> lk(mu_);
-  pending_[IntentKey(in)] = in;
+  for (const auto& in : intents) pending_[IntentKey(in)] = in;
   return Status::Ok();
 }
 
-Status Journal::End(const LinkIntent& in) {
-  OANS_RETURN_IF_ERROR(Append("link-end " + Field(in.dir) + " " + Field(in.tmp)));
+Status Journal::EndAll(const std::vector<LinkIntent>& intents) {
+  if (intents.empty()) return Status::Ok();
+  std::string lines;
+  for (const auto& in : intents) lines += EndLine(in) + "\n";
+  lines.pop_back();
+  OANS_RETURN_IF_ERROR(Append(lines));
   std::lock_guard<std::mutex> lk(mu_);
-  pending_.erase(IntentKey(in));
+  for (const auto& in : intents) pending_.erase(IntentKey(in));
   return Status::Ok();
 }
 

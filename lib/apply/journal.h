@@ -43,6 +43,8 @@ class Journal : public LinkIntentLog {
   // Open, whichever plan it belonged to.
   Status Begin(const LinkIntent& intent) override;
   Status End(const LinkIntent& intent) override;
+  Status BeginAll(const std::vector<LinkIntent>& intents) override;  // one write, one sync
+  Status EndAll(const std::vector<LinkIntent>& intents) override;
   std::vector<LinkIntent> Pending() const;
 
  private:

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "lib/base/status.h"
 
@@ -19,12 +20,23 @@ struct LinkIntent {
   int64_t dst_mtime_ns = 0, dst_ctime_ns = 0;
 };
 
-// Where intents are recorded durably (the journal).
+// Where intents are recorded durably (the journal). Hardlink mode records a round's
+// intents at once, before making any of its links, and ends them at once after: one
+// durable write each, not two per link. An intent ended without its link made, or
+// recorded and never made, leaves nothing for recovery to find (RecoverLink).
 class LinkIntentLog {
  public:
   virtual ~LinkIntentLog() = default;
   virtual Status Begin(const LinkIntent& intent) = 0;
   virtual Status End(const LinkIntent& intent) = 0;
+  virtual Status BeginAll(const std::vector<LinkIntent>& intents) {
+    for (const auto& in : intents) OANS_RETURN_IF_ERROR(Begin(in));
+    return Status::Ok();
+  }
+  virtual Status EndAll(const std::vector<LinkIntent>& intents) {
+    for (const auto& in : intents) OANS_RETURN_IF_ERROR(End(in));
+    return Status::Ok();
+  }
 };
 
 }  // namespace oans

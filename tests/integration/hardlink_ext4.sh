@@ -4,6 +4,7 @@
 # writer left it; reflink mode on ext4 is refused before any work, in one line naming
 # --link=hard, and changes nothing.
 source "$(dirname "$0")/lib.sh"
+command -v strace >/dev/null || { echo "strace missing (scripts/install-deps)"; exit 77; }
 it_init "$1"
 mkfs_mount ext4 512M
 make_tree "$MNT/orig"
@@ -70,12 +71,23 @@ pass "a file changed during the compare keeps the writer's data and is not linke
 
 # src/file1.bin and src/file1.hardlink are one file in orig and another in copy: a file
 # with other names is never linked (one name alone would split it), so exit 1.
+# Counted with strace: the journal records each round's hidden names in one durable
+# write before its links and one after, not two per link.
 set +e
-"$BIN/oans-apply" --link=hard --json --journal "$WORK/hard.journal" "$WORK/plan" > "$WORK/hard.json" 2> "$WORK/hard.err"; rc=$?
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -c -e trace=fdatasync -o "$WORK/hard.strace" \
+  "$BIN/oans-apply" --link=hard --json --journal "$WORK/hard.journal" "$WORK/plan" > "$WORK/hard.json" 2> "$WORK/hard.err"; rc=$?
 set -e
 [ $rc = 1 ] || fail "expected exit 1 (a file with other names left alone), got $rc: $(cat "$WORK/hard.err")"
 grep -q "src/file1.*not linked, has other hardlinks" "$WORK/hard.err" || fail "$(cat "$WORK/hard.err")"
 [ "$(grep -c "not linked" "$WORK/hard.err")" = 1 ] || fail "other files not linked: $(cat "$WORK/hard.err")"
+syncs=$(awk '$NF == "fdatasync" {print $4}' "$WORK/hard.strace")
+python3 - "$WORK/hard.json" "${syncs:-0}" <<'PY' || fail "journal syncs: ${syncs:-none}; $(cat "$WORK/hard.strace")"
+import json, sys
+s, syncs = json.load(open(sys.argv[1])), int(sys.argv[2])
+assert s["files_linked"] >= 20, s
+assert 0 < syncs <= 1 + 3 * s["rounds"] < s["files_linked"], (syncs, s["rounds"], s["files_linked"])
+PY
+pass "the journal made ${syncs} durable writes for $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["files_linked"])' "$WORK/hard.json") links"
 # Each round is read ahead in disk order before the compare, as in reflink mode.
 python3 - "$WORK/hard.json" <<'PY' || fail "hardlink mode did not read its rounds ahead: $(cat "$WORK/hard.json")"
 import json, sys

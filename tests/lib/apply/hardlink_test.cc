@@ -31,6 +31,11 @@ class LeaseSys : public test::ForwardingSys {
     exchanges++;
     return ForwardingSys::ExchangeAt(dirfd, a, b);
   }
+  Status LinkAt(int fd, int dirfd, const std::string& name) override {
+    if (on_link) on_link();
+    return ForwardingSys::LinkAt(fd, dirfd, name);
+  }
+  std::function<void()> on_link;
 };
 
 class RecordingLog : public LinkIntentLog {
@@ -135,10 +140,15 @@ TEST_F(HardlinkTest, AThirdCopyJoinsTheFirstTwo) {
   }
   r.problem.assign(3, "");
   r.transient.assign(3, false);
+  // Both intents are recorded before the first link is made, and ended after the last.
+  std::vector<std::pair<size_t, size_t>> at_link;
+  sys_.on_link = [&] { at_link.push_back({log_.begun.size(), log_.ended.size()}); };
   PacedSys sys(sys_, 0);
   HardlinkExecutor ex(sys, LinkPolicy{}, &log_);
   RoundResult out;
   ex.Run(r, &out, [](uint64_t) {});
+  EXPECT_EQ(at_link, (std::vector<std::pair<size_t, size_t>>{{2, 0}, {2, 0}}));
+  EXPECT_EQ(log_.ended.size(), 2u);
   EXPECT_EQ(out.files_linked, 2u) << Reasons(out);
   EXPECT_EQ(test::StatPath(dst2).ino, test::StatPath(src_).ino);
   EXPECT_EQ(test::StatPath(src_).nlink, 3u);
