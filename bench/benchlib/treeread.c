@@ -6,8 +6,9 @@
  *                           the same in inode order: directories are listed as
  *                           an elevator goes (the next inode found up from the
  *                           last one listed, the lowest once none is above), and
- *                           each directory's entries are stat'ed in inode order
- *                           (what oans-scan does on a spinning disk)
+ *                           each directory's entries are stat'ed in inode order,
+ *                           subdirectories only when listed (what oans-scan does
+ *                           on a spinning disk on ext4 and XFS)
  *   treeread sorted ROOT N  lists the regular files under ROOT (N threads), maps
  *                           each one's first extent (FIEMAP), then reads them once
  *                           in that physical order, one thread: each file is asked
@@ -177,11 +178,12 @@ static void read_file(int dirfd, const char *name, char *buf) {
 }
 
 /* One entry of a directory being listed. */
-static void visit_entry(int dfd, const char *path, const char *name, unsigned char type, char *buf,
-                        unsigned long long *entries) {
+static void visit_entry(int dfd, const char *path, const char *name, unsigned char type, unsigned long long ino,
+                        char *buf, unsigned long long *entries) {
   struct stat st;
-  st.st_ino = 0;
-  if (!reading || type == DT_UNKNOWN) {
+  st.st_ino = ino;
+  /* stat-inode: a subdirectory is stat'ed when it is listed (its inode may lie far away). */
+  if ((!reading || type == DT_UNKNOWN) && !(by_inode && type == DT_DIR)) {
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW)) return;
     type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
   }
@@ -205,6 +207,8 @@ static void visit_entry(int dfd, const char *path, const char *name, unsigned ch
 /* Lists one directory: files read or stat'ed, subdirectories pushed; in stat-inode, the
  * entries stat'ed in inode order. */
 static void visit(char *path, char *buf) {
+  struct stat st;
+  if (by_inode && lstat(path, &st)) { free(path); return; }
   int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0) { free(path); return; }
   DIR *d = fdopendir(dfd);
@@ -216,7 +220,7 @@ static void visit(char *path, char *buf) {
   while ((e = readdir(d))) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
     if (!by_inode) {
-      visit_entry(dfd, path, e->d_name, e->d_type, buf, &entries);
+      visit_entry(dfd, path, e->d_name, e->d_type, e->d_ino, buf, &entries);
       continue;
     }
     if (n == room) {
@@ -231,7 +235,7 @@ static void visit(char *path, char *buf) {
   }
   qsort(list, n, sizeof *list, by_ino);
   for (size_t i = 0; i < n; i++) {
-    visit_entry(dfd, path, list[i].name, list[i].type, buf, &entries);
+    visit_entry(dfd, path, list[i].name, list[i].type, list[i].ino, buf, &entries);
     free(list[i].name);
   }
   free(list);
