@@ -138,6 +138,9 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
     tick(op_bytes[k]);
   }
   if (!log_ || !begun.ok()) return;
+  // The links' removals durable before their records are cleared (the journal may lie
+  // on another filesystem): one commit of this one.
+  if (out->files_linked && !pairs.empty()) (void)sys_.Syncfs(r.fd(pairs.front().dst));
   intents.clear();
   for (const auto& p : pairs)
     if (!p.keep) intents.push_back(p.intent);
@@ -289,13 +292,15 @@ Status HardlinkExecutor::Replace(int src_fd, int dst_fd, const PlanFileRef& dst,
     return SameFile(now, d0) ? Status::Ok() : Status::Mismatch("changed while being compared");
   };
   OANS_RETURN_IF_ERROR(still());
+  // A hidden name that cannot be removed stays recorded (*keep): the next run removes it.
+  auto remove = [&] { *keep = !sys_.UnlinkAt(dir, in.tmp).ok(); };
   OANS_RETURN_IF_ERROR(sys_.LinkAt(src_fd, dir, in.tmp));
   if (Status s = still(); !s.ok()) {
-    (void)sys_.UnlinkAt(dir, in.tmp);
+    remove();
     return s;
   }
   if (Status x = sys_.ExchangeAt(dir, in.tmp, name); !x.ok()) {
-    (void)sys_.UnlinkAt(dir, in.tmp);
+    remove();
     return x;
   }
   // The name is the source's inode now and the hidden name the old destination. A
@@ -313,7 +318,7 @@ Status HardlinkExecutor::Replace(int src_fd, int dst_fd, const PlanFileRef& dst,
       *keep = true;  // the intent stays open: the next run sorts it out
       return back;
     }
-    (void)sys_.UnlinkAt(dir, in.tmp);
+    remove();
     *transient = true;
     return Status::Mismatch("opened for writing by another process while being linked");
   }
@@ -324,12 +329,13 @@ Status HardlinkExecutor::Replace(int src_fd, int dst_fd, const PlanFileRef& dst,
 
 Status RecoverLink(Sys& sys, const LinkIntent& in, std::string* notice) {
   auto opened = Own(sys, sys.OpenDirNoFollow(in.dir));
-  if (!opened.ok()) return Status::Ok();  // the directory is gone, and the name with it
+  // Gone, and the name with it; any other failure (a symlink put in its path) keeps it.
+  if (!opened.ok()) return opened.status().errnum() == ENOENT ? Status::Ok() : opened.status();
   const int dir = opened->get();
   if (in.tmp.find('/') != std::string::npos || in.tmp.find(".oans-link-") == std::string::npos)
     return Status::Corrupt("journal names a hidden link that oans does not make: " + in.tmp);
   auto st = sys.StatAt(dir, in.tmp);
-  if (!st.ok()) return Status::Ok();  // never made, or already removed
+  if (!st.ok()) return st.status().errnum() == ENOENT ? Status::Ok() : st.status();  // ENOENT: never made, or removed
   if (!S_ISREG(st->mode)) return Status::Ok();  // not ours: leave it
   const std::string where = in.dir + "/" + in.tmp;
   if (st->ino == in.src_ino) return sys.UnlinkAt(dir, in.tmp);

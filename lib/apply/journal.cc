@@ -191,13 +191,14 @@ bool Journal::ParseLinkLine(const std::string& line) {
     LinkIntent li;
     std::string hd, ht;
     if (!(in >> hd >> ht >> li.src_ino >> li.dst_ino >> li.dst_size >> li.dst_mtime_ns >> li.dst_ctime_ns)) return false;
+    if (!(in >> std::ws).eof()) return false;  // a record glued to another
     if (!Unhex(hd, &li.dir) || !Unhex(ht, &li.tmp)) return false;
     pending_[IntentKey(li)] = li;
     return true;
   }
   if (kind == "link-end") {
     std::string hd, ht;
-    if (!(in >> hd >> ht) || !Unhex(hd, &dir) || !Unhex(ht, &tmp)) return false;
+    if (!(in >> hd >> ht) || !(in >> std::ws).eof() || !Unhex(hd, &dir) || !Unhex(ht, &tmp)) return false;
     pending_.erase(dir + "/" + tmp);
     return true;
   }
@@ -206,8 +207,15 @@ bool Journal::ParseLinkLine(const std::string& line) {
 
 Status Journal::Append(const std::string& line) {
   std::lock_guard<std::mutex> lk(mu_);
+  if (cut_) return Status::Io("journal " + path_ + " holds a record cut short by a failed write; run again", EIO);
   const std::string l = line + "\n";
-  if (::write(fd_, l.data(), l.size()) != ssize_t(l.size())) return Status::Io("writing journal " + path_, errno);
+  const off_t end = ::lseek(fd_, 0, SEEK_END);
+  if (::write(fd_, l.data(), l.size()) != ssize_t(l.size())) {
+    const int e = errno ? errno : ENOSPC;
+    // A cut record would run into the next one: taken back.
+    if (end < 0 || ::ftruncate(fd_, end) != 0) cut_ = true;
+    return Status::Io("writing journal " + path_, e);
+  }
   if (::fdatasync(fd_) != 0) return Status::Io("writing journal " + path_, errno);
   return Status::Ok();
 }

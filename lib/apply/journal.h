@@ -56,6 +56,7 @@ class Journal : public LinkIntentLog {
   // Reads a "link-begin"/"link-end" line into pending_; false when it is neither.
   bool ParseLinkLine(const std::string& line);
   std::set<uint64_t> done_;
+  bool cut_ = false;  // a failed write left a cut record that could not be taken back
   mutable std::mutex mu_;
   std::map<std::string, LinkIntent> pending_;  // by dir + "/" + tmp
 };

@@ -17,8 +17,8 @@
 #include <climits>
 #include <deque>
 #include <cstdlib>
+#include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <tuple>
 
@@ -84,6 +84,7 @@ class Walker {
     uint32_t root;
     std::string path;
     bool unverified = false;
+    uint64_t parent_dev = 0, parent_ino = 0;  // of the directory that listed it, when unverified
     bool operator<(const Queued& o) const { return std::tie(dev, ino, path) < std::tie(o.dev, o.ino, o.path); }
   };
 
@@ -101,49 +102,67 @@ class Walker {
       Queued q = std::move(queue_.extract(it).value());
       at = {q.dev, q.ino};
       Local& L = local_.local();
-      if (q.unverified && !Verify(q, L)) continue;
-      auto fd = sys_.OpenDirNoFollow(q.path);
+      auto fd = q.unverified ? OpenUnverified(q) : sys_.OpenDirNoFollow(q.path);
+      if (fd.ok() && *fd < 0) {  // a mount point
+        L.mounts++;
+        continue;
+      }
       if (!fd.ok()) {
         L.problems.push_back({q.path, fd.status()});
         continue;
       }
       auto handle = std::make_shared<DirHandle>(sys_, *fd);
       auto st = sys_.Fstat(handle->get());
-      if (st.ok() && (st->dev != q.dev || st->ino != q.ino))
-        st = Status::Io("directory " + q.path + " was replaced while the walk ran; the next scan walks it", ESTALE);
+      if (st.ok() && (st->dev != q.dev || st->ino != q.ino || (q.mnt_id && st->mnt_id && st->mnt_id != q.mnt_id)))
+        st = Replaced(q.path);
       if (!st.ok()) {
         L.problems.push_back({q.path, st.status()});
         continue;
       }
       Listing l{std::move(q.path), q.mnt_id, q.dev, q.root};
-      auto fs = sys_.Identify(handle->get());
-      l.defer_dirs = fs.ok() && (fs->type == "ext4" || fs->type == "xfs");
+      l.ino = q.ino;
+      l.defer_dirs = DefersDirs(q.dev, handle->get());
       List(std::move(handle), l, L);
     }
   }
 
-  // The stat of a directory queued unverified, made when the walk comes to it, as Entry
-  // makes it for others (not following the last component, no automount): whether it is
-  // still the directory its parent listed, or the root of a mount there (skipped when
-  // the walk stays on one filesystem; else taken, with its own device and inode).
-  bool Verify(Queued& q, Local& L) {
-    auto st = sys_.StatAt(AT_FDCWD, q.path);
-    if (st.ok() && S_ISDIR(st->mode) && st->mnt_id != q.mnt_id && q.mnt_id && st->mnt_id) {
-      if (o_.one_filesystem) {
-        L.mounts++;
-        return false;
-      }
-      q.dev = st->dev;
-      q.ino = st->ino;
-      return true;
+  static Status Replaced(const std::string& path) {
+    return Status::Io("directory " + path + " was replaced while the walk ran; the next scan walks it", ESTALE);
+  }
+
+  // Opens a directory queued unverified: stat'ed first through its parent, as Entry stats
+  // the others (last component not followed, no automount), the parent opened by its path
+  // with no symlink followed and only if it is still the directory that listed it; then
+  // opened from the parent if it is still the directory listed, or a mount point there
+  // the walk may cross. -1: a mount point, not crossed.
+  Result<int> OpenUnverified(Queued& q) {
+    const size_t slash = q.path.rfind('/');
+    if (slash == std::string::npos) return Replaced(q.path);
+    const std::string parent = slash == 0 ? "/" : q.path.substr(0, slash), name = q.path.substr(slash + 1);
+    OANS_ASSIGN_OR_RETURN(Fd pfd, Own(sys_, sys_.OpenDirNoFollow(parent)));
+    OANS_ASSIGN_OR_RETURN(FileStat ps, sys_.Fstat(pfd.get()));
+    if (ps.dev != q.parent_dev || ps.ino != q.parent_ino) return Replaced(parent);
+    OANS_ASSIGN_OR_RETURN(FileStat st, sys_.StatAt(pfd.get(), name));
+    if (!S_ISDIR(st.mode)) return Replaced(q.path);
+    if (q.mnt_id && st.mnt_id && st.mnt_id != q.mnt_id) {
+      if (o_.one_filesystem) return -1;
+      q.mnt_id = st.mnt_id;
+    } else if (st.dev != q.dev || st.ino != q.ino) {
+      return Replaced(q.path);
     }
-    if (st.ok() && (!S_ISDIR(st->mode) || st->dev != q.dev || st->ino != q.ino))
-      st = Status::Io("directory " + q.path + " was replaced while the walk ran; the next scan walks it", ESTALE);
-    if (!st.ok()) {
-      L.problems.push_back({q.path, st.status()});
-      return false;
+    q.dev = st.dev;
+    q.ino = st.ino;
+    return sys_.OpenAt(pfd.get(), name, true);
+  }
+
+  // Whether subdirectories on device `dev` are queued unverified (Listing::defer_dirs).
+  bool DefersDirs(uint64_t dev, int fd) {
+    auto [it, added] = defers_on_.try_emplace(dev, false);
+    if (added) {
+      auto fs = sys_.Identify(fd);
+      it->second = fs.ok() && (fs->type == "ext4" || fs->type == "xfs");
     }
-    return true;
+    return it->second;
   }
 
   bool Stopped() const { return o_.stop && o_.stop->load(std::memory_order_relaxed); }
@@ -158,6 +177,7 @@ class Walker {
     // inode lies in another allocation group than its parent's entries, so a stat now
     // would seek there and back).
     bool defer_dirs = false;
+    uint64_t ino = 0;  // the directory's inode (in inode order)
   };
 
   // Reads the directory's entries, batch by batch: regular files kept or visited,
@@ -206,7 +226,7 @@ class Walker {
     // In inode order, a subdirectory (by d_type) is stat'ed when the walk comes to it
     // (Verify), where an entry's inode is the directory's own (Listing::defer_dirs).
     if (d.defer_dirs && de.type == DT_DIR && child_path.size() < PATH_MAX - 1) {
-      queue_.insert({d.dev, de.ino, d.mnt_id, d.root, std::move(child_path), true});
+      queue_.insert({d.dev, de.ino, d.mnt_id, d.root, std::move(child_path), true, d.dev, d.ino});
       return;
     }
     auto st = sys_.StatAt(handle->get(), child);
@@ -241,8 +261,8 @@ class Walker {
   // address travels in the task (see Spawn).
   void Found(const std::shared_ptr<DirHandle>& parent, const std::string& name, std::string path, uint64_t mnt_id,
              const FileStat& st, uint32_t root) {
-    if (o_.inode_order)
-      queue_.insert({st.dev, st.ino, mnt_id, root, std::move(path)});
+    if (o_.inode_order)  // with its own mount (a mount point crossed)
+      queue_.insert({st.dev, st.ino, st.mnt_id ? st.mnt_id : mnt_id, root, std::move(path)});
     else
       Spawn(new Job{parent, name, std::move(path), mnt_id, st.dev, root});
   }
@@ -336,7 +356,8 @@ class Walker {
   tbb::task_group tasks_;
   char tasks_done_ = 0;  // every task releases it as it ends (ThreadSanitizer, lib/base/tsan.h)
   tbb::enumerable_thread_specific<Local> local_;
-  std::set<Queued> queue_;  // the inode-order walk's directories found and not yet listed
+  std::set<Queued> queue_;
+  std::map<uint64_t, bool> defers_on_;  // DefersDirs, by device (the inode-order walker only)  // the inode-order walk's directories found and not yet listed
 };
 
 }  // namespace

@@ -1171,5 +1171,29 @@ TEST_F(ApplyTest, HiddenLinksOfAKilledRunAreRemovedByTheNextRun) {
   EXPECT_TRUE((*j)->Pending().empty());
 }
 
+// A record glued to the one before it (a write cut short, then another appended) is not
+// taken for an intent: its fields would be read from the wrong places.
+TEST_F(ApplyTest, AGluedJournalRecordIsNoIntent) {
+  const std::string jpath = parent_.Join("p.plan.journal");
+  std::string notice;
+  LinkIntent in;
+  in.dir = root_;
+  in.tmp = ".a.oans-link-00000000000000ff";
+  in.src_ino = 7;
+  {
+    auto j = Journal::Open(jpath, Header(1), &notice);
+    ASSERT_OK(j.status());
+    ASSERT_OK((*j)->Begin(in));
+  }
+  std::string text = test::ReadFile(jpath);
+  ASSERT_EQ(text.back(), '\n');
+  text.pop_back();  // the record cut before its end, another appended to it
+  text += "1link-begin 2d 2d 1 2 3 4 5\n";
+  test::WriteFile(jpath, text);
+  auto j = Journal::Open(jpath, Header(1), &notice);
+  ASSERT_OK(j.status());
+  EXPECT_TRUE((*j)->Pending().empty());
+}
+
 }  // namespace
 }  // namespace oans
