@@ -373,6 +373,50 @@ TEST(Walk, InodeOrderTakesNoMountThroughASymlinkedParent) {
   EXPECT_EQ(r->problems[0].path.rfind(dir.Join("u"), 0), 0u) << r->problems[0].path;
 }
 
+// Below a mount the walk crossed (one_filesystem off), a directory swapped for another
+// of that mount before it is listed is refused as replaced: the crossed mount's
+// directories carry its mount id, not the one above it, so the swap is not taken for
+// another mount crossing (inodes outside `m` are on mount 1, those in it on 1001).
+TEST(Walk, InodeOrderRefusesADirectorySwappedBelowACrossedMount) {
+  TempDir dir;
+  test::MakeDir(dir.Join("m"));
+  test::MakeDir(dir.Join("m/b"));
+  test::WriteFile(dir.Join("m/b/f"), "data");
+  class Mounts : public XfsSys {
+   public:
+    Result<FileStat> StatAt(int dirfd, const std::string& name) override { return Mark(XfsSys::StatAt(dirfd, name)); }
+    Result<FileStat> Fstat(int fd) override { return Mark(XfsSys::Fstat(fd)); }
+    Result<FileStat> Mark(Result<FileStat> st) {
+      if (st.ok()) st->mnt_id = outside.count(st->ino) ? 1 : 1001;
+      return st;
+    }
+    // m listed, m/b queued: the swap, as the walk comes back to m/b.
+    Result<int> OpenDirNoFollow(const std::string& path) override {
+      if (path == swap_in && !swapped) {
+        swapped = true;
+        EXPECT_EQ(::rename((path + "/b").c_str(), (path + "/moved").c_str()), 0);
+        test::MakeDir(path + "/b");
+        test::WriteFile(path + "/b/planted", "data");
+      }
+      return XfsSys::OpenDirNoFollow(path);
+    }
+    std::set<uint64_t> outside;
+    std::string swap_in;
+    bool swapped = false;
+  } sys;
+  sys.outside = {test::StatPath(dir.path()).ino};
+  sys.swap_in = dir.Join("m");
+  WalkOptions o;
+  o.inode_order = true;
+  o.one_filesystem = false;
+  auto r = Walk(sys, {dir.path()}, o);
+  ASSERT_TRUE(r.ok());
+  for (const auto& f : r->files) EXPECT_EQ(f.path.find("planted"), std::string::npos) << f.path;
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_EQ(r->problems[0].path, dir.Join("m/b"));
+  EXPECT_EQ(r->problems[0].status.errnum(), ESTALE) << r->problems[0].status.message();
+}
+
 // Where an entry's inode need not be the directory's own (an overlay, FUSE, vfat), every
 // subdirectory is stat'ed through its parent as it is found, and walked.
 TEST_F(WalkTest, InodeOrderStatsSubdirectoriesElsewhere) {
