@@ -237,25 +237,25 @@ Status Journal::Begin(const LinkIntent& in) { return BeginAll({in}); }
 Status Journal::End(const LinkIntent& in) { return EndAll({in}); }
 
 Status Journal::BeginAll(const std::vector<LinkIntent>& intents) {
-  if (intents.empty()) return Status::Ok();
-  std::string lines;
-  for (const auto& in : intents) lines += BeginLine(in) + "\n";
-  lines.pop_back();
-  OANS_RETURN_IF_ERROR(Append(lines));
+  OANS_RETURN_IF_ERROR(AppendAll(intents, BeginLine));
   std::lock_guard<std::mutex> lk(mu_);
   for (const auto& in : intents) pending_[IntentKey(in)] = in;
   return Status::Ok();
 }
 
 Status Journal::EndAll(const std::vector<LinkIntent>& intents) {
-  if (intents.empty()) return Status::Ok();
-  std::string lines;
-  for (const auto& in : intents) lines += EndLine(in) + "\n";
-  lines.pop_back();
-  OANS_RETURN_IF_ERROR(Append(lines));
+  OANS_RETURN_IF_ERROR(AppendAll(intents, EndLine));
   std::lock_guard<std::mutex> lk(mu_);
   for (const auto& in : intents) pending_.erase(IntentKey(in));
   return Status::Ok();
+}
+
+Status Journal::AppendAll(const std::vector<LinkIntent>& intents, std::string (*line)(const LinkIntent&)) {
+  if (intents.empty()) return Status::Ok();
+  std::string lines;
+  for (const auto& in : intents) lines += line(in) + "\n";
+  lines.pop_back();
+  return Append(lines);
 }
 
 std::vector<LinkIntent> Journal::Pending() const {

@@ -53,6 +53,8 @@ class Journal : public LinkIntentLog {
   std::string path_;
   int fd_ = -1;
   Status Append(const std::string& line);
+  // One line per intent, `line` making each, in one durable write.
+  Status AppendAll(const std::vector<LinkIntent>& intents, std::string (*line)(const LinkIntent&));
   // Reads a "link-begin"/"link-end" line into pending_; false when it is neither.
   bool ParseLinkLine(const std::string& line);
   std::set<uint64_t> done_;

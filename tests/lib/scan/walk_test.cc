@@ -302,21 +302,24 @@ class XfsSys : public test::ForwardingSys {
   bool listing = false;  // set by the walk's on_dir
 };
 
+// XfsSys where the directory of inode `mount` is the root of another mount.
+class OneMountSys : public XfsSys {
+ public:
+  Result<FileStat> StatAt(int dirfd, const std::string& name) override { return Mark(XfsSys::StatAt(dirfd, name)); }
+  Result<FileStat> Fstat(int fd) override { return Mark(XfsSys::Fstat(fd)); }
+  Result<FileStat> Mark(Result<FileStat> st) {
+    if (!st.ok()) return st;
+    if (st->mnt_id == 0) st->mnt_id = 1;  // kernels without STATX_MNT_ID
+    if (st->ino == mount) st->mnt_id += 1000;
+    return st;
+  }
+  uint64_t mount = 0;
+};
+
 // In inode order on XFS a subdirectory is stat'ed when the walk comes to it, by its path:
 // a mount point found then is skipped as one, or walked when allowed.
 TEST_F(WalkTest, InodeOrderStaysOnOneFilesystem) {
-  class Mounts : public XfsSys {
-   public:
-    Result<FileStat> StatAt(int dirfd, const std::string& name) override { return Mark(XfsSys::StatAt(dirfd, name)); }
-    Result<FileStat> Fstat(int fd) override { return Mark(XfsSys::Fstat(fd)); }
-    Result<FileStat> Mark(Result<FileStat> st) {
-      if (!st.ok()) return st;
-      if (st->mnt_id == 0) st->mnt_id = 1;  // kernels without STATX_MNT_ID
-      if (st->ino == mount) st->mnt_id += 1000;
-      return st;
-    }
-    uint64_t mount = 0;
-  } sys;
+  OneMountSys sys;
   sys.mount = test::StatPath(P("a/b")).ino;
   WalkOptions o;
   o.inode_order = true;
@@ -344,18 +347,7 @@ TEST(Walk, InodeOrderTakesNoMountThroughASymlinkedParent) {
   test::MakeDir(dir.Join("u/d"));
   test::MakeDir(dir.Join("v"));
   test::MakeDir(outside.Join("d"));
-  class Mounts : public XfsSys {
-   public:
-    Result<FileStat> StatAt(int dirfd, const std::string& name) override { return Mark(XfsSys::StatAt(dirfd, name)); }
-    Result<FileStat> Fstat(int fd) override { return Mark(XfsSys::Fstat(fd)); }
-    Result<FileStat> Mark(Result<FileStat> st) {
-      if (!st.ok()) return st;
-      if (st->mnt_id == 0) st->mnt_id = 1;  // kernels without STATX_MNT_ID
-      if (st->ino == mount) st->mnt_id += 1000;
-      return st;
-    }
-    uint64_t mount = 0;
-  } sys;
+  OneMountSys sys;
   sys.mount = test::StatPath(outside.Join("d")).ino;
   WalkOptions o;
   o.inode_order = true;
