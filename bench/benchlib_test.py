@@ -247,6 +247,26 @@ class WarmScenarios(unittest.TestCase):
         with self.assertRaises(ValueError):
             backup.mount_options("strictatime")
 
+    def test_quiet_checks(self):
+        """The checks run on a noatime remount, put back even when a check fails; nothing
+        is remounted when the run's option is noatime."""
+        calls = []
+        with backup.quiet_checks("/m", "relatime", calls.append):
+            calls.append("check")
+        self.assertEqual(calls, ["noatime", "check", "relatime"])
+        calls.clear()
+        with self.assertRaises(RuntimeError):
+            with backup.quiet_checks("/m", "relatime", calls.append):
+                raise RuntimeError("a check failed")
+        self.assertEqual(calls, ["noatime", "relatime"])
+        calls.clear()
+        with backup.quiet_checks("/m", "noatime", calls.append):
+            calls.append("check")
+        self.assertEqual(calls, ["check"])
+        with self.assertRaises(ValueError):
+            with backup.quiet_checks("/m", "strictatime", calls.append):
+                pass
+
     def make_tree(self, d):
         os.makedirs(os.path.join(d, "a", "b"))
         for rel in ("f", "a/g", "a/b/h"):
