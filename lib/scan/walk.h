@@ -13,6 +13,7 @@
 
 #include "lib/base/status.h"
 #include "lib/base/sys.h"
+#include "lib/scan/excludes.h"
 
 namespace oans {
 
@@ -47,11 +48,12 @@ struct WalkOptions {
   std::function<void(int fd, const std::string& path, uint32_t root)> on_dir;
   const std::atomic<bool>* stop = nullptr;  // when set, no further directory is read
   // For a spinning disk: one walker (`threads` unused) lists the directories by inode as
-  // an elevator does (the next inode found up from the last one listed, the lowest once
+  // an elevator does (the next inodes found up from the last one listed, the lowest once
   // none is above), each found one opened by its path (no symlink followed) and listed only
   // if it is still the inode its parent listed, and goes through each readdir batch in
   // ascending inode order, so the disk reads inode tables and directory blocks mostly in
-  // one direction instead of in name-hash order.
+  // one direction instead of in name-hash order. Up to 128 directories at a time are
+  // stat'ed, then opened, then listed (at most that many open at once).
   bool inode_order = false;
 };
 
@@ -82,18 +84,5 @@ struct WalkResult {
 // Walks the roots; a root that cannot be opened is a problem, not a failure, unless
 // every root fails.
 Result<WalkResult> Walk(Sys& sys, const std::vector<std::string>& roots, const WalkOptions& options);
-
-// Whether the entry `name` at `path` is excluded by globs made absolute for its root.
-bool PathExcluded(const std::vector<std::string>& excludes, const std::string& path, const std::string& name);
-// The index of the first glob that excludes the entry, or -1.
-int ExcludedBy(const std::vector<std::string>& excludes, const std::string& path, const std::string& name);
-
-// The globs as matched below `root`: one with a '/' that starts with neither '/' nor '*'
-// ("photos/@eaDir") is relative to the root ("/srv/data/photos/@eaDir"); the others stay.
-std::vector<std::string> ExcludesForRoot(const std::vector<std::string>& excludes, const std::string& root);
-
-// The globs of --exclude-preset NAME ("nas": the metadata, recycle bins and snapshot
-// directories of NAS systems and desktops); an error naming the presets for another.
-Result<std::vector<std::string>> ExcludePreset(const std::string& name);
 
 }  // namespace oans
