@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <random>
+#include <set>
 
 #include "lib/apply/errors.h"
 #include "lib/base/fd.h"
@@ -138,18 +139,31 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
     tick(op_bytes[k]);
   }
   if (!log_ || !begun.ok()) return;
-  // The links' removals durable before their records are cleared (the journal may lie
-  // on another filesystem): one commit of this one.
-  if (out->files_linked && !pairs.empty()) (void)sys_.Syncfs(r.fd(pairs.front().dst));
+  // The links' renames and removals durable before their records are cleared (the
+  // journal may lie on another filesystem).
+  const std::set<std::string> unsynced = SyncDirs(intents);
   intents.clear();
   for (const auto& p : pairs)
-    if (!p.keep) intents.push_back(p.intent);
+    if (!p.keep && !unsynced.count(p.intent.dir)) intents.push_back(p.intent);
   if (Status e = log_->EndAll(intents); !e.ok()) {
     out->errors++;
     out->Notice(pairs.front().intent.dir,
                 "this round's hidden link names not marked done in the journal (the next run checks them): " +
                     e.message());
   }
+}
+
+// Each directory the intents name, synced once: an fsync commits its entries through its
+// filesystem's journal. A syncfs would also write every metadata block changed since in
+// place, a seek each on a spinning disk, every round.
+std::set<std::string> HardlinkExecutor::SyncDirs(const std::vector<LinkIntent>& intents) {
+  std::set<std::string> dirs, unsynced;
+  for (const auto& in : intents) dirs.insert(in.dir);
+  for (const auto& d : dirs) {
+    auto fd = Own(sys_, sys_.OpenDirNoFollow(d));
+    if (!fd.ok() || !sys_.Fsync(fd->get()).ok()) unsynced.insert(d);
+  }
+  return unsynced;
 }
 
 LinkIntent HardlinkExecutor::IntentFor(const PreparedRound& r, uint32_t src, uint32_t dst_i) {

@@ -78,6 +78,9 @@ class HardlinkExecutor : public Executor {
   Status Compare(int src_fd, int dst_fd, uint64_t size, bool paced, bool* transient);
   Status Replace(int src_fd, int dst_fd, const PlanFileRef& dst, const FileStat& d0, const LinkIntent& in,
                  bool* transient, bool* keep);
+  // Syncs each directory named by the intents; returns those that could not be synced
+  // (their intents stay open for the next run, RecoverLink).
+  std::set<std::string> SyncDirs(const std::vector<LinkIntent>& intents);
   Sys& sys_;
   Sys& unpaced_;  // sys_ without the pace
   const LinkPolicy policy_;

@@ -174,6 +174,13 @@ class FileSys {
     (void)fd;
     return Status::Ok();
   }
+  // fsync(2) on fd: for a directory, its entries' changes reach disk (a commit of the
+  // filesystem's journal; unlike syncfs, no metadata block is written in place). The
+  // default does nothing.
+  virtual Status Fsync(int fd) {
+    (void)fd;
+    return Status::Ok();
+  }
   // Asks the kernel to start reading [offset, offset + length) into the page cache
   // (POSIX_FADV_WILLNEED, in calls no larger than the kernel's read-ahead window, which
   // caps each call), without waiting; a hint only. The default does nothing.

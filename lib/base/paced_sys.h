@@ -62,6 +62,7 @@ class PacedSys final : public Sys {
   Result<std::vector<std::string>> MountPoints() override { return inner_.MountPoints(); }
   Result<DeviceMounts> MountsOf(uint64_t dev) override { return inner_.MountsOf(dev); }
   Status Syncfs(int fd) override { return inner_.Syncfs(fd); }
+  Status Fsync(int fd) override { return inner_.Fsync(fd); }
   void WillNeed(int fd, uint64_t offset, uint64_t length) override {
     if (!paced()) inner_.WillNeed(fd, offset, length);
   }

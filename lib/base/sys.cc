@@ -208,6 +208,10 @@ class PosixSys final : public Sys {
     if (::syncfs(fd) != 0) return Status::Io("syncfs", errno);
     return Status::Ok();
   }
+  Status Fsync(int fd) override {
+    if (::fsync(fd) != 0) return Status::Io("fsync", errno);
+    return Status::Ok();
+  }
   Result<std::vector<std::string>> MountPoints() override { return ReadMountPoints("/proc/self/mountinfo"); }
   Result<DeviceMounts> MountsOf(uint64_t dev) override { return ReadDeviceMounts("/proc/self/mountinfo", dev); }
   Result<std::string> DirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino) override {

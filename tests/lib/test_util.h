@@ -100,6 +100,7 @@ class ForwardingSys : public Sys {
   }
   Result<BtrfsInfo> BtrfsInfoOf(int fd) override { return real().BtrfsInfoOf(fd); }
   Status Syncfs(int fd) override { return real().Syncfs(fd); }
+  Status Fsync(int fd) override { return real().Fsync(fd); }
   Result<std::vector<std::string>> MountPoints() override { return real().MountPoints(); }
   Result<std::string> BtrfsDevicePath(int fd, uint64_t devid) override { return real().BtrfsDevicePath(fd, devid); }
   Result<int> OpenBlockDevice(const std::string& path) override { return real().OpenBlockDevice(path); }
