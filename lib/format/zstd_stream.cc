@@ -11,6 +11,10 @@ ZstdWriter::ZstdWriter(int fd, std::string name, int level)
     : fd_(fd), name_(std::move(name)), cctx_(ZSTD_createCCtx()), out_(ZSTD_CStreamOutSize()) {
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, level);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 1);
+  // A frame is one index batch or plan round, a few hundred KiB: a window of 512 KiB
+  // finds what a larger one would, and the writer (and each reader) holds that much
+  // instead of 2 MiB.
+  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_windowLog, kWindowLog);
 }
 
 ZstdWriter::~ZstdWriter() { ZSTD_freeCCtx(cctx_); }

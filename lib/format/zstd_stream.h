@@ -19,6 +19,7 @@ namespace oans {
 
 class ZstdWriter {
  public:
+  static constexpr int kWindowLog = 19;
   // Writes to fd (not owned). `name` is used in messages.
   ZstdWriter(int fd, std::string name, int level = 3);
   ~ZstdWriter();
