@@ -142,6 +142,11 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
   // The links' renames and removals durable before their records are cleared (the
   // journal may lie on another filesystem).
   const std::set<std::string> unsynced = SyncDirs(intents);
+  for (const auto& d : unsynced) {
+    out->errors++;
+    out->Notice(d, "directory not synced after its links; its hidden link names stay in the journal (the next "
+                   "run checks them)");
+  }
   intents.clear();
   for (const auto& p : pairs)
     if (!p.keep && !unsynced.count(p.intent.dir)) intents.push_back(p.intent);

@@ -87,81 +87,54 @@ class Walker {
     bool operator<(const Queued& o) const { return std::tie(dev, ino, path) < std::tie(o.dev, o.ino, o.path); }
   };
 
-  // The inode-order walk (WalkOptions::inode_order): one walker takes the directories of
-  // the next inodes up from the last one listed (from the lowest once none is above: an
-  // elevator), opens each by its path, no symlink followed, and lists it if it is still
-  // the directory its parent listed. Taking the lowest instead would go back down for
-  // every child found below its parent: on XFS, which puts each new directory in the
-  // next allocation group, that is a seek across the disk per directory. They are taken
-  // kBatch at a time, each stat'ed, then each opened, then each listed: opening a
-  // directory on XFS reads ahead its first block, which lies just below its inode, so
-  // one at a time the head would step back for each.
-  static constexpr size_t kBatch = 128;
-
-  // A queued directory being opened: its parent (unverified ones, once stat'ed through
-  // it), then its own descriptor (-1: a mount point, not crossed).
-  struct Opening {
-    Queued q;
-    Result<Fd> parent = Fd();
-    Result<int> fd = -1;
-  };
-
+  // The inode-order walk (WalkOptions::inode_order): one walker takes the directory of the
+  // next inode up from the last one listed (the lowest once none is above: an elevator),
+  // opens it by its path, no symlink followed, and lists it if it is still the directory
+  // its parent listed. Taking the lowest instead would go back down for every child found
+  // below its parent: on XFS, which puts each new directory in the next allocation group,
+  // that is a seek across the disk per directory.
   void InOrder() {
-    std::pair<uint64_t, uint64_t> at{0, 0};  // (dev, inode) of the directory taken last
+    std::pair<uint64_t, uint64_t> at{0, 0};  // (dev, inode) of the directory listed last
     while (!queue_.empty() && !Stopped()) {
-      std::vector<Opening> batch;
-      while (batch.size() < kBatch && !queue_.empty()) {
-        auto it = queue_.lower_bound(Queued{at.first, at.second, 0, 0, {}});
-        if (it == queue_.end() && !batch.empty()) break;  // a batch goes one way
-        if (it == queue_.end()) it = queue_.begin();
-        batch.push_back({std::move(queue_.extract(it).value())});
-        at = {batch.back().q.dev, batch.back().q.ino};
+      auto it = queue_.lower_bound(Queued{at.first, at.second, 0, 0, {}});
+      if (it == queue_.end()) it = queue_.begin();
+      Queued q = std::move(queue_.extract(it).value());
+      at = {q.dev, q.ino};
+      Local& L = local_.local();
+      auto fd = q.unverified ? OpenUnverified(q) : sys_.OpenDirNoFollow(q.path);
+      if (fd.ok() && *fd < 0) {  // a mount point
+        L.mounts++;
+        continue;
       }
-      for (Opening& o : batch)
-        if (o.q.unverified) o.parent = StatThroughParent(o.q);
-      for (Opening& o : batch) {
-        if (!o.parent.ok()) o.fd = o.parent.status();
-        else if (!o.q.unverified) o.fd = sys_.OpenDirNoFollow(o.q.path);
-        else if (o.parent->valid()) o.fd = sys_.OpenAt(o.parent->get(), o.q.path.substr(o.q.path.rfind('/') + 1), true);
-        o.parent = Fd();
+      if (!fd.ok()) {
+        L.problems.push_back({q.path, fd.status()});
+        continue;
       }
-      for (Opening& o : batch) ListOpened(o);
+      auto handle = std::make_shared<DirHandle>(sys_, *fd);
+      auto st = sys_.Fstat(handle->get());
+      if (st.ok() && (st->dev != q.dev || st->ino != q.ino || (q.mnt_id && st->mnt_id && st->mnt_id != q.mnt_id)))
+        st = Replaced(q.path);
+      if (!st.ok()) {
+        L.problems.push_back({q.path, st.status()});
+        continue;
+      }
+      Listing l{std::move(q.path), q.mnt_id, q.dev, q.root};
+      l.ino = q.ino;
+      l.defer_dirs = DefersDirs(q.dev, handle->get());
+      List(std::move(handle), l, L);
     }
-  }
-
-  // Lists a directory the inode-order walk opened, if it is still the one queued.
-  void ListOpened(Opening& o) {
-    Queued& q = o.q;
-    Local& L = local_.local();
-    if (!o.fd.ok() || *o.fd < 0) {  // an error, or a mount point
-      o.fd.ok() ? void(L.mounts++) : L.problems.push_back({q.path, o.fd.status()});
-      return;
-    }
-    auto handle = std::make_shared<DirHandle>(sys_, *o.fd);
-    if (Stopped()) return;
-    auto st = sys_.Fstat(handle->get());
-    if (st.ok() && (st->dev != q.dev || st->ino != q.ino || (q.mnt_id && st->mnt_id && st->mnt_id != q.mnt_id)))
-      st = Replaced(q.path);
-    if (!st.ok()) {
-      L.problems.push_back({q.path, st.status()});
-      return;
-    }
-    Listing l{std::move(q.path), q.mnt_id, q.dev, q.root};
-    l.ino = q.ino;
-    l.defer_dirs = DefersDirs(q.dev, handle->get());
-    List(std::move(handle), l, L);
   }
 
   static Status Replaced(const std::string& path) {
     return Status::Io("directory " + path + " was replaced while the walk ran; the next scan walks it", ESTALE);
   }
 
-  // Stats a directory queued unverified through its parent, as Entry stats the others
-  // (last component not followed, no automount): the parent opened by its path with no
-  // symlink followed and only if it is still the directory that listed it. Returns the
-  // parent, to open the directory from if it is still the directory listed, or a mount
-  // point there the walk may cross; no descriptor: a mount point, not crossed.
-  Result<Fd> StatThroughParent(Queued& q) {
+  // Opens a directory queued unverified: stat'ed first through its parent, as Entry stats
+  // the others (last component not followed, no automount), the parent opened by its path
+  // with no symlink followed and only if it is still the directory that listed it; then
+  // opened from the parent if it is still the directory listed, or a mount point there
+  // the walk may cross. -1: a mount point, not crossed.
+  Result<int> OpenUnverified(Queued& q) {
     const size_t slash = q.path.rfind('/');
     if (slash == std::string::npos) return Replaced(q.path);
     const std::string parent = slash == 0 ? "/" : q.path.substr(0, slash), name = q.path.substr(slash + 1);
@@ -171,14 +144,14 @@ class Walker {
     OANS_ASSIGN_OR_RETURN(FileStat st, sys_.StatAt(pfd.get(), name));
     if (!S_ISDIR(st.mode)) return Replaced(q.path);
     if (q.mnt_id && st.mnt_id && st.mnt_id != q.mnt_id) {
-      if (o_.one_filesystem) return Fd();
+      if (o_.one_filesystem) return -1;
       q.mnt_id = st.mnt_id;
     } else if (st.dev != q.dev || st.ino != q.ino) {
       return Replaced(q.path);
     }
     q.dev = st.dev;
     q.ino = st.ino;
-    return pfd;
+    return sys_.OpenAt(pfd.get(), name, true);
   }
 
   // Whether subdirectories on device `dev` are queued unverified (Listing::defer_dirs).
@@ -382,8 +355,8 @@ class Walker {
   tbb::task_group tasks_;
   char tasks_done_ = 0;  // every task releases it as it ends (ThreadSanitizer, lib/base/tsan.h)
   tbb::enumerable_thread_specific<Local> local_;
-  std::set<Queued> queue_;  // the inode-order walk's directories found and not yet listed
-  std::map<uint64_t, bool> defers_on_;  // DefersDirs, by device (the inode-order walker only)
+  std::set<Queued> queue_;
+  std::map<uint64_t, bool> defers_on_;  // DefersDirs, by device (the inode-order walker only)  // the inode-order walk's directories found and not yet listed
 };
 
 }  // namespace

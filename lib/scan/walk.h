@@ -48,12 +48,11 @@ struct WalkOptions {
   std::function<void(int fd, const std::string& path, uint32_t root)> on_dir;
   const std::atomic<bool>* stop = nullptr;  // when set, no further directory is read
   // For a spinning disk: one walker (`threads` unused) lists the directories by inode as
-  // an elevator does (the next inodes found up from the last one listed, the lowest once
+  // an elevator does (the next inode found up from the last one listed, the lowest once
   // none is above), each found one opened by its path (no symlink followed) and listed only
   // if it is still the inode its parent listed, and goes through each readdir batch in
   // ascending inode order, so the disk reads inode tables and directory blocks mostly in
-  // one direction instead of in name-hash order. Up to 128 directories at a time are
-  // stat'ed, then opened, then listed (at most that many open at once).
+  // one direction instead of in name-hash order.
   bool inode_order = false;
 };
 

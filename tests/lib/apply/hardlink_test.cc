@@ -187,6 +187,7 @@ TEST_F(HardlinkTest, AnIntentWhoseDirectoryCannotBeSyncedStaysOpen) {
   EXPECT_TRUE(Linked()) << Reasons(r);
   EXPECT_EQ(log_.begun.size(), 1u);
   EXPECT_TRUE(log_.ended.empty());
+  EXPECT_EQ(r.errors, 1u);
 }
 
 TEST_F(HardlinkTest, LinksIdenticalFilesWithTheSameMetadata) {
