@@ -141,7 +141,7 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
   if (!log_ || !begun.ok()) return;
   // The links' renames and removals durable before their records are cleared (the
   // journal may lie on another filesystem).
-  const std::set<std::string> unsynced = SyncDirs(intents);
+  const std::set<std::string> unsynced = SyncDirs();
   for (const auto& d : unsynced) {
     out->errors++;
     out->Notice(d, "directory not synced after its links; its hidden link names stay in the journal (the next "
@@ -158,16 +158,18 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
   }
 }
 
-// Each directory the intents name, synced once: an fsync commits its entries through its
-// filesystem's journal. A syncfs would also write every metadata block changed since in
-// place, a seek each on a spinning disk, every round.
-std::set<std::string> HardlinkExecutor::SyncDirs(const std::vector<LinkIntent>& intents) {
-  std::set<std::string> dirs, unsynced;
-  for (const auto& in : intents) dirs.insert(in.dir);
-  for (const auto& d : dirs) {
-    auto fd = Own(sys_, sys_.OpenDirNoFollow(d));
-    if (!fd.ok() || !sys_.Fsync(fd->get()).ok()) unsynced.insert(d);
+// Each directory the round changed, synced once, if it is still the one changed: an
+// fsync commits its entries through its filesystem's journal. A syncfs would also write
+// every metadata block changed since in place, a seek each on a spinning disk, every round.
+std::set<std::string> HardlinkExecutor::SyncDirs() {
+  std::set<std::string> unsynced;
+  for (const auto& [path, id] : changed_dirs_) {
+    auto fd = Own(sys_, sys_.OpenDirNoFollow(path));
+    auto st = fd.ok() ? sys_.Fstat(fd->get()) : Result<FileStat>(fd.status());
+    if (!st.ok() || st->dev != id.first || st->ino != id.second || !sys_.Fsync(fd->get()).ok())
+      unsynced.insert(path);
   }
+  changed_dirs_.clear();
   return unsynced;
 }
 
@@ -305,6 +307,8 @@ Status HardlinkExecutor::Replace(int src_fd, int dst_fd, const PlanFileRef& dst,
     return Status::Mismatch("changed while being compared");
   OANS_ASSIGN_OR_RETURN(Fd dir_fd, Own(sys_, sys_.OpenDirNoFollow(in.dir)));
   const int dir = dir_fd.get();
+  OANS_ASSIGN_OR_RETURN(FileStat dir_st, sys_.Fstat(dir));
+  changed_dirs_.emplace(in.dir, std::make_pair(dir_st.dev, dir_st.ino));  // synced before the intent ends
   auto still = [&]() -> Status {
     OANS_ASSIGN_OR_RETURN(auto now, sys_.StatAt(dir, name));
     return SameFile(now, d0) ? Status::Ok() : Status::Mismatch("changed while being compared");

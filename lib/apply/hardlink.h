@@ -78,9 +78,9 @@ class HardlinkExecutor : public Executor {
   Status Compare(int src_fd, int dst_fd, uint64_t size, bool paced, bool* transient);
   Status Replace(int src_fd, int dst_fd, const PlanFileRef& dst, const FileStat& d0, const LinkIntent& in,
                  bool* transient, bool* keep);
-  // Syncs each directory named by the intents; returns those that could not be synced
-  // (their intents stay open for the next run, RecoverLink).
-  std::set<std::string> SyncDirs(const std::vector<LinkIntent>& intents);
+  // Syncs each directory Replace changed this round, if it is still that directory;
+  // returns those not synced (their intents stay open for the next run, RecoverLink).
+  std::set<std::string> SyncDirs();
   Sys& sys_;
   Sys& unpaced_;  // sys_ without the pace
   const LinkPolicy policy_;
@@ -92,6 +92,8 @@ class HardlinkExecutor : public Executor {
   // The names this round gave each source, by (device, inode): the source's names besides
   // the plan's when a later destination's reach is weighed.
   std::map<std::pair<uint64_t, uint64_t>, std::vector<std::string>> names_given_;
+  // The directories Replace opened this round, by path: (device, inode) as opened.
+  std::map<std::string, std::pair<uint64_t, uint64_t>> changed_dirs_;
 };
 
 }  // namespace oans

@@ -190,6 +190,41 @@ TEST_F(HardlinkTest, AnIntentWhoseDirectoryCannotBeSyncedStaysOpen) {
   EXPECT_EQ(r.errors, 1u);
 }
 
+// The destination's directory swapped, after the link, for a symlink to a directory
+// elsewhere or for another directory: neither is synced in its place, and the intent
+// stays open for the next run.
+TEST_F(HardlinkTest, ASwappedDirectoryIsNotSyncedInItsPlace) {
+  for (bool symlink : {true, false}) {
+    TempDir elsewhere;
+    const std::string top = dir_.path();
+    const std::string moved = elsewhere.Join("moved");
+    std::vector<uint64_t> synced;
+    sys_.on_fsync = [&](int fd) {
+      struct stat st;
+      ASSERT_EQ(::fstat(fd, &st), 0);
+      synced.push_back(st.st_ino);
+    };
+    sys_.on_link = [&] {
+      ASSERT_EQ(::rename(top.c_str(), moved.c_str()), 0);
+      if (symlink) ASSERT_EQ(::symlink(moved.c_str(), top.c_str()), 0);
+      else ASSERT_EQ(::mkdir(top.c_str(), 0755), 0);
+      sys_.on_link = nullptr;
+    };
+    log_ = RecordingLog();
+    RoundResult r = Link();
+    ASSERT_TRUE(::unlink(top.c_str()) == 0 || ::rmdir(top.c_str()) == 0) << symlink << ": " << strerror(errno);
+    ASSERT_EQ(::rename(moved.c_str(), top.c_str()), 0);
+    EXPECT_TRUE(Linked()) << Reasons(r) << symlink;
+    EXPECT_TRUE(synced.empty()) << symlink;
+    EXPECT_EQ(log_.begun.size(), 1u);
+    EXPECT_TRUE(log_.ended.empty()) << symlink;
+    EXPECT_EQ(r.errors, 1u);
+    ASSERT_EQ(::unlink(dst_.c_str()), 0);  // apart again for the next pass
+    test::WriteFile(dst_, test::RandomBytes(3 << 20, 7));
+    ::chmod(dst_.c_str(), 0640);
+  }
+}
+
 TEST_F(HardlinkTest, LinksIdenticalFilesWithTheSameMetadata) {
   RoundResult r = Link();
   EXPECT_EQ(r.files_linked, 1u) << Reasons(r);
