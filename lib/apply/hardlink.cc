@@ -360,9 +360,14 @@ Status RecoverLink(Sys& sys, const LinkIntent& in, std::string* notice) {
   if (!st.ok()) return st.status().errnum() == ENOENT ? Status::Ok() : st.status();  // ENOENT: never made, or removed
   if (!S_ISREG(st->mode)) return Status::Ok();  // not ours: leave it
   const std::string where = in.dir + "/" + in.tmp;
-  if (st->ino == in.src_ino) return sys.UnlinkAt(dir, in.tmp);
-  if (st->ino == in.dst_ino && st->size == in.dst_size && st->mtime_ns == in.dst_mtime_ns)
-    return sys.UnlinkAt(dir, in.tmp);
+  // The removal durable before the caller ends the intent: else a crash could bring the
+  // name back with no record left of it.
+  auto remove = [&] {
+    Status gone = sys.UnlinkAt(dir, in.tmp);
+    return gone.ok() ? sys.Fsync(dir) : gone;
+  };
+  if (st->ino == in.src_ino) return remove();
+  if (st->ino == in.dst_ino && st->size == in.dst_size && st->mtime_ns == in.dst_mtime_ns) return remove();
   if (st->ino == in.dst_ino)
     *notice = where + ": kept: a file replaced by a hardlink was written to afterwards by a process that had it "
               "open; compare it with the file beside it and keep what you need";

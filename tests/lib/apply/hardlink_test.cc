@@ -446,6 +446,26 @@ TEST_F(RecoverLinkTest, RemovesASecondLinkOfTheSource) {
   EXPECT_TRUE(notice.empty());
 }
 
+// The directory is synced after the hidden name goes, before the intent may end; a
+// directory that cannot be synced keeps the intent (an error).
+TEST_F(RecoverLinkTest, SyncsTheDirectoryAfterRemovingAName) {
+  const std::string tmp = ".dst.oans-link-0123456789abcdef";
+  LinkIntent in = Intent(tmp);
+  std::vector<std::pair<uint64_t, bool>> synced;  // (inode, the name gone by then)
+  sys_.on_fsync = [&](int fd) {
+    struct stat st;
+    ASSERT_EQ(::fstat(fd, &st), 0);
+    synced.push_back({st.st_ino, !test::Exists(dir_.Join(tmp))});
+  };
+  ASSERT_EQ(::link(src_.c_str(), dir_.Join(tmp).c_str()), 0);
+  std::string notice;
+  EXPECT_OK(RecoverLink(sys_, in, &notice));
+  EXPECT_EQ(synced, (std::vector<std::pair<uint64_t, bool>>{{test::StatPath(dir_.path()).ino, true}}));
+  ASSERT_EQ(::link(src_.c_str(), dir_.Join(tmp).c_str()), 0);
+  sys_.fsync_fails = true;
+  EXPECT_FALSE(RecoverLink(sys_, in, &notice).ok());
+}
+
 TEST_F(RecoverLinkTest, RemovesTheUnchangedOldDestinationAndKeepsAWrittenOne) {
   const std::string tmp = ".dst.oans-link-0123456789abcdef";
   LinkIntent in = Intent(tmp);
