@@ -3,9 +3,12 @@
 #include <linux/btrfs_tree.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -186,22 +189,39 @@ bool LayOut(const Reading& r, const BtrfsSearch& whole, uint64_t since, uint64_t
 // (the trees' leaves lie among each other's, so a pass per tree would cross the metadata
 // once per tree): one search per leaf from its first key for a single item, so the kernel
 // reads that leaf (and the internal nodes above it, with the first search below each)
-// and no other.
-Status ReadInDiskOrder(const Reading& r, std::vector<LeafRead>& reads, TreeAheadStats* stats) {
-  const TreeAheadStop& stop = r.stop;
+// and no other. `readers` threads each take the next leaf; the first error ends them all.
+Status ReadInDiskOrder(const Reading& r, std::vector<LeafRead>& reads, int readers, TreeAheadStats* stats) {
   std::stable_sort(reads.begin(), reads.end(), [](const LeafRead& a, const LeafRead& b) {
     return std::tie(a.leaf.devid, a.leaf.physical) < std::tie(b.leaf.devid, b.leaf.physical);
   });
-  for (const LeafRead& read : reads) {
-    if (stop && stop()) break;
-    BtrfsSearch one = *read.tree;
-    one.min = std::max(read.leaf.ptr.key, read.tree->min);
-    one.max_items = 1;
-    OANS_RETURN_IF_ERROR(r.sys.TreeSearch(r.fd, one, [](const BtrfsItem&) { return true; }));
-    stats->bytes += r.info.node_size;
-    stats->leaves++;
-  }
-  return Status::Ok();
+  std::atomic<size_t> next{0};
+  std::atomic<uint64_t> read{0};
+  std::mutex mu;
+  Status first;  // the first error, under mu
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < reads.size();) {
+      if (r.stop && r.stop()) return;
+      BtrfsSearch one = *reads[i].tree;
+      one.min = std::max(reads[i].leaf.ptr.key, reads[i].tree->min);
+      one.max_items = 1;
+      Status s = r.sys.TreeSearch(r.fd, one, [](const BtrfsItem&) { return true; });
+      if (!s.ok()) {
+        next = reads.size();  // the others stop at their next leaf
+        std::lock_guard<std::mutex> hold(mu);
+        if (first.ok()) first = std::move(s);
+        return;
+      }
+      read++;
+    }
+  };
+  std::vector<std::thread> others;
+  const size_t threads = std::min<size_t>(std::max(readers, 1), reads.size());
+  for (size_t t = 1; t < threads; ++t) others.emplace_back(work);
+  work();
+  for (auto& t : others) t.join();
+  stats->bytes += read * r.info.node_size;
+  stats->leaves += read;
+  return first;
 }
 
 // Tree `s` in key order instead: every item of its range, discarded, within the budget.
@@ -269,7 +289,8 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
       in_key_order.push_back(&s);
     }
   }
-  OANS_RETURN_IF_ERROR(ReadInDiskOrder(r, reads, stats));
+  if (reads.size() * info->node_size < job.least) reads.clear();
+  OANS_RETURN_IF_ERROR(ReadInDiskOrder(r, reads, job.readers, stats));
   for (const BtrfsSearch* s : in_key_order) {
     if (stop && stop()) break;
     if (stats->bytes >= budget) {

@@ -26,6 +26,9 @@
 //
 // The blocks help only while they stay cached, so the reads stop at `budget` bytes
 // (leaves read in disk order count whole, items in key order by their size).
+// On an SSD a followed scan reads the leaves written since with several threads
+// (TreeAheadJob::readers): the kernel reads a search's blocks one at a time, and an SSD
+// serves many reads at once.
 #pragma once
 
 #include <cstdint>
@@ -66,6 +69,11 @@ struct TreeAheadJob {
   uint64_t budget;
   TreeAheadStop stop;
   uint64_t since = 0;  // kChanges: the oldest generation read
+  // Leaves read at once, each thread taking the next in disk order: one on a spinning
+  // disk, whose head then sweeps once; an SSD serves many at once.
+  int readers = 1;
+  // Fewer bytes of leaves laid out than this: none is read (each read is a system call).
+  uint64_t least = 0;
 };
 
 // Reads the trees job.what names of the filesystem holding `fd`, at most job.budget bytes

@@ -10,6 +10,7 @@
 
 #include "lib/base/paths.h"
 #include "lib/base/spill.h"
+#include "lib/base/storage.h"
 #include "lib/btrfs/changes.h"
 #include "lib/btrfs/subvolumes.h"
 #include "lib/btrfs/tree_ahead.h"
@@ -203,14 +204,17 @@ FollowWhy OpenSubvolumes(Sys& sys, const IndexHeader& prev, const ScanOptions& o
   return FindSources(f);
 }
 
-// On a spinning disk, the subvolumes' tree blocks written since are read first, leaf by
-// leaf in the order of their places on disk (lib/btrfs/tree_ahead.h): the change search
-// then finds them in memory instead of sending the head across the metadata in key order.
-void ReadChangesAhead(Sys& sys, const ScanOptions& o, const std::vector<FollowRoot>& roots, Observer* observer,
-                      ScanStats* stats) {
+// The subvolumes' tree blocks written since are read first (lib/btrfs/tree_ahead.h): on a
+// spinning disk leaf by leaf in the order of their places on disk, so the change search
+// finds them in memory instead of sending the head across the metadata in key order; on
+// an SSD many at once, where the search would read them one by one, when there are
+// enough of them to matter.
+void ReadChangesAhead(Sys& sys, const ScanOptions& o, const std::vector<FollowRoot>& roots,
+                      const StoragePolicy& policy, Observer* observer, ScanStats* stats) {
   TreeAheadStats ahead;
   for (const auto& r : roots) {
-    const TreeAheadJob job{TreesFor::kChanges, o.memory, [&o] { return o.stop && o.stop->load(); }, r.since};
+    const TreeAheadJob job{TreesFor::kChanges, o.memory, [&o] { return o.stop && o.stop->load(); }, r.since,
+                           policy.tree_readers, policy.tree_ahead_least};
     Status s = ReadTreesAhead(sys, r.fd, job, &ahead);
     if (!s.ok()) observer->Notice("warning: " + r.path + ": btrfs tree blocks not read ahead: " + s.message());
   }
@@ -283,7 +287,8 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   // previous index says of the same roots.
   const bool auto_storage = o.storage == StorageChoice::kAuto;
   const bool spinning = auto_storage ? prev.spinning : o.storage == StorageChoice::kHdd;
-  if (why.empty() && spinning) ReadChangesAhead(sys, o, f.roots, observer, stats);
+  const StoragePolicy& policy = PolicyFor(spinning ? StorageKind::kHdd : StorageKind::kSsd);
+  if (why.empty()) ReadChangesAhead(sys, o, f.roots, policy, observer, stats);
   if (why.empty()) why = f.FindChanges(prev);
   if (why.empty()) why = f.MapChanged();
   if (why.empty()) why = f.StreamPrevious(prev);

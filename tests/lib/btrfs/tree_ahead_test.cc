@@ -6,8 +6,12 @@
 #include <gtest/gtest.h>
 #include <linux/btrfs_tree.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <vector>
 
 #include "lib/btrfs/search.h"
@@ -33,7 +37,14 @@ class FakeFs : public test::ForwardingSys {
  public:
   std::map<uint64_t, std::map<BtrfsKey, std::string>> trees;
   std::map<uint64_t, std::string> disk;  // physical offset -> block
-  std::vector<BtrfsSearch> searches;
+  std::vector<BtrfsSearch> searches;  // under mu: readers search at once
+  std::mutex mu;
+  // A leaf's search waits (up to wait_ms) until this many are under way at once.
+  size_t wait_for = 0;
+  int wait_ms = 200;
+  size_t in_flight = 0, most_in_flight = 0;
+  std::condition_variable cv;
+  BtrfsKey fail_at{~uint64_t(0), 0, 0};  // a leaf whose search fails (EIO)
   uint64_t chunk_type = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_DUP;
   bool stale = false;  // the root node on disk is of another generation than its root item says
   bool moved = false;  // the subvolume's root node on disk names another address than its own
@@ -140,7 +151,15 @@ class FakeFs : public test::ForwardingSys {
     return n;
   }
   Status TreeSearch(int, const BtrfsSearch& s, const BtrfsVisitor& visit) override {
+    std::unique_lock<std::mutex> hold(mu);
     searches.push_back(s);
+    if (s.max_items == 1 && s.tree_id == kSubvol) {
+      most_in_flight = std::max(most_in_flight, ++in_flight);
+      cv.notify_all();
+      cv.wait_for(hold, std::chrono::milliseconds(wait_ms), [&] { return in_flight >= wait_for; });
+      --in_flight;
+      if (s.min == fail_at) return Status::Io("tree search", EIO);
+    }
     const auto& items = trees[s.tree_id];
     uint32_t n = 0;
     for (auto it = items.lower_bound(s.min); it != items.end() && !(s.max < it->first); ++it) {
@@ -345,6 +364,58 @@ TEST(TreeAhead, ForChangesTheSubvolumesLeavesWrittenSinceOnly) {
   ASSERT_TRUE(ReadTreesAhead(quiet, 3, job, &none).ok());
   EXPECT_TRUE(quiet.Reads().empty());
   EXPECT_EQ(none.leaves, 0u);
+}
+
+// On an SSD, several readers at once: each leaf read once, and the first error is
+// the call's.
+TEST(TreeAhead, ReadersSearchAtOnceEachLeafOnce) {
+  FakeFs sys;
+  sys.Lay();
+  sys.wait_for = 2;
+  TreeAheadStats stats;
+  TreeAheadJob job{TreesFor::kChanges, 1 << 30, {}, 0, 4};
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, job, &stats).ok());
+  EXPECT_GE(sys.most_in_flight, 2u);
+  auto reads = sys.Reads();
+  std::sort(reads.begin(), reads.end());
+  const std::vector<Read> want = {
+      {kSubvol, {256, kBtrfsInodeItem, 0}, 1},
+      {kSubvol, {259, kBtrfsInodeItem, 0}, 1},
+      {kSubvol, {262, kBtrfsInodeItem, 0}, 1},
+  };
+  EXPECT_EQ(reads, want);
+  EXPECT_EQ(stats.leaves, 3u);
+
+  // One reader: one search at a time.
+  FakeFs one;
+  one.Lay();
+  one.wait_for = 2;
+  one.wait_ms = 20;
+  job.readers = 1;
+  ASSERT_TRUE(ReadTreesAhead(one, 3, job, &stats).ok());
+  EXPECT_EQ(one.most_in_flight, 1u);
+
+  FakeFs failing;
+  failing.Lay();
+  failing.fail_at = {259, kBtrfsInodeItem, 0};
+  job.readers = 4;
+  TreeAheadStats some;
+  Status s = ReadTreesAhead(failing, 3, job, &some);
+  EXPECT_EQ(s.errnum(), EIO) << s.message();
+  EXPECT_LE(some.leaves, 2u);
+}
+
+// Fewer bytes of leaves than `least`: none is read; as many: all are.
+TEST(TreeAhead, TooFewLeavesAreNotReadAhead) {
+  for (uint64_t leaves : {4, 3}) {
+    FakeFs sys;
+    sys.Lay();
+    TreeAheadStats stats;
+    TreeAheadJob job{TreesFor::kChanges, 1 << 30, {}, 0, 1, leaves * kNode};
+    ASSERT_TRUE(ReadTreesAhead(sys, 3, job, &stats).ok());
+    EXPECT_EQ(sys.Reads().size(), leaves == 4 ? 0u : 3u);
+    EXPECT_EQ(stats.leaves, leaves == 4 ? 0u : 3u);
+  }
 }
 
 TEST(TreeAhead, ForChangesNothingInKeyOrder) {
