@@ -154,6 +154,14 @@ struct FileIdentity {
   }
 };
 
+// A record's times prove nothing of a change made after it was read within the same
+// tick of the kernel's clock (a few milliseconds where timestamps are coarse): a file
+// written again then keeps the size, mtime and ctime recorded. A record whose ctime lies
+// less than kRacyNs before the scan that made it began, or after, is racy: its hashes
+// are not reused and its times do not make it quiet, until a scan begun later records it.
+inline constexpr int64_t kRacyNs = 1'000'000'000;
+inline bool Settled(const FileEntry& e, int64_t scan_began_ns) { return e.ctime_ns < scan_began_ns - kRacyNs; }
+
 struct IndexTotals {
   uint64_t records = 0, batches = 0, errors = 0, bytes = 0;
   uint64_t dirs = 0;  // directory records (not in the trailer's count)

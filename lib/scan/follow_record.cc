@@ -148,8 +148,10 @@ void FollowState::MatchIfUnchanged(const FileEntry& e) {
   for (size_t i : it->second) {
     const ChangedFile& f = files_[i];
     if (f.root != root || f.ino != e.ino) continue;
-    // Not written since (a ctime nobody can set) and holding the very extents recorded.
-    if (FileIdentity::Of(f.entry).HashesStillValid(FileIdentity::Of(e)) && SameExtents(f.entry.extents, e.extents))
+    // Not written since (a ctime nobody can set, recorded settled) and holding the very
+    // extents recorded.
+    if (Settled(e) && FileIdentity::Of(f.entry).HashesStillValid(FileIdentity::Of(e)) &&
+        SameExtents(f.entry.extents, e.extents))
       MatchExtents(e);
     return;
   }
@@ -207,7 +209,7 @@ bool FollowState::HashFile(ChangedFile* f) {
   FileAt at(f->root->id.uuid + "/" + std::to_string(f->root->id.subvolume), true);
   at.mapped = f->mapped;
   auto before = before_.find({f->root->fs, f->ino});
-  if (f->mapped && before != before_.end() && before->second.hashed &&
+  if (f->mapped && before != before_.end() && before->second.hashed && Settled(before->second) &&
       FileIdentity::Of(e).HashesStillValid(FileIdentity::Of(before->second))) {
     at.same_data = &before->second;
     f->same_extents = false;  // counted as the same inode's

@@ -39,6 +39,7 @@ bool FollowState::Excluded(const FollowRoot& r, const std::string& path) const {
 }
 
 FollowWhy FollowState::FindChanges(const IndexHeader& prev) {
+  prev_began_ns_ = prev.created_ns;
   auto d = TempFile::Create(TempDirectory(o_.temp_dir));
   auto f = TempFile::Create(TempDirectory(o_.temp_dir));
   if (!d.ok() || !f.ok())

@@ -192,8 +192,12 @@ class FollowState {
     if (write_status_.ok() && !s.ok()) write_status_ = std::move(s);
   }
 
+  // Whether a previous record's times may be trusted (not racy: Settled).
+  bool Settled(const FileEntry& before) const { return oans::Settled(before, prev_began_ns_); }
+
   Sys& sys_;
   const ScanOptions& o_;
+  int64_t prev_began_ns_ = 0;  // when the previous index's scan began
   Observer* observer_;
   ScanStats* stats_;
   static constexpr int kGoneFs = -2;

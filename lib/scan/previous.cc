@@ -93,7 +93,7 @@ Status PreviousIndex::Load(const std::string& path, uint32_t block_size, bool re
         // data: keys of the other kind would never pair with the new ones.
         const bool other_kind = h.read_data != read_data;
         for (auto& f : batch) {
-          if (!f.hashed) continue;
+          if (!f.hashed || !Settled(f, h.created_ns)) continue;  // a racy record is hashed again
           if (other_kind && h.filesystems[f.fs].type == "btrfs") {
             if (!said)
               observer->Notice(path + ": its keys of files on btrfs were made from " +

@@ -75,7 +75,7 @@ Status QuietRecords::Load(const std::string& path, int64_t created_ns, uint64_t 
         for (const auto& e : batch) {
           Wanted* w = Of(e.fs);
           const QuietDigest d = QuietDigest::Of(e);
-          if (!w || d.stat == 0) continue;
+          if (!w || d.stat == 0 || !Settled(e, created_ns)) continue;  // a racy record is looked at
           bytes += sizeof(Record);
           if (bytes > most) {
             *fits = false;

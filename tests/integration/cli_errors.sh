@@ -40,6 +40,7 @@ expect_error "at least 16M" "$BIN/oans-scan" --memory 1M "$WORK/tree" -o "$WORK/
 expect_error "$WORK/no-such-dir" "$BIN/oans-scan" --temp-dir "$WORK/no-such-dir" "$WORK/tree" -o "$WORK/i"
 
 sync  # the files' extents allocated, so that a second scan maps them the same
+settle
 "$BIN/oans-scan" --quiet "$WORK/tree" -o "$WORK/good.idx"
 "$BIN/oans-plan" --quiet "$WORK/good.idx" -o "$WORK/good.plan"
 "$BIN/oans-plan" --quiet --memory 16M --temp-dir "$WORK" "$WORK/good.idx" -o "$WORK/small.plan"

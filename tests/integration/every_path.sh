@@ -77,6 +77,7 @@ scan() {  # scan NAME ARGS...: an index WORK/NAME.idx and its records WORK/NAME.
 }
 field() { python3 -c "import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])[sys.argv[2]])" "$1" "$2"; }
 
+settle
 scan cold --storage ssd
 [ "$(grep -c '"path"' "$WORK/cold.txt")" -ge 100 ] || fail "the cold walk recorded too few files"
 [ "$(field "$WORK/cold.json" tree_mapped)" -gt 0 ] || fail "the cold walk mapped no file from the trees"

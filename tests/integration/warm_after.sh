@@ -104,6 +104,7 @@ for KIND in directory subvolume nested; do
       cp --reflink=never "$T/live/d001/s2/f00200" "$T/top-file" ;;
   esac
   sync
+  settle
   ensure_files=$(find "$T" -type f | wc -l)
   expect=$FILES
   [ "$KIND" != nested ] || expect=$((FILES / 2 * 2 + 201))

@@ -9,6 +9,7 @@ source "$(dirname "$0")/lib.sh"
 it_init "$1"
 mkfs_mount btrfs 512M
 tree_and_copy
+settle
 json_field() { python3 -c "import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])[sys.argv[2]])" "$1" "$2"; }
 
 "$BIN/oans-scan" --quiet "$MNT" -o "$WORK/gen1.idx"

@@ -50,8 +50,12 @@ FileEntry File(uint64_t ino, uint32_t seed, size_t sectors) {
   return e;
 }
 
-void WriteIndex(const std::string& path, const std::vector<FileEntry>& files) {
+// When the previous scan began: long after every File's ctime, unless told.
+constexpr int64_t kBegan = 10'000'000'000;
+
+void WriteIndex(const std::string& path, const std::vector<FileEntry>& files, int64_t began = kBegan) {
   IndexHeader h;
+  h.created_ns = began;
   h.roots = {"/r"};
   h.filesystems = {Fs()};
   h.block_size = kBs;
@@ -139,6 +143,24 @@ TEST(PreviousIndex, SameAnswersInMemoryAndPastTheBudget) {
 }
 
 // Walkers and readers look records up at once: every thread gets every record whole.
+// A record whose ctime lies within a second before its scan began (or after) is racy:
+// a write in the same clock tick after it was read would leave the times recorded. Its
+// hashes are not reused; the file is read again.
+TEST(PreviousIndex, ARacyRecordIsNotReused) {
+  TempDir dir;
+  const FileEntry f = File(300, 5, 40);
+  for (int64_t began : {f.ctime_ns + kRacyNs, f.ctime_ns + kRacyNs + 1}) {
+    const std::string path = dir.Join("prev" + std::to_string(began) + ".idx");
+    WriteIndex(path, {f}, began);
+    PreviousIndex prev(dir.path());
+    ScanStats stats;
+    Observer quiet;
+    ASSERT_OK(prev.Load(path, kBs, false, &stats, &quiet));
+    FileEntry e = Stat(f);
+    EXPECT_EQ(prev.Reuse(Fs().Key(), &e), began > f.ctime_ns + kRacyNs) << began;
+  }
+}
+
 TEST(PreviousIndex, ManyThreadsReadSpilledRecordsAtOnce) {
   TempDir dir;
   std::vector<FileEntry> files;

@@ -51,6 +51,18 @@ class ScanTest : public ::testing::Test {
   }
   std::string P(const std::string& rel) const { return dir_.Join(rel); }
 
+  // Waits until every file's ctime lies more than kRacyNs in the past: a scan begun then
+  // records them settled, and the next scan may reuse their records
+  // (lib/format/index_file.h). Files changed in the last second are read again.
+  void Settle() {
+    int64_t newest = 0;
+    for (const char* rel : {"a", "b", "c", "sub/d", "h", "empty"}) newest = std::max(newest, test::StatPath(P(rel)).ctime_ns);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    const int64_t wait = newest + kRacyNs + 10'000'000 - (int64_t(now.tv_sec) * 1'000'000'000 + now.tv_nsec);
+    if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+  }
+
   ScanOptions Options() const {
     ScanOptions o;
     o.roots = {dir_.path()};
@@ -374,6 +386,7 @@ TEST_F(ScanTest, ErrorsRecordedPerFileInWalkOrder) {
 }
 
 TEST_F(ScanTest, PreviousReusesUnchangedFiles) {
+  Settle();
   ScanStats s1;
   const std::string idx1 = out_dir_.Join("1.idx"), idx2 = out_dir_.Join("2.idx");
   ASSERT_OK(Scan(DefaultSys(), Options(), idx1, &s1));
@@ -443,6 +456,7 @@ class InlineSys : public test::ForwardingSys {
 // Unchanged files that held only inline data are not even opened again; their record
 // (inline extent, hashes) is carried over. A changed one is opened and read.
 TEST_F(ScanTest, PreviousInlineFilesNotOpened) {
+  Settle();
   InlineSys sys;
   const std::string idx1 = out_dir_.Join("1.idx"), idx2 = out_dir_.Join("2.idx"), idx3 = out_dir_.Join("3.idx");
   ScanStats s1;
@@ -554,6 +568,7 @@ uint64_t InodeOf(const std::string& path) {
 // finished from a stat: not opened, not mapped, their record carried over. Files it
 // lists are opened and mapped again; a new generation is recorded for the next scan.
 TEST_F(ScanTest, PreviousUnchangedSinceGenerationNotOpened) {
+  Settle();
   GenerationSys sys;
   const std::string idx1 = out_dir_.Join("1.idx"), idx2 = out_dir_.Join("2.idx"), idx3 = out_dir_.Join("3.idx");
   ScanStats s1;
@@ -616,6 +631,7 @@ TEST_F(ScanTest, PreviousUnchangedSinceGenerationNotOpened) {
 
 // Every case where the generation cannot be trusted maps every file again.
 TEST_F(ScanTest, GenerationNotTrustedMapsEveryFile) {
+  Settle();
   const std::string idx1 = out_dir_.Join("1.idx");
   {
     GenerationSys sys;
@@ -671,6 +687,7 @@ TEST_F(ScanTest, PreviousWithOtherBlockSizeReusesNothing) {
 }
 
 TEST_F(ScanTest, TruncatedPreviousAccepted) {
+  Settle();
   ScanStats s1;
   ASSERT_OK(Scan(DefaultSys(), Options(), out_dir_.Join("1.idx"), &s1));
   auto c = ReadIndexFile(out_dir_.Join("1.idx"));
@@ -731,6 +748,7 @@ class StopAfterFirstReadSys : public test::ForwardingSys {
 };
 
 TEST_F(ScanTest, StoppedScanCanBeReusedAsPrevious) {
+  Settle();
   for (int i = 0; i < 20; ++i) test::WriteFile(P("more" + std::to_string(i)), test::RandomBytes(5000, 100 + i));
   std::atomic<bool> stop{false};
   StopAfterFirstReadSys sys(&stop);
@@ -828,6 +846,7 @@ TEST_F(ScanTest, DamagedPreviousRefusedWithItsOffset) {
 // A file renamed and rewritten with its old mtime restored is read again: its ctime
 // changed, and a rename no longer excuses that for hash reuse.
 TEST_F(ScanTest, RenamedAndRewrittenWithOldMtimeIsReadAgain) {
+  Settle();
   ScanStats s1;
   ASSERT_OK(Scan(DefaultSys(), Options(), out_dir_.Join("1.idx"), &s1));
   const FileStat before = test::StatPath(P("a"));
@@ -929,6 +948,7 @@ namespace {
 // Where the filesystem cannot answer (here: not btrfs), a scan with --previous says once
 // why it does not follow btrfs changes, and walks: the same records, hashes reused.
 TEST_F(ScanTest, NotFollowingSaysWhyOnceAndWalks) {
+  Settle();
   const std::string idx1 = out_dir_.Join("1.idx");
   ScanStats s1;
   ASSERT_OK(Scan(DefaultSys(), Options(), idx1, &s1));
