@@ -227,7 +227,8 @@ Status Run::RecoverLinks() {
     if (s.ok()) {
       OANS_RETURN_IF_ERROR(o_.journal->End(in));
     } else {
-      observer_->Notice(in.dir + "/" + in.tmp + ": hidden link of an earlier run not removed: " + s.message());
+      observer_->Notice(in.dir + "/" + in.tmp + ": hidden link of an earlier run not settled (its directory not "
+                        "synced, or the name not removed); kept in the journal for the next run: " + s.message());
       OANS_RETURN_IF_ERROR(o_.journal->Begin(in));  // kept for the next run
     }
   }

@@ -349,6 +349,26 @@ Status HardlinkExecutor::Replace(int src_fd, int dst_fd, const PlanFileRef& dst,
   return gone;
 }
 
+namespace {
+
+// The hidden name of intent `in` in its directory `dir`: removed when it is the source's
+// second link or the unchanged old destination; a written old destination is kept (said
+// in *notice); anything else is not ours and left.
+Status ResolveHidden(Sys& sys, int dir, const LinkIntent& in, std::string* notice) {
+  auto st = sys.StatAt(dir, in.tmp);
+  if (!st.ok()) return st.status().errnum() == ENOENT ? Status::Ok() : st.status();  // ENOENT: never made, or removed
+  if (!S_ISREG(st->mode)) return Status::Ok();  // not ours: leave it
+  if (st->ino == in.src_ino) return sys.UnlinkAt(dir, in.tmp);
+  if (st->ino == in.dst_ino && st->size == in.dst_size && st->mtime_ns == in.dst_mtime_ns)
+    return sys.UnlinkAt(dir, in.tmp);
+  if (st->ino == in.dst_ino)
+    *notice = in.dir + "/" + in.tmp + ": kept: a file replaced by a hardlink was written to afterwards by a process "
+              "that had it open; compare it with the file beside it and keep what you need";
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status RecoverLink(Sys& sys, const LinkIntent& in, std::string* notice) {
   auto opened = Own(sys, sys.OpenDirNoFollow(in.dir));
   // Gone, and the name with it; any other failure (a symlink put in its path) keeps it.
@@ -356,22 +376,11 @@ Status RecoverLink(Sys& sys, const LinkIntent& in, std::string* notice) {
   const int dir = opened->get();
   if (in.tmp.find('/') != std::string::npos || in.tmp.find(".oans-link-") == std::string::npos)
     return Status::Corrupt("journal names a hidden link that oans does not make: " + in.tmp);
-  auto st = sys.StatAt(dir, in.tmp);
-  if (!st.ok()) return st.status().errnum() == ENOENT ? Status::Ok() : st.status();  // ENOENT: never made, or removed
-  if (!S_ISREG(st->mode)) return Status::Ok();  // not ours: leave it
-  const std::string where = in.dir + "/" + in.tmp;
-  // The removal durable before the caller ends the intent: else a crash could bring the
-  // name back with no record left of it.
-  auto remove = [&] {
-    Status gone = sys.UnlinkAt(dir, in.tmp);
-    return gone.ok() ? sys.Fsync(dir) : gone;
-  };
-  if (st->ino == in.src_ino) return remove();
-  if (st->ino == in.dst_ino && st->size == in.dst_size && st->mtime_ns == in.dst_mtime_ns) return remove();
-  if (st->ino == in.dst_ino)
-    *notice = where + ": kept: a file replaced by a hardlink was written to afterwards by a process that had it "
-              "open; compare it with the file beside it and keep what you need";
-  return Status::Ok();
+  // Whatever is found, the directory is synced before the caller ends the intent: a
+  // removal made here, or one the killed run made before it could sync, could otherwise
+  // come back after a crash with no record left of it.
+  Status s = ResolveHidden(sys, dir, in, notice);
+  return s.ok() ? sys.Fsync(dir) : s;
 }
 
 }  // namespace oans

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -198,25 +199,32 @@ Status ReadInDiskOrder(const Reading& r, std::vector<LeafRead>& reads, int reade
   std::atomic<uint64_t> read{0};
   std::mutex mu;
   Status first;  // the first error, under mu
+  auto fail = [&](Status s) {
+    next = reads.size();  // the others stop at their next leaf
+    std::lock_guard<std::mutex> hold(mu);
+    if (first.ok()) first = std::move(s);
+  };
   auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < reads.size();) {
-      if (r.stop && r.stop()) return;
-      BtrfsSearch one = *reads[i].tree;
-      one.min = std::max(reads[i].leaf.ptr.key, reads[i].tree->min);
-      one.max_items = 1;
-      Status s = r.sys.TreeSearch(r.fd, one, [](const BtrfsItem&) { return true; });
-      if (!s.ok()) {
-        next = reads.size();  // the others stop at their next leaf
-        std::lock_guard<std::mutex> hold(mu);
-        if (first.ok()) first = std::move(s);
-        return;
+    try {
+      for (size_t i; (i = next.fetch_add(1)) < reads.size();) {
+        if (r.stop && r.stop()) return;
+        BtrfsSearch one = *reads[i].tree;
+        one.min = std::max(reads[i].leaf.ptr.key, reads[i].tree->min);
+        one.max_items = 1;
+        Status s = r.sys.TreeSearch(r.fd, one, [](const BtrfsItem&) { return true; });
+        if (!s.ok()) return fail(std::move(s));
+        read++;
       }
-      read++;
+    } catch (const std::exception& e) {  // on a thread of its own, it must not escape
+      fail(Status::Io(std::string("tree read-ahead: ") + e.what(), ENOMEM));
     }
   };
   std::vector<std::thread> others;
   const size_t threads = std::min<size_t>(std::max(readers, 1), reads.size());
-  for (size_t t = 1; t < threads; ++t) others.emplace_back(work);
+  try {
+    for (size_t t = 1; t < threads; ++t) others.emplace_back(work);
+  } catch (const std::system_error&) {  // no more threads to be had: those started read
+  }
   work();
   for (auto& t : others) t.join();
   stats->bytes += read * r.info.node_size;

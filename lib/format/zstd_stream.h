@@ -21,7 +21,7 @@ class ZstdWriter {
  public:
   static constexpr int kWindowLog = 19;
   // Writes to fd (not owned). `name` is used in messages.
-  ZstdWriter(int fd, std::string name, int level = 3);
+  ZstdWriter(int fd, std::string name, int level = 1);
   ~ZstdWriter();
   ZstdWriter(const ZstdWriter&) = delete;
   ZstdWriter& operator=(const ZstdWriter&) = delete;

@@ -74,8 +74,10 @@ Status QuietRecords::Load(const std::string& path, int64_t created_ns, uint64_t 
       [&](const IndexHeader&, std::vector<FileEntry>& batch) {
         for (const auto& e : batch) {
           Wanted* w = Of(e.fs);
-          const QuietDigest d = QuietDigest::Of(e);
-          if (!w || d.stat == 0 || !Settled(e, created_ns)) continue;  // a racy record is looked at
+          if (!w) continue;
+          // A record without a digest, or racy, is kept without one: it is looked at, and
+          // still counts when the inode has two records.
+          const QuietDigest d = Settled(e, created_ns) ? QuietDigest::Of(e) : QuietDigest{};
           bytes += sizeof(Record);
           if (bytes > most) {
             *fits = false;
@@ -102,7 +104,7 @@ bool QuietRecords::Take(uint32_t fs, ChangedInode& c) {
   if (it == w->records.end() || it->ino != c.ino || (it + 1 != w->records.end() && (it + 1)->ino == c.ino))
     return false;
   const QuietDigest now = QuietDigest::Of(c);
-  if (now.stat == 0 || now.stat != it->digest.stat) return false;
+  if (it->digest.stat == 0 || now.stat == 0 || now.stat != it->digest.stat) return false;
   if (now.extents == it->digest.extents) return true;
   w->moved.push_back({c.ino, c.map.inode_flags, std::move(c.map.extents)});
   moved_count_++;

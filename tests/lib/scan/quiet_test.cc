@@ -187,6 +187,16 @@ TEST(QuietTest, TwoRecordsOfOneInodeSayNothingCertain) {
   ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 45, 1 << 20, &fits).ok());
   ChangedInode same = Items(300);
   EXPECT_FALSE(q.Take(0, same));
+
+  // One of the two racy: still two records.
+  FileEntry racy = again;
+  racy.ctime_ns = h.created_ns - 10;
+  test::WriteIndex(dir.Join("racy.idx"), h, {Record(300), racy});
+  QuietRecords r;
+  r.Want(0);
+  ASSERT_TRUE(r.Load(dir.Join("racy.idx"), kBegan + 45, 1 << 20, &fits).ok());
+  ChangedInode also = Items(300);
+  EXPECT_FALSE(r.Take(0, also));
 }
 
 }  // namespace
