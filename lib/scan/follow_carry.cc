@@ -234,8 +234,7 @@ bool FollowState::StillLinked(uint32_t fs, std::string_view p, uint64_t ino) con
   if (dirs == dirs_by_old_path_.end()) return true;  // no directory of its changed
   auto parent = dirs->second.find(PathDirname(p));
   if (parent == dirs->second.end()) return true;  // its directory did not change
-  auto x = parent->second->entries.find(PathBasename(p));
-  return x != parent->second->entries.end() && x->second == ino;
+  return parent->second->Find(PathBasename(p)) == ino;
 }
 
 template <typename R>

@@ -88,7 +88,7 @@ FollowWhy FollowState::FindRootChanges(FollowRoot& r, std::vector<uint64_t>& num
   stats_->quiet_inodes += r.changes.quiet;
   FollowWhy linked = LinkDirs(r);
   if (!linked.empty()) return linked;
-  for (const auto& c : r.changes.inodes) {
+  for (auto& c : r.changes.inodes) {
     if (!c.exists || !S_ISDIR(c.item.mode)) continue;
     FollowWhy why = ReadChangedDir(r, c);
     if (!why.empty()) return why;
@@ -160,8 +160,9 @@ FollowWhy FollowState::LinkDirs(FollowRoot& r) {
 }
 
 // A changed directory's entries come from its items (DIR_INDEX), its path from its
-// link and its parent's: nothing is opened or read.
-FollowWhy FollowState::ReadChangedDir(FollowRoot& r, const ChangedInode& c) {
+// link and its parent's: nothing is opened or read. Its names move, not copied: after
+// a backup every directory is here.
+FollowWhy FollowState::ReadChangedDir(FollowRoot& r, ChangedInode& c) {
   FollowWhy why;
   auto rel = RelPath(r, c.ino, &why);
   if (!rel) return why;
@@ -170,7 +171,9 @@ FollowWhy FollowState::ReadChangedDir(FollowRoot& r, const ChangedInode& c) {
   if (!abs || Excluded(r, *abs)) return {};  // outside the root or excluded now: as if removed
   ChangedDir d;
   d.path = *abs;
-  for (const auto& [name, ino] : c.entries) d.entries[name] = ino;
+  d.entries = std::move(c.entries);
+  std::vector<std::pair<std::string, uint64_t>>().swap(c.entries);
+  std::sort(d.entries.begin(), d.entries.end());
   dirs_[{r.fs, c.ino}] = std::move(d);
   return {};
 }

@@ -6,12 +6,14 @@
 // in the order declared, except that the changed files are read on TBB's threads.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -86,8 +88,14 @@ struct ChangedFile {
 // A changed directory that still exists below its root: its path now and its entries.
 struct ChangedDir {
   std::string path;
-  std::map<std::string, uint64_t, std::less<>> entries;  // name -> inode
-  bool known = false;                       // the previous index recorded it
+  std::vector<std::pair<std::string, uint64_t>> entries;  // (name, inode), sorted by name
+  bool known = false;                                     // the previous index recorded it
+  // The inode `name` names, or 0 when it names none.
+  uint64_t Find(std::string_view name) const {
+    auto it = std::lower_bound(entries.begin(), entries.end(), name,
+                               [](const auto& e, std::string_view n) { return e.first < n; });
+    return it != entries.end() && it->first == name ? it->second : 0;
+  }
 };
 
 // The absolute path of subvolume-relative `rel`, or nullopt when it is not below root r.
@@ -144,7 +152,8 @@ class FollowState {
   // Root r's changed inodes read, judged when quiet_ is set (else `numbers` are read
   // whole), and its changed directories.
   FollowWhy FindRootChanges(FollowRoot& r, std::vector<uint64_t>& numbers);
-  FollowWhy ReadChangedDir(FollowRoot& r, const ChangedInode& c);
+  // Takes c's entries.
+  FollowWhy ReadChangedDir(FollowRoot& r, ChangedInode& c);
   // Fills r.dir_links: the changed directories' links, and their parents' up to the
   // subvolume's root, read level by level in a few searches.
   FollowWhy LinkDirs(FollowRoot& r);
