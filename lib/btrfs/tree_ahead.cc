@@ -116,8 +116,10 @@ Status ReadNode(const Reading& r, const Block& b, uint8_t level, BtrfsNode* out)
 // The leaves of tree `tree_id` written in transaction `since` or later, each with its
 // first key, in the order of their places on disk: its internal nodes read level by
 // level (each level in disk order too), none older than `since`. An error when its
-// blocks take more than `budget` bytes.
-Status LeavesOnDisk(const Reading& r, uint64_t tree_id, uint64_t since, uint64_t budget, std::vector<Block>* leaves) {
+// blocks take more than `budget` bytes; with `since`, only the blocks written since
+// count, and past the budget the leaves are cut to the first that fit (*cut set).
+Status LeavesOnDisk(const Reading& r, uint64_t tree_id, uint64_t since, uint64_t budget, std::vector<Block>* leaves,
+                    bool* cut) {
   const ChunkMap& chunks = r.chunks;
   const TreeAheadStop& stop = r.stop;
   const uint32_t node_size = r.info.node_size;
@@ -132,7 +134,8 @@ Status LeavesOnDisk(const Reading& r, uint64_t tree_id, uint64_t since, uint64_t
     return !found;
   }));
   if (!found) return Status::Invalid("no root item for tree " + std::to_string(tree_id));
-  if (root.bytes_used > budget) return Status::Invalid("tree " + std::to_string(tree_id) + " is larger than the budget");
+  if (since == 0 && root.bytes_used > budget)
+    return Status::Invalid("tree " + std::to_string(tree_id) + " is larger than the budget");
   if (root.level >= kMaxLevel) return Status::Corrupt("tree " + std::to_string(tree_id) + " is too deep");
   const uint64_t most_blocks = root.bytes_used / std::max<uint32_t>(node_size, 1) + 1;
   std::vector<Block> level;
@@ -163,6 +166,11 @@ Status LeavesOnDisk(const Reading& r, uint64_t tree_id, uint64_t since, uint64_t
     });
     level = std::move(below);
   }
+  const size_t fit = budget / node_size;
+  if (level.size() > fit) {
+    level.resize(fit);
+    *cut = true;
+  }
   *leaves = std::move(level);
   return Status::Ok();
 }
@@ -176,11 +184,11 @@ struct LeafRead {
 // Adds the leaves of tree `whole.tree_id` to *reads, each with its first key. False, with
 // nothing added, when the tree cannot be laid out that way (a striped profile, a device
 // that cannot be opened, a block that is not the one its parent names) or is larger than
-// `budget`.
+// `budget` (with `since`: its blocks written since are cut to the budget, *cut set).
 bool LayOut(const Reading& r, const BtrfsSearch& whole, uint64_t since, uint64_t budget,
-            std::vector<LeafRead>* reads) {
+            std::vector<LeafRead>* reads, bool* cut) {
   std::vector<Block> leaves;
-  if (!LeavesOnDisk(r, whole.tree_id, since, budget, &leaves).ok()) return false;
+  if (!LeavesOnDisk(r, whole.tree_id, since, budget, &leaves, cut).ok()) return false;
   for (const Block& leaf : leaves)
     if (!(whole.max < leaf.ptr.key)) reads->push_back({leaf, &whole});
   return true;
@@ -291,7 +299,7 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
       stats->cut_short = true;
       break;
     }
-    if (mapped && s.tree_id && LayOut(r, s, since, budget - planned, &reads)) {
+    if (mapped && s.tree_id && LayOut(r, s, since, budget - planned, &reads, &stats->cut_short)) {
       stats->on_disk = true;
     } else if (what == TreesFor::kScan) {  // apply leaves a tree it cannot lay out
       in_key_order.push_back(&s);

@@ -25,7 +25,9 @@
 // and the kernel's dedupe read the trees as before, only from memory.
 //
 // The blocks help only while they stay cached, so the reads stop at `budget` bytes
-// (leaves read in disk order count whole, items in key order by their size).
+// (leaves read in disk order count whole, items in key order by their size). For a
+// followed scan the budget counts the blocks written since, not the whole tree: past it
+// the first leaves by place are read.
 // On an SSD a followed scan reads the leaves written since with several threads
 // (TreeAheadJob::readers): the kernel reads a search's blocks one at a time, and an SSD
 // serves many reads at once.

@@ -405,6 +405,25 @@ TEST(TreeAhead, ReadersSearchAtOnceEachLeafOnce) {
   EXPECT_LE(some.leaves, 2u);
 }
 
+// For the changes, the budget counts the blocks written since, not the whole tree: a
+// tree larger than it has its changed leaves read, the first by place that fit.
+TEST(TreeAhead, ForChangesTheBudgetCountsTheBlocksWrittenSince) {
+  FakeFs sys;
+  sys.leaf_generation[kChunkLogical + 9 * kNode] = 30;  // written before: not read
+  sys.Lay();
+  TreeAheadStats stats;
+  TreeAheadJob job{TreesFor::kChanges, 2 * kNode, {}, 40};  // the tree takes 4 blocks
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, job, &stats).ok());
+  EXPECT_EQ(sys.Reads(), (std::vector<Read>{{kSubvol, {259, kBtrfsInodeItem, 0}, 1}, {kSubvol, {256, kBtrfsInodeItem, 0}, 1}}));
+  EXPECT_FALSE(stats.cut_short);
+  FakeFs all;
+  all.Lay();
+  TreeAheadStats cut;
+  ASSERT_TRUE(ReadTreesAhead(all, 3, job, &cut).ok());
+  EXPECT_EQ(all.Reads(), (std::vector<Read>{{kSubvol, {259, kBtrfsInodeItem, 0}, 1}, {kSubvol, {256, kBtrfsInodeItem, 0}, 1}}));
+  EXPECT_TRUE(cut.cut_short);
+}
+
 // Fewer bytes of leaves than `least`: none is read; as many: all are.
 TEST(TreeAhead, TooFewLeavesAreNotReadAhead) {
   for (uint64_t leaves : {4, 3}) {
