@@ -205,10 +205,11 @@ FollowWhy OpenSubvolumes(Sys& sys, const IndexHeader& prev, const ScanOptions& o
 }
 
 // The subvolumes' tree blocks written since are read first (lib/btrfs/tree_ahead.h): on a
-// spinning disk leaf by leaf in the order of their places on disk, so the change search
-// finds them in memory instead of sending the head across the metadata in key order; on
-// an SSD many at once, where the search would read them one by one, when there are
-// enough of them to matter.
+// spinning disk leaf by leaf in the order of their places on disk, before the change
+// search, which then finds them in memory instead of sending the head across the
+// metadata in key order; on an SSD many at once, where the search would read them one by
+// one, once its first look found many inodes changed, and when they take enough bytes
+// to matter.
 void ReadChangesAhead(Sys& sys, const ScanOptions& o, const std::vector<FollowRoot>& roots,
                       const StoragePolicy& policy, Observer* observer, ScanStats* stats) {
   TreeAheadStats ahead;
@@ -288,7 +289,9 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   const bool auto_storage = o.storage == StorageChoice::kAuto;
   const bool spinning = auto_storage ? prev.spinning : o.storage == StorageChoice::kHdd;
   const StoragePolicy& policy = PolicyFor(spinning ? StorageKind::kHdd : StorageKind::kSsd);
-  if (why.empty()) ReadChangesAhead(sys, o, f.roots, policy, observer, stats);
+  auto read_ahead = [&] { ReadChangesAhead(sys, o, f.roots, policy, observer, stats); };
+  if (why.empty() && spinning) read_ahead();
+  if (!spinning) f.before_reading_many = read_ahead;
   if (why.empty()) why = f.FindChanges(prev);
   if (why.empty()) why = f.MapChanged();
   if (why.empty()) why = f.StreamPrevious(prev);

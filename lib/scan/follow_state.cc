@@ -52,6 +52,7 @@ FollowWhy FollowState::FindChanges(const IndexHeader& prev) {
   std::vector<std::vector<uint64_t>> numbers(roots.size());
   bool many = false;
   FollowWhy why = FindNumbers(kJudgeQuietFrom, &numbers, &many);
+  if (why.empty() && many && before_reading_many) before_reading_many();
   if (why.empty() && many) why = LoadQuiet(prev);
   // Judged without the previous index after all: every number, as many as fit.
   if (why.empty() && many && !quiet_) why = FindNumbers(NumbersCap(), &numbers, &many);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -119,6 +120,9 @@ class FollowState {
   // (or moved out) since. Their records and directories are dropped.
   std::vector<uint32_t> gone;
   std::vector<FollowClone> clones;
+  // Called once by FindChanges when more than kJudgeQuietFrom inodes changed, before
+  // they are read (an SSD's read-ahead of the blocks written since). May be empty.
+  std::function<void()> before_reading_many;
   // Whether `path` (below r.top) is excluded by --exclude.
   bool Excluded(const FollowRoot& r, const std::string& path) const;
   // Whether every record written equals one of the previous index and none is missing.
