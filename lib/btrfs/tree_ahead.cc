@@ -8,7 +8,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <system_error>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -166,7 +165,7 @@ Status LeavesOnDisk(const Reading& r, uint64_t tree_id, uint64_t since, uint64_t
     });
     level = std::move(below);
   }
-  const size_t fit = budget / node_size;
+  const size_t fit = budget / std::max<uint32_t>(node_size, 1);
   if (level.size() > fit) {
     level.resize(fit);
     *cut = true;
@@ -230,8 +229,9 @@ Status ReadInDiskOrder(const Reading& r, std::vector<LeafRead>& reads, int reade
   std::vector<std::thread> others;
   const size_t threads = std::min<size_t>(std::max(readers, 1), reads.size());
   try {
+    others.reserve(threads);
     for (size_t t = 1; t < threads; ++t) others.emplace_back(work);
-  } catch (const std::system_error&) {  // no more threads to be had: those started read
+  } catch (...) {  // no more threads to be had: those started read
   }
   work();
   for (auto& t : others) t.join();

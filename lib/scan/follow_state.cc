@@ -174,7 +174,13 @@ FollowWhy FollowState::ReadChangedDir(FollowRoot& r, ChangedInode& c) {
   d.path = *abs;
   d.entries = std::move(c.entries);
   std::vector<std::pair<std::string, uint64_t>>().swap(c.entries);
-  std::sort(d.entries.begin(), d.entries.end());
+  // A name met twice (unlinked and made again while the items were read in batches):
+  // the later is the one there now.
+  std::stable_sort(d.entries.begin(), d.entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  auto last = [](const auto& a, const auto& b) { return a.first == b.first; };
+  std::reverse(d.entries.begin(), d.entries.end());
+  d.entries.erase(std::unique(d.entries.begin(), d.entries.end(), last), d.entries.end());
+  std::reverse(d.entries.begin(), d.entries.end());
   dirs_[{r.fs, c.ino}] = std::move(d);
   return {};
 }

@@ -43,7 +43,8 @@ class QuietRecords {
   void Want(uint32_t fs);
   // Reads the previous index at `path` (its header created at `created_ns`) and keeps
   // the digests of each wanted record that is complete (hashed, no error) and settled
-  // (Settled in lib/format/index_file.h: not racy); false in
+  // (Settled in lib/format/index_file.h: not racy); the others are kept without one (24
+  // bytes all the same: an inode recorded twice says nothing certain); false in
   // *fits when they would take more than `most` bytes (none is kept).
   Status Load(const std::string& path, int64_t created_ns, uint64_t most, bool* fits);
   // Whether inode `c` of filesystem `fs` says all its record said (true), or all but

@@ -66,8 +66,10 @@ $out"
   prev=$WORK/w$seed.idx
 done
 
-# Nothing changed: no directory is read, no file stat'ed or opened.
+# Nothing changed: no directory is read, no file stat'ed or opened. Settled first, so
+# that the records this scan carries are not racy for the next one, which counts reads.
 sync
+settle
 # LeakSanitizer cannot run under ptrace: leaks are checked in every other run of the scan.
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
   strace -f -y -o "$WORK/strace.txt" -e trace=openat,openat2,open,newfstatat,statx,fstat,getdents64 \

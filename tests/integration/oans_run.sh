@@ -93,6 +93,8 @@ set -e
 pass "--plan-only: planned, nothing applied, not stored; oans apply takes the newest plan (--state-dir DIR, --until HH:MM)"
 
 # Run 1 (cold), slowed down by a read rate, with a second run (no arguments) during it.
+# The tree settled first: run 2 reuses every record run 1 made.
+settle
 "$BIN/oans" run --keep 2 --max-rate 3M --exclude '*.txt' --scan-option=--json --plan-option=--json "$MNT" \
   > "$WORK/run1.out" 2> "$WORK/run1.err" &
 run1=$!
