@@ -290,8 +290,8 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   const bool spinning = auto_storage ? prev.spinning : o.storage == StorageChoice::kHdd;
   const StoragePolicy& policy = PolicyFor(spinning ? StorageKind::kHdd : StorageKind::kSsd);
   auto read_ahead = [&] { ReadChangesAhead(sys, o, f.roots, policy, observer, stats); };
-  if (why.empty() && spinning) read_ahead();
   if (!spinning) f.before_reading_many = read_ahead;
+  else if (why.empty()) read_ahead();
   if (why.empty()) why = f.FindChanges(prev);
   if (why.empty()) why = f.MapChanged();
   if (why.empty()) why = f.StreamPrevious(prev);

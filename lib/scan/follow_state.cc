@@ -13,6 +13,19 @@
 #include "lib/scan/walk.h"
 
 namespace oans {
+
+void ChangedDir::SetEntries(std::vector<std::pair<std::string, uint64_t>> found) {
+  auto& e = entries = std::move(found);
+  std::stable_sort(e.begin(), e.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t kept = 0;
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (i + 1 < e.size() && e[i + 1].first == e[i].first) continue;  // a later one follows
+    if (kept != i) e[kept] = std::move(e[i]);
+    ++kept;
+  }
+  e.resize(kept);
+}
+
 std::optional<std::string> UnderRoot(const FollowRoot& r, const std::string& rel) {
   if (r.rel.empty()) return rel.empty() ? r.path : PathJoin(r.path, rel);
   if (rel == r.rel) return r.path;
@@ -172,15 +185,7 @@ FollowWhy FollowState::ReadChangedDir(FollowRoot& r, ChangedInode& c) {
   if (!abs || Excluded(r, *abs)) return {};  // outside the root or excluded now: as if removed
   ChangedDir d;
   d.path = *abs;
-  d.entries = std::move(c.entries);
-  std::vector<std::pair<std::string, uint64_t>>().swap(c.entries);
-  // A name met twice (unlinked and made again while the items were read in batches):
-  // the later is the one there now.
-  std::stable_sort(d.entries.begin(), d.entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  auto last = [](const auto& a, const auto& b) { return a.first == b.first; };
-  std::reverse(d.entries.begin(), d.entries.end());
-  d.entries.erase(std::unique(d.entries.begin(), d.entries.end(), last), d.entries.end());
-  std::reverse(d.entries.begin(), d.entries.end());
+  d.SetEntries(std::move(c.entries));
   dirs_[{r.fs, c.ino}] = std::move(d);
   return {};
 }

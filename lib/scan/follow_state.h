@@ -91,6 +91,10 @@ struct ChangedDir {
   std::string path;
   std::vector<std::pair<std::string, uint64_t>> entries;  // (name, inode), sorted by name
   bool known = false;                                     // the previous index recorded it
+  // Sets the entries from a directory's items in key order: sorted by name; of a name
+  // met twice (unlinked and made again while the items were read in batches), the
+  // later, the one there now.
+  void SetEntries(std::vector<std::pair<std::string, uint64_t>> found);
   // The inode `name` names, or 0 when it names none.
   uint64_t Find(std::string_view name) const {
     auto it = std::lower_bound(entries.begin(), entries.end(), name,

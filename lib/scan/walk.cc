@@ -355,8 +355,8 @@ class Walker {
   tbb::task_group tasks_;
   char tasks_done_ = 0;  // every task releases it as it ends (ThreadSanitizer, lib/base/tsan.h)
   tbb::enumerable_thread_specific<Local> local_;
-  std::set<Queued> queue_;
-  std::map<uint64_t, bool> defers_on_;  // DefersDirs, by device (the inode-order walker only)  // the inode-order walk's directories found and not yet listed
+  std::set<Queued> queue_;  // the inode-order walk's directories found and not yet listed
+  std::map<uint64_t, bool> defers_on_;  // DefersDirs, by device (the inode-order walker only)
 };
 
 }  // namespace

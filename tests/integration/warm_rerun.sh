@@ -54,6 +54,7 @@ with open(f"{m}/orig/media/big1.bin", "rb") as s, open(f"{m}/copy/new/big1.again
     d.write(s.read())                                                                   # new file, a duplicate
 PY
 sync
+settle  # the changes a second old: gen3's records of them settled, for the scans that count reads later
 "$BIN/oans-scan" --json --previous "$WORK/gen2.idx" "$MNT" -o "$WORK/gen3.idx" > "$WORK/scan3.json" 2>&1
 hashed=$(json_field "$WORK/scan3.json" hashed)
 same=$(json_field "$WORK/scan3.json" same_extents)
