@@ -258,11 +258,37 @@ Result<std::string> SpoolStdin() {
   return PinInput(fd, "standard input");
 }
 
-Status FrameWriter::Write(capnp::MessageBuilder& msg) {
-  kj::Array<capnp::word> words = capnp::messageToFlatArray(msg);
+FrameWriter::~FrameWriter() { (void)Wait(); }
+
+Status FrameWriter::WriteNow(const kj::Array<capnp::word>& words) {
   auto bytes = words.asBytes();
   OANS_RETURN_IF_ERROR(z_.Write(bytes.begin(), bytes.size()));
   return z_.EndFrame();
+}
+
+Status FrameWriter::Wait() {
+  if (worker_.joinable()) worker_.join();
+  in_flight_ = nullptr;
+  return status_;
+}
+
+Status FrameWriter::Write(capnp::MessageBuilder& msg) {
+  kj::Array<capnp::word> words = capnp::messageToFlatArray(msg);
+  OANS_RETURN_IF_ERROR(Wait());
+  if (behind_) {
+    in_flight_ = kj::mv(words);
+    try {
+      worker_ = std::thread([this] {
+        Status s = WriteNow(in_flight_);
+        if (!s.ok()) status_ = s;
+      });
+      return Status::Ok();
+    } catch (const std::system_error&) {  // no thread to be had: written here
+      words = kj::mv(in_flight_);
+    }
+  }
+  status_ = WriteNow(words);
+  return status_;
 }
 
 capnp::ReaderOptions FrameReader::Options(size_t words) {

@@ -17,6 +17,8 @@
 
 #include <memory>
 #include <string>
+#include <system_error>
+#include <thread>
 
 #include "lib/base/status.h"
 #include "lib/format/zstd_stream.h"
@@ -75,14 +77,29 @@ Result<std::string> SpoolStdin();
 // names it `name` in messages. For a file checked once and then read more than once.
 std::string PinInput(int fd, const std::string& name);
 
+// Writes each message as a frame. `behind`: another thread compresses and writes a frame
+// while the caller builds the next; Wait() returns when it is written. Wait before
+// anything else writes to the descriptor or reads what was written, and before the file
+// is committed or closed. An error sticks: every later call returns it.
 class FrameWriter {
  public:
-  FrameWriter(int fd, std::string name) : z_(fd, std::move(name)) {}
+  FrameWriter(int fd, std::string name, bool behind = false) : z_(fd, std::move(name)), behind_(behind) {}
+  ~FrameWriter();
+  FrameWriter(const FrameWriter&) = delete;
+  FrameWriter& operator=(const FrameWriter&) = delete;
   Status Write(capnp::MessageBuilder& msg);
+  // Waits for the frame being written behind; the first error met, if any.
+  Status Wait();
+  // After Wait.
   uint64_t bytes_out() const { return z_.bytes_out(); }
 
  private:
+  Status WriteNow(const kj::Array<capnp::word>& words);
   ZstdWriter z_;
+  bool behind_;
+  std::thread worker_;
+  kj::Array<capnp::word> in_flight_;  // the worker's frame
+  Status status_;                     // the first error
 };
 
 class FrameReader {

@@ -62,12 +62,14 @@ void Count(const IndexTotals& c, IndexTotals* t) {
 
 Status IndexWriter::Flush() {
   OANS_RETURN_IF_ERROR(FlushBatch());
-  return FlushCopy();
+  OANS_RETURN_IF_ERROR(FlushCopy());
+  return frames_.Wait();
 }
 
 Status IndexWriter::AppendFrames(const TempFile& spool, const IndexTotals& spooled) {
   OANS_RETURN_IF_ERROR(FlushBatch());
   OANS_RETURN_IF_ERROR(FlushCopy());
+  OANS_RETURN_IF_ERROR(frames_.Wait());
   struct stat st;
   if (fstat(spool.fd(), &st) != 0) return Status::Io("reading the scan's temporary spool", errno);
   OANS_RETURN_IF_ERROR(CopyRange(spool.fd(), 0, uint64_t(st.st_size), fd_, name_));
@@ -102,6 +104,7 @@ Status IndexWriter::AppendFrame(const FrameSpan& span, const IndexTotals& counte
 
 Status IndexWriter::FlushCopy() {
   if (copy_fd_ < 0) return Status::Ok();
+  OANS_RETURN_IF_ERROR(frames_.Wait());  // the frames written before come first
   Status s = CopyRange(copy_fd_, copy_start_, copy_end_, fd_, name_);
   close(copy_fd_);
   copy_fd_ = -1;

@@ -40,7 +40,7 @@ IndexWriter::IndexWriter(OutputFile* out, size_t batch_records)
     : IndexWriter(out->fd(), out->name(), batch_records) {}
 
 IndexWriter::IndexWriter(int fd, std::string name, size_t batch_records)
-    : fd_(fd), name_(name), frames_(fd, std::move(name)), batch_records_(batch_records) {}
+    : fd_(fd), name_(name), frames_(fd, std::move(name), /*behind=*/true), batch_records_(batch_records) {}
 
 
 Status IndexWriter::WriteHeader(const IndexHeader& h) {
@@ -201,7 +201,8 @@ Status IndexWriter::Finish() {
   t.setBatches(totals_.batches);
   t.setErrors(totals_.errors);
   t.setBytes(totals_.bytes);
-  return frames_.Write(msg);
+  OANS_RETURN_IF_ERROR(frames_.Write(msg));
+  return frames_.Wait();
 }
 
 namespace {

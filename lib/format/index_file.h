@@ -174,6 +174,8 @@ struct FrameSpan {
   uint64_t start = 0, end = 0;
 };
 
+// Each batch is compressed and written by another thread while the next is gathered
+// (FrameWriter's `behind`); Finish, Flush and AppendFrames return once all is written.
 class IndexWriter {
  public:
   // Writes to `out` (not owned); call Finish() then out->Commit().
@@ -244,6 +246,11 @@ class BatchView {
   virtual Hash128 hash(size_t i) const = 0;
   virtual std::string_view block_hashes(size_t i) const = 0;
   virtual std::string_view sector_sums(size_t i) const = 0;
+  // The record's inode and what its stat and extents say, into *e (which may hold an
+  // earlier record: its capacity is reused): fs, dev, ino, size, times, links, flags,
+  // owner, extents, `hashed`, and `error` as "error" when the record has one. Neither
+  // paths nor keys: for a reader that looks at many records and keeps little of each.
+  virtual void StatOf(size_t i, FileEntry* e) const = 0;
 };
 
 struct IndexReadOptions {

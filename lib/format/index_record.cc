@@ -82,6 +82,24 @@ Status DecodeRecord(schema::FileRecord::Reader f, const std::string& name, const
 
 }  // namespace
 
+void FrameBatchView::StatOf(size_t i, FileEntry* e) const {
+  const auto f = files_[unsigned(i)];
+  e->fs = f.getFs();
+  e->dev = f.getDev();
+  e->ino = f.getIno();
+  e->size = f.getSize();
+  e->mtime_ns = f.getMtimeNs();
+  e->ctime_ns = f.getCtimeNs();
+  e->nlink = f.getNlink();
+  e->inode_flags = f.getInodeFlags();
+  e->uid = f.getUid();
+  e->gid = f.getGid();
+  e->extents.clear();
+  for (auto x : f.getExtents()) e->extents.push_back({x.getLogical(), x.getPhysical(), x.getLength(), x.getFlags()});
+  e->hashed = f.getHashed();
+  e->error.assign(f.getError().size() != 0 ? "error" : "");
+}
+
 // The checks a record must pass, made on the frame's bytes: a known filesystem, paths
 // that are absolute and clean (lib/base/paths.h), block hashes and sector sums that fit
 // the file's size, known kinds of sums and keys.

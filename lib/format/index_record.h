@@ -56,6 +56,7 @@ class FrameBatchView final : public BatchView {
   }
   std::string_view block_hashes(size_t i) const override { return ViewOf(files_[unsigned(i)].getBlockHashes()); }
   std::string_view sector_sums(size_t i) const override { return ViewOf(files_[unsigned(i)].getSectorSums()); }
+  void StatOf(size_t i, FileEntry* e) const override;
 
  private:
   static std::string_view ViewOf(capnp::Data::Reader d) {

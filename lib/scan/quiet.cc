@@ -66,27 +66,34 @@ const QuietRecords::Wanted* QuietRecords::Of(uint32_t fs) const {
 Status QuietRecords::Load(const std::string& path, int64_t created_ns, uint64_t most, bool* fits) {
   uint64_t bytes = 0;
   *fits = true;
+  // Each batch is looked at as it is encoded (checked, not decoded): only the stat and
+  // extents of its records are read.
+  FileEntry e;
+  IndexReadOptions ro;
+  ro.keep_encoded = [&](const IndexHeader&, const BatchView& batch) {
+    for (size_t i = 0; i < batch.size() && *fits; ++i) {
+      Wanted* w = Of(batch.fs(i));
+      if (!w) continue;
+      bytes += sizeof(Record);
+      if (bytes > most) {
+        *fits = false;
+        break;
+      }
+      batch.StatOf(i, &e);
+      // A record without a digest, or racy, is kept without one: it is looked at, and
+      // still counts when the inode has two records.
+      const QuietDigest d = Settled(e, created_ns) ? QuietDigest::Of(e) : QuietDigest{};
+      w->records.push_back({e.ino, d});
+    }
+    return true;
+  };
+  ro.on_encoded = [](const IndexHeader&, const IndexTotals&) { return Status::Ok(); };
   auto r = ReadIndex(
-      path, {},
+      path, ro,
       [&](const IndexHeader& h) {
         return h.created_ns == created_ns ? Status::Ok() : Status::Invalid("the previous index changed while it was read");
       },
-      [&](const IndexHeader&, std::vector<FileEntry>& batch) {
-        for (const auto& e : batch) {
-          Wanted* w = Of(e.fs);
-          if (!w) continue;
-          // A record without a digest, or racy, is kept without one: it is looked at, and
-          // still counts when the inode has two records.
-          const QuietDigest d = Settled(e, created_ns) ? QuietDigest::Of(e) : QuietDigest{};
-          bytes += sizeof(Record);
-          if (bytes > most) {
-            *fits = false;
-            return Status::Ok();
-          }
-          w->records.push_back({e.ino, d});
-        }
-        return Status::Ok();
-      });
+      [](const IndexHeader&, std::vector<FileEntry>&) { return Status::Ok(); });
   if (!r.ok()) return r.status();
   for (auto& w : wanted_) {
     if (!*fits) std::vector<Record>().swap(w.records);

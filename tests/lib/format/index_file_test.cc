@@ -323,7 +323,10 @@ TEST(IndexFile, CutInsideAFrame) {
   std::vector<off_t> batch_end;
   for (uint64_t i = 0; i < 30; ++i) {
     ASSERT_OK(w.Add(SampleEntry(i, 64 * 1024)));
-    if (i % 10 == 9) batch_end.push_back(::lseek((*out)->fd(), 0, SEEK_CUR));
+    if (i % 10 == 9) {
+      ASSERT_OK(w.Flush());  // the frame is written behind
+      batch_end.push_back(::lseek((*out)->fd(), 0, SEEK_CUR));
+    }
   }
   ASSERT_OK(w.Finish());
   ASSERT_OK((*out)->Commit());
@@ -494,10 +497,14 @@ std::string ThreeBatches(const std::string& path, std::vector<off_t>* ends) {
   EXPECT_TRUE(out.ok());
   IndexWriter w(out->get(), 10);
   EXPECT_OK(w.WriteHeader(SampleHeader()));
+  EXPECT_OK(w.Flush());  // frames are written behind
   ends->push_back(::lseek((*out)->fd(), 0, SEEK_CUR));
   for (uint64_t i = 0; i < 30; ++i) {
     EXPECT_OK(w.Add(SampleEntry(i, 64 * 1024)));
-    if (i % 10 == 9) ends->push_back(::lseek((*out)->fd(), 0, SEEK_CUR));
+    if (i % 10 == 9) {
+      EXPECT_OK(w.Flush());
+      ends->push_back(::lseek((*out)->fd(), 0, SEEK_CUR));
+    }
   }
   EXPECT_OK(w.Finish());
   EXPECT_OK((*out)->Commit());
@@ -678,6 +685,7 @@ void WriteWithSecondBatch(const std::string& path, const FileEntry& bad, const I
   ASSERT_OK(w.WriteHeader(h));
   ASSERT_OK(w.AddDir({"/data", 0, 256}));
   ASSERT_OK(w.Add(SampleEntry(1, 64 * 1024)));
+  ASSERT_OK(w.Flush());  // the frame is written behind
   *second = ::lseek((*out)->fd(), 0, SEEK_CUR);
   if (bad_dir) ASSERT_OK(w.AddDir(*bad_dir));
   ASSERT_OK(w.Add(bad));

@@ -636,5 +636,60 @@ TEST(FrameStream, MessageMustFitItsFrame) {
   EXPECT_FALSE(cut);
 }
 
+// Frames written behind come out whole and in order; Wait returns once they are written.
+TEST(FrameWriterTest, FramesWrittenBehindKeepTheirOrder) {
+  TempDir dir;
+  const std::string path = dir.Join("behind");
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(fd, 0);
+  std::vector<std::string> sent;
+  {
+    FrameWriter w(fd, "behind", /*behind=*/true);
+    for (uint64_t i = 0; i < 50; ++i) {
+      capnp::MallocMessageBuilder msg;
+      sent.push_back(MakeMessage(msg, "/f" + std::to_string(i), i));
+      ASSERT_TRUE(w.Write(msg).ok());
+    }
+    ASSERT_TRUE(w.Wait().ok());
+    EXPECT_GT(w.bytes_out(), 0u);
+  }
+  ::close(fd);
+  fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  FrameReader r(fd, "behind");
+  for (const auto& want : sent) {
+    kj::Array<capnp::word> words;
+    auto next = r.Next(&words);
+    ASSERT_TRUE(next.ok()) << next.status().message();
+    ASSERT_TRUE(*next);
+    auto bytes = words.asBytes();
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size()), want);
+  }
+  kj::Array<capnp::word> words;
+  auto end = r.Next(&words);
+  ASSERT_TRUE(end.ok());
+  EXPECT_FALSE(*end);
+  ::close(fd);
+}
+
+// A frame that fails to be written behind fails Wait, and every write after it.
+TEST(FrameWriterTest, AnErrorBehindIsReportedAndSticks) {
+  TempDir dir;
+  const std::string path = dir.Join("ro");
+  test::WriteFile(path, "");
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  FrameWriter w(fd, "ro", /*behind=*/true);
+  capnp::MallocMessageBuilder msg;
+  MakeMessage(msg, "/a", 1);
+  EXPECT_TRUE(w.Write(msg).ok());  // handed to the thread
+  Status waited = w.Wait();
+  EXPECT_FALSE(waited.ok());
+  EXPECT_NE(waited.message().find("ro"), std::string::npos) << waited.message();
+  EXPECT_FALSE(w.Write(msg).ok());
+  EXPECT_FALSE(w.Wait().ok());
+  ::close(fd);
+}
+
 }  // namespace
 }  // namespace oans
