@@ -269,18 +269,25 @@ Status FrameWriter::WriteNow(const kj::Array<capnp::word>& words) {
 Status FrameWriter::Wait() {
   if (worker_.joinable()) worker_.join();
   in_flight_ = nullptr;
+  if (out_of_memory_ && status_.ok()) status_ = Status::Io("writing a frame", ENOMEM);
   return status_;
 }
 
 Status FrameWriter::Write(capnp::MessageBuilder& msg) {
-  kj::Array<capnp::word> words = capnp::messageToFlatArray(msg);
+  // One flat copy at a time: the frame behind is written before the next is made.
   OANS_RETURN_IF_ERROR(Wait());
+  kj::Array<capnp::word> words = capnp::messageToFlatArray(msg);
   if (behind_) {
     in_flight_ = kj::mv(words);
     try {
       worker_ = std::thread([this] {
-        Status s = WriteNow(in_flight_);
-        if (!s.ok()) status_ = s;
+        try {
+          Status s = WriteNow(in_flight_);
+          if (!s.ok()) status_ = s;
+        } catch (...) {  // out of memory making a message: said by Wait
+          out_of_memory_ = true;
+        }
+        in_flight_ = nullptr;  // its memory goes back while the next batch is gathered
       });
       return Status::Ok();
     } catch (const std::system_error&) {  // no thread to be had: written here

@@ -100,6 +100,7 @@ class FrameWriter {
   std::thread worker_;
   kj::Array<capnp::word> in_flight_;  // the worker's frame
   Status status_;                     // the first error
+  bool out_of_memory_ = false;        // the worker could not allocate
 };
 
 class FrameReader {

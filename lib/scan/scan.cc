@@ -391,7 +391,12 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
     OANS_RETURN_IF_ERROR(writer.Flush());
     return Status::Interrupted("scan interrupted");
   }
-  OANS_RETURN_IF_ERROR(census.Write(header, o.stop, observer, &writer));
+  Status census_written = census.Write(header, o.stop, observer, &writer);
+  if (census_written.code() == Status::Code::kInterrupted) {  // what was gathered is kept
+    stats->interrupted = true;
+    OANS_RETURN_IF_ERROR(writer.Flush());
+  }
+  OANS_RETURN_IF_ERROR(census_written);
   stats->census_extents = census.extents();
   stats->census_looked_up = census.looked_up();
   return writer.Finish();
