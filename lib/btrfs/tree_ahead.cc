@@ -292,20 +292,26 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
   const Reading r{sys, fd, *info, chunks, &devices, stop};
   std::vector<LeafRead> reads;
   std::vector<const BtrfsSearch*> in_key_order;
+  bool cut = false;
   for (const BtrfsSearch& s : trees) {
     if (stop && stop()) return Status::Ok();
     const uint64_t planned = stats->bytes + reads.size() * info->node_size;
     if (planned >= budget) {
-      stats->cut_short = true;
+      cut = true;
       break;
     }
-    if (mapped && s.tree_id && LayOut(r, s, since, budget - planned, &reads, &stats->cut_short)) {
+    if (mapped && s.tree_id && LayOut(r, s, since, budget - planned, &reads, &cut)) {
       stats->on_disk = true;
     } else if (what == TreesFor::kScan) {  // apply leaves a tree it cannot lay out
       in_key_order.push_back(&s);
     }
   }
-  if (reads.size() * info->node_size < job.least) reads.clear();
+  // Too few to be worth it, even cut to the budget: none is read ahead, none cut short.
+  if (reads.size() * info->node_size < job.least) {
+    reads.clear();
+    cut = false;
+  }
+  if (cut) stats->cut_short = true;
   OANS_RETURN_IF_ERROR(ReadInDiskOrder(r, reads, job.readers, stats));
   for (const BtrfsSearch* s : in_key_order) {
     if (stop && stop()) break;

@@ -214,8 +214,10 @@ void ReadChangesAhead(Sys& sys, const ScanOptions& o, const std::vector<FollowRo
                       const StoragePolicy& policy, Observer* observer, ScanStats* stats) {
   TreeAheadStats ahead;
   for (const auto& r : roots) {
+    // --io-threads sets how many reads are in flight, these too.
+    const int readers = o.io_threads > 0 ? o.io_threads : policy.tree_readers;
     const TreeAheadJob job{TreesFor::kChanges, o.memory, [&o] { return o.stop && o.stop->load(); }, r.since,
-                           policy.tree_readers, policy.tree_ahead_least};
+                           readers, policy.tree_ahead_least};
     Status s = ReadTreesAhead(sys, r.fd, job, &ahead);
     if (!s.ok()) observer->Notice("warning: " + r.path + ": btrfs tree blocks not read ahead: " + s.message());
   }

@@ -437,6 +437,27 @@ TEST(TreeAhead, TooFewLeavesAreNotReadAhead) {
   }
 }
 
+// A budget that cuts the list under the least worth reading: nothing is read ahead, and
+// nothing is said to be cut short.
+TEST(TreeAhead, ACutListUnderTheLeastIsNotCutShort) {
+  FakeFs sys;
+  sys.Lay();
+  TreeAheadStats stats;
+  TreeAheadJob job{TreesFor::kChanges, 2 * kNode, {}, 1, 1, 3 * kNode};  // every block written since
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, job, &stats).ok());
+  EXPECT_TRUE(sys.Reads().empty());
+  EXPECT_EQ(stats.leaves, 0u);
+  EXPECT_FALSE(stats.cut_short);
+  // With room for the least, the same budget cuts what it reads short.
+  FakeFs again;
+  again.Lay();
+  TreeAheadStats read;
+  TreeAheadJob cut{TreesFor::kChanges, 2 * kNode, {}, 1, 1, 2 * kNode};
+  ASSERT_TRUE(ReadTreesAhead(again, 3, cut, &read).ok());
+  EXPECT_EQ(read.leaves, 2u);
+  EXPECT_TRUE(read.cut_short);
+}
+
 TEST(TreeAhead, ForChangesNothingInKeyOrder) {
   FakeFs sys;
   sys.chunk_type = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_RAID0;
