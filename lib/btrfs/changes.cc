@@ -3,6 +3,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
 #include <optional>
 
 namespace oans {
@@ -124,6 +129,7 @@ struct Keeper {
   size_t limit;
   SubvolumeChanges* out;
   bool room = true;
+  std::atomic<size_t>* kept_by_all = nullptr;  // slices judged at once count together
 
   void Keep(ChangedInode c) {
     if (quiet && quiet(c)) {
@@ -133,7 +139,11 @@ struct Keeper {
     // Inline data is read again if the file needs keys: most changed files keep theirs.
     std::string().swap(c.map.inline_data);
     out->inodes.push_back(std::move(c));
-    room = out->inodes.size() <= limit;
+    room = (kept_by_all ? ++*kept_by_all : out->inodes.size()) <= limit;
+  }
+  bool Room() {
+    if (room && kept_by_all) room = kept_by_all->load() <= limit;
+    return room;
   }
 };
 
@@ -237,23 +247,29 @@ Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, co
   return Status::Ok();
 }
 
-Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& quiet, size_t limit,
-                          std::vector<uint64_t>* rest, SubvolumeChanges* out) {
-  Keeper keeper{quiet, limit, out};
+namespace {
+
+// The inodes numbered `first` to `last` of JudgeChangedInodes, in one search.
+Status JudgeSlice(Sys& sys, int fd, uint64_t since, uint64_t first, uint64_t last, Keeper* keeper,
+                  std::vector<uint64_t>* rest) {
+  SubvolumeChanges* out = keeper->out;
   std::optional<InodeItems> c;
   bool bad = false;
   uint64_t ino = 0;
   auto end_inode = [&] {
     if (!c) return;
-    if (c->Complete()) keeper.Keep(c->Finish());
+    if (c->Complete()) keeper->Keep(c->Finish());
     else rest->push_back(ino);
     c.reset();
   };
+  BtrfsSearch s = ChangedBlocks(since);
+  s.min = {first, 0, 0};
+  s.max = {last, 255, ~uint64_t(0)};
   out->searches++;
-  OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, ChangedBlocks(since), [&](const BtrfsItem& item) {
+  OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, s, [&](const BtrfsItem& item) {
     if (!InodeItemType(item.key.type)) return true;
     if (c && item.key.objectid != ino) end_inode();
-    if (!keeper.room) return false;
+    if (!keeper->Room()) return false;
     if (!c) {
       ino = item.key.objectid;
       c.emplace(ino);
@@ -264,10 +280,53 @@ Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& qu
   }));
   end_inode();
   if (bad) return Status::Corrupt("btrfs returned an inode item, link or directory entry that does not decode");
-  if (!keeper.room) {
-    out->too_many = true;
-    std::vector<ChangedInode>().swap(out->inodes);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& quiet, size_t limit,
+                          std::vector<uint64_t>* rest, SubvolumeChanges* out, const std::vector<uint64_t>& splits) {
+  // Slice k holds the numbers from splits[k - 1] (the first inode for k = 0) to before
+  // splits[k] (the last inode for the last slice).
+  const size_t slices = splits.size() + 1;
+  std::vector<SubvolumeChanges> outs(slices);
+  std::vector<std::vector<uint64_t>> rests(slices);
+  std::vector<Status> status(slices);
+  std::atomic<size_t> kept{0};
+  std::vector<Keeper> keepers;
+  for (size_t k = 0; k < slices; ++k) keepers.push_back({quiet, limit, &outs[k], true, slices > 1 ? &kept : nullptr});
+  auto judge = [&](size_t k) {
+    const uint64_t first = k == 0 ? kBtrfsFirstInode : std::max(splits[k - 1], kBtrfsFirstInode);
+    const uint64_t last = k + 1 == slices ? kBtrfsLastInode : splits[k] - 1;
+    if (first > last) return;
+    try {
+      status[k] = JudgeSlice(sys, fd, since, first, last, &keepers[k], &rests[k]);
+    } catch (const std::exception& e) {  // on a thread of its own, it must not escape
+      status[k] = Status::Io(std::string("judging changed inodes: ") + e.what(), ENOMEM);
+    }
+  };
+  std::vector<std::thread> threads;
+  size_t k = 1;
+  try {
+    for (; k < slices; ++k) threads.emplace_back(judge, k);
+  } catch (const std::system_error&) {  // no more threads to be had: the rest judged here
   }
+  judge(0);
+  for (size_t j = k; j < slices; ++j) judge(j);
+  for (auto& t : threads) t.join();
+  for (size_t j = 0; j < slices; ++j) {
+    OANS_RETURN_IF_ERROR(status[j]);
+    out->found += outs[j].found;
+    out->quiet += outs[j].quiet;
+    out->searches += outs[j].searches;
+    if (!keepers[j].room) out->too_many = true;
+    // Slices in order: inode order again.
+    for (auto& c : outs[j].inodes) out->inodes.push_back(std::move(c));
+    std::vector<ChangedInode>().swap(outs[j].inodes);
+    rest->insert(rest->end(), rests[j].begin(), rests[j].end());
+  }
+  if (out->too_many) std::vector<ChangedInode>().swap(out->inodes);
   return Status::Ok();
 }
 

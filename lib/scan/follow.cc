@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "lib/base/paths.h"
@@ -292,8 +293,15 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   const bool spinning = auto_storage ? prev.spinning : o.storage == StorageChoice::kHdd;
   const StoragePolicy& policy = PolicyFor(spinning ? StorageKind::kHdd : StorageKind::kSsd);
   auto read_ahead = [&] { ReadChangesAhead(sys, o, f.roots, policy, observer, stats); };
-  if (!spinning) f.before_reading_many = read_ahead;
-  else if (why.empty()) read_ahead();
+  const size_t judges = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  if (!spinning) {
+    f.before_reading_many = read_ahead;
+    f.judge_threads = judges;
+  } else if (why.empty()) {
+    read_ahead();
+    // Every block written since is in memory.
+    if (stats->tree_ahead_leaves > 0 && !stats->tree_ahead_cut) f.judge_threads = judges;
+  }
   if (why.empty()) why = f.FindChanges(prev);
   if (why.empty()) why = f.MapChanged();
   if (why.empty()) why = f.StreamPrevious(prev);

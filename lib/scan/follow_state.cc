@@ -86,7 +86,8 @@ FollowWhy FollowState::FindRootChanges(FollowRoot& r, std::vector<uint64_t>& num
   if (quiet_) {
     QuietInode take = [this, &r](ChangedInode& c) { return quiet_->Take(r.fs, c); };
     numbers.clear();
-    s = JudgeChangedInodes(sys_, r.fd, r.since, take, kMaxFollowedInodes, &numbers, &r.changes);
+    s = JudgeChangedInodes(sys_, r.fd, r.since, take, kMaxFollowedInodes, &numbers, &r.changes,
+                           quiet_->Splits(r.fs, judge_threads));
     if (s.ok() && !r.changes.too_many) s = ReadChangedInodes(sys_, r.fd, numbers, take, kMaxFollowedInodes, &r.changes);
   } else {
     r.changes.found = numbers.size();

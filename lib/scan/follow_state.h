@@ -127,6 +127,10 @@ class FollowState {
   // Called once by FindChanges when more than kJudgeQuietFrom inodes changed, before
   // they are read (an SSD's read-ahead of the blocks written since). May be empty.
   std::function<void()> before_reading_many;
+  // Threads that judge the changed inodes at once, each a slice of the inode numbers
+  // (JudgeChangedInodes): more than one only where their tree blocks are in memory or
+  // on an SSD (a spinning disk would seek between the slices).
+  size_t judge_threads = 1;
   // Whether `path` (below r.top) is excluded by --exclude.
   bool Excluded(const FollowRoot& r, const std::string& path) const;
   // Whether every record written equals one of the previous index and none is missing.

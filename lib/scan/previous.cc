@@ -211,4 +211,11 @@ Status LoadPrevious(const ScanOptions& o, Observer* observer, ScanStats* stats,
   return Status::Ok();
 }
 
+void PreviousIndex::WarnUnreadable(Observer* observer, const std::string& temp_dir) const {
+  if (uint64_t n = unreadable())
+    observer->Notice("warning: " + std::to_string(n) + " records of --previous could not be read back from its "
+                     "temporary file in " + TempDirectory(temp_dir) + "; those files were read again (check the "
+                     "disk, or give --temp-dir or a larger --memory)");
+}
+
 }  // namespace oans

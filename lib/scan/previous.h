@@ -74,6 +74,8 @@ class PreviousIndex {
   bool spilled() const { return store_.spilled(); }
   // Lookups whose record could not be read back from that file (its files were read).
   uint64_t unreadable() const { return unreadable_.load(std::memory_order_relaxed); }
+  // Says so when records could not be read back (their files were read again).
+  void WarnUnreadable(Observer* observer, const std::string& temp_dir) const;
 
  private:
   static constexpr uint8_t kInlineOnly = 1;  // extents hold inline data only

@@ -113,9 +113,25 @@ bool QuietRecords::Take(uint32_t fs, ChangedInode& c) {
   const QuietDigest now = QuietDigest::Of(c);
   if (it->digest.stat == 0 || now.stat == 0 || now.stat != it->digest.stat) return false;
   if (now.extents == it->digest.extents) return true;
+  std::lock_guard<std::mutex> lock(moved_mu_);
   w->moved.push_back({c.ino, c.map.inode_flags, std::move(c.map.extents)});
   moved_count_++;
   return true;
+}
+
+std::vector<uint64_t> QuietRecords::Splits(uint32_t fs, size_t parts) const {
+  std::vector<uint64_t> cuts;
+  const Wanted* w = Of(fs);
+  if (!w || parts < 2) return cuts;
+  // No slice of fewer than this many records: a thread costs more than it saves.
+  constexpr size_t kLeast = 4096;
+  const size_t n = w->records.size();
+  parts = std::min(parts, n / kLeast);
+  for (size_t k = 1; k < parts; ++k) {
+    const uint64_t at = w->records[n * k / parts].ino;
+    if (cuts.empty() || at > cuts.back()) cuts.push_back(at);
+  }
+  return cuts;
 }
 
 void QuietRecords::Done() {

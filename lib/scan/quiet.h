@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,8 +49,12 @@ class QuietRecords {
   // *fits when they would take more than `most` bytes (none is kept).
   Status Load(const std::string& path, int64_t created_ns, uint64_t most, bool* fits);
   // Whether inode `c` of filesystem `fs` says all its record said (true), or all but
-  // its extents (true, and its extents are moved out of c into Moved's list).
+  // its extents (true, and its extents are moved out of c into Moved's list). May be
+  // called from several threads at once (between Load and Done).
   bool Take(uint32_t fs, ChangedInode& c);
+  // Inode numbers that cut the records of `fs` into `parts` runs of about as many
+  // (fewer cuts when there are few records): where a judge split in slices cuts.
+  std::vector<uint64_t> Splits(uint32_t fs, size_t parts) const;
   // The digests are dropped; the moved extents stay.
   void Done();
   // The new extents of inode `ino` of `fs` when only they changed (after Done); null
@@ -70,6 +75,7 @@ class QuietRecords {
   Wanted* Of(uint32_t fs);
   const Wanted* Of(uint32_t fs) const;
   std::vector<Wanted> wanted_;
+  std::mutex moved_mu_;  // guards the moved lists and their count while Take is called
   uint64_t moved_count_ = 0;
 };
 

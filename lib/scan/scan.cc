@@ -380,23 +380,17 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   stats->bytes_read = state.bytes_read.load();
   stats->checksums = checksums.counts();
   OANS_RETURN_IF_ERROR(written);
-  if (uint64_t n = prev->unreadable())
-    observer->Notice("warning: " + std::to_string(n) + " records of --previous could not be read back from its "
-                     "temporary file in " + TempDirectory(o.temp_dir) + "; those files were read again (check the "
-                     "disk, or give --temp-dir or a larger --memory)");
+  prev->WarnUnreadable(observer, o.temp_dir);
   OANS_RETURN_IF_ERROR(RecordProblems(w, o, &writer, observer, stats));
   if (!kept.empty()) observer->Progress({"hash", progress.done, progress.total, stats->files, found});
-  if (o.stop && o.stop->load()) {
-    stats->interrupted = true;
-    OANS_RETURN_IF_ERROR(writer.Flush());
-    return Status::Interrupted("scan interrupted");
-  }
-  Status census_written = census.Write(header, o.stop, observer, &writer);
-  if (census_written.code() == Status::Code::kInterrupted) {  // what was gathered is kept
+  // Stopped, before the census or during it: what was gathered is kept, cut short.
+  Status s = o.stop && o.stop->load() ? Status::Interrupted("scan interrupted")
+                                      : census.Write(header, o.stop, observer, &writer);
+  if (s.code() == Status::Code::kInterrupted) {
     stats->interrupted = true;
     OANS_RETURN_IF_ERROR(writer.Flush());
   }
-  OANS_RETURN_IF_ERROR(census_written);
+  OANS_RETURN_IF_ERROR(s);
   stats->census_extents = census.extents();
   stats->census_looked_up = census.looked_up();
   return writer.Finish();

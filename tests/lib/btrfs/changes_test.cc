@@ -4,7 +4,10 @@
 #include <linux/btrfs_tree.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <mutex>
 
 #include "lib/base/fsinfo.h"
 #include "tests/lib/test_util.h"
@@ -98,7 +101,7 @@ TEST(FollowChangesTest, PastTheCapTheNumbersStop) {
 class ItemTree : public test::ForwardingSys {
  public:
   std::map<BtrfsKey, std::pair<uint64_t, std::string>> items;  // key -> (generation, bytes)
-  int searches = 0;
+  std::atomic<int> searches{0};  // judges in slices search at once
 
   Status TreeSearch(int, const BtrfsSearch& s, const BtrfsVisitor& visit) override {
     searches++;
@@ -148,11 +151,10 @@ class ItemTree : public test::ForwardingSys {
   }
 };
 
-TEST(FollowChangesTest, InodesWholeInTheBlocksWrittenSinceAreJudgedInOneSearch) {
-  ItemTree sys;
-  // 300: a file whose items all lie in new blocks; 301: one extent in an old block;
-  // 302: one of its two links in an old block; 303: a directory with its one entry;
-  // 304: a directory with one of two entries in an old block; 305: all old.
+// 300: a file whose items all lie in new blocks; 301: one extent in an old block;
+// 302: one of its two links in an old block; 303: a directory with its one entry;
+// 304: a directory with one of two entries in an old block; 305: all old.
+void SixInodes(ItemTree& sys) {
   sys.Inode(300, S_IFREG | 0644, 8192, 8192, 1);
   sys.Ref(300, 303, "a");
   sys.Extent(300, 0, 1 << 20, 4096);
@@ -174,6 +176,11 @@ TEST(FollowChangesTest, InodesWholeInTheBlocksWrittenSinceAreJudgedInOneSearch) 
   sys.Entry(304, 3, 310, "y", 10);
   sys.Inode(305, S_IFREG | 0644, 4096, 4096, 1, 10);
   sys.Ref(305, 303, "f", 10);
+}
+
+TEST(FollowChangesTest, InodesWholeInTheBlocksWrittenSinceAreJudgedInOneSearch) {
+  ItemTree sys;
+  SixInodes(sys);
 
   std::vector<uint64_t> judged;
   auto judge = [&](ChangedInode& c) {
@@ -200,6 +207,39 @@ TEST(FollowChangesTest, InodesWholeInTheBlocksWrittenSinceAreJudgedInOneSearch) 
   EXPECT_EQ(c.inodes[0].map.extents.size(), 2u);  // 301: both extents
   EXPECT_EQ(c.inodes[1].links.size(), 2u);        // 302: both links
   EXPECT_EQ(c.inodes[3].entries.size(), 2u);      // 304: both entries
+}
+
+// Judged in slices, one thread each: the same inodes found, judged and kept, in inode
+// order, one search a slice.
+TEST(FollowChangesTest, SlicesJudgeAsOneSearchDoes) {
+  ItemTree sys;
+  SixInodes(sys);
+  std::mutex mu;
+  std::vector<uint64_t> judged;
+  auto judge = [&](ChangedInode& c) {
+    std::lock_guard<std::mutex> lock(mu);
+    judged.push_back(c.ino);
+    return c.ino == 300;
+  };
+  SubvolumeChanges c;
+  std::vector<uint64_t> rest;
+  ASSERT_TRUE(JudgeChangedInodes(sys, -1, 40, judge, 100, &rest, &c, {302, 304}).ok());
+  EXPECT_EQ(sys.searches, 3);
+  EXPECT_EQ(c.found, 5u);
+  EXPECT_EQ(c.quiet, 1u);
+  std::sort(judged.begin(), judged.end());
+  EXPECT_EQ(judged, (std::vector<uint64_t>{300, 303}));
+  EXPECT_EQ(rest, (std::vector<uint64_t>{301, 302, 304}));
+  ASSERT_EQ(c.inodes.size(), 1u);
+  EXPECT_EQ(c.inodes[0].ino, 303u);
+  EXPECT_FALSE(c.too_many);
+
+  // The limit counts what every slice keeps: two kept in two slices is past a limit of 1.
+  SubvolumeChanges over;
+  std::vector<uint64_t> more;
+  ASSERT_TRUE(JudgeChangedInodes(sys, -1, 40, [](ChangedInode&) { return false; }, 1, &more, &over, {303}).ok());
+  EXPECT_TRUE(over.too_many);
+  EXPECT_TRUE(over.inodes.empty());
 }
 
 TEST(FollowChangesTest, PastTheLimitNothingIsLookedUpAndTheCallerWalks) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "tests/lib/test_util.h"
 
 namespace oans {
@@ -197,6 +199,42 @@ TEST(QuietTest, TwoRecordsOfOneInodeSayNothingCertain) {
   ASSERT_TRUE(r.Load(dir.Join("racy.idx"), kBegan + 45, 1 << 20, &fits).ok());
   ChangedInode also = Items(300);
   EXPECT_FALSE(r.Take(0, also));
+}
+
+// Where a judge in slices cuts: about as many records in each slice, none of fewer
+// than 4,096; and many threads taking moved files at once lose none.
+TEST(QuietTest, SplitsCutTheRecordsEvenlyAndTakeServesManyThreads) {
+  test::TempDir dir;
+  IndexHeader h;
+  h.created_ns = kBegan + 42;
+  h.filesystems = {test::BtrfsFs("u", 5, 40, "/")};
+  std::vector<FileEntry> records;
+  for (uint64_t ino = 1000; ino < 1000 + 3 * 4096; ++ino) records.push_back(Record(ino));
+  test::WriteIndex(dir.Join("prev.idx"), h, records, 1024);
+  QuietRecords q;
+  q.Want(0);
+  bool fits = false;
+  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 42, 1 << 30, &fits).ok());
+  ASSERT_TRUE(fits);
+  EXPECT_EQ(q.Splits(0, 1), std::vector<uint64_t>{});
+  EXPECT_EQ(q.Splits(0, 2), (std::vector<uint64_t>{1000 + 3 * 4096 / 2}));
+  EXPECT_EQ(q.Splits(0, 3), (std::vector<uint64_t>{1000 + 4096, 1000 + 2 * 4096}));
+  EXPECT_EQ(q.Splits(0, 8).size(), 2u);  // three slices of 4,096 at most
+  EXPECT_EQ(q.Splits(1, 4), std::vector<uint64_t>{});  // not wanted
+
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&q, t] {
+      for (uint64_t ino = 1000 + uint64_t(t); ino < 1000 + 3 * 4096; ino += 4) {
+        ChangedInode c = Items(ino);
+        c.map.extents[0].physical = 8 << 20;
+        EXPECT_TRUE(q.Take(0, c));
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(q.moved(), 3u * 4096);
+  q.Done();
+  for (uint64_t ino = 1000; ino < 1000 + 3 * 4096; ++ino) ASSERT_NE(q.Moved(0, ino), nullptr) << ino;
 }
 
 }  // namespace
