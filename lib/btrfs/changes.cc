@@ -287,9 +287,13 @@ Status JudgeSlice(Sys& sys, int fd, uint64_t since, uint64_t first, uint64_t las
 
 Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& quiet, size_t limit,
                           std::vector<uint64_t>* rest, SubvolumeChanges* out, const std::vector<uint64_t>& splits) {
-  // Slice k holds the numbers from splits[k - 1] (the first inode for k = 0) to before
-  // splits[k] (the last inode for the last slice).
-  const size_t slices = splits.size() + 1;
+  // Slice k holds the numbers from cuts[k - 1] (the first inode for k = 0) to before
+  // cuts[k] (the last inode for the last slice); cuts outside the inodes' numbers, or
+  // out of order, are left out.
+  std::vector<uint64_t> cuts;
+  for (uint64_t at : splits)
+    if (at > kBtrfsFirstInode && at <= kBtrfsLastInode && (cuts.empty() || at > cuts.back())) cuts.push_back(at);
+  const size_t slices = cuts.size() + 1;
   std::vector<SubvolumeChanges> outs(slices);
   std::vector<std::vector<uint64_t>> rests(slices);
   std::vector<Status> status(slices);
@@ -297,9 +301,8 @@ Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& qu
   std::vector<Keeper> keepers;
   for (size_t k = 0; k < slices; ++k) keepers.push_back({quiet, limit, &outs[k], true, slices > 1 ? &kept : nullptr});
   auto judge = [&](size_t k) {
-    const uint64_t first = k == 0 ? kBtrfsFirstInode : std::max(splits[k - 1], kBtrfsFirstInode);
-    const uint64_t last = k + 1 == slices ? kBtrfsLastInode : splits[k] - 1;
-    if (first > last) return;
+    const uint64_t first = k == 0 ? kBtrfsFirstInode : cuts[k - 1];
+    const uint64_t last = k + 1 == slices ? kBtrfsLastInode : cuts[k] - 1;
     try {
       status[k] = JudgeSlice(sys, fd, since, first, last, &keepers[k], &rests[k]);
     } catch (const std::exception& e) {  // on a thread of its own, it must not escape
@@ -309,8 +312,9 @@ Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& qu
   std::vector<std::thread> threads;
   size_t k = 1;
   try {
+    threads.reserve(slices);
     for (; k < slices; ++k) threads.emplace_back(judge, k);
-  } catch (const std::system_error&) {  // no more threads to be had: the rest judged here
+  } catch (...) {  // no more threads to be had: the rest judged here
   }
   judge(0);
   for (size_t j = k; j < slices; ++j) judge(j);

@@ -259,6 +259,7 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
   const TreesFor what = job.what;
   const uint64_t budget = job.budget;
   const TreeAheadStop& stop = job.stop;
+  stats->whole = false;
   auto info = sys.BtrfsInfoOf(fd);
   if (!info.ok()) return info.status();
   // Trees of the whole filesystem are read once per filesystem, whatever the roots.
@@ -292,7 +293,7 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
   const Reading r{sys, fd, *info, chunks, &devices, stop};
   std::vector<LeafRead> reads;
   std::vector<const BtrfsSearch*> in_key_order;
-  bool cut = false;
+  bool cut = false, laid_out = true;
   for (const BtrfsSearch& s : trees) {
     if (stop && stop()) return Status::Ok();
     const uint64_t planned = stats->bytes + reads.size() * info->node_size;
@@ -302,17 +303,20 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
     }
     if (mapped && s.tree_id && LayOut(r, s, since, budget - planned, &reads, &cut)) {
       stats->on_disk = true;
-    } else if (what == TreesFor::kScan) {  // apply leaves a tree it cannot lay out
-      in_key_order.push_back(&s);
+    } else {
+      laid_out = false;
+      if (what == TreesFor::kScan) in_key_order.push_back(&s);  // apply leaves a tree it cannot lay out
     }
   }
-  // Too few to be worth it, even cut to the budget: none is read ahead, none cut short.
   if (reads.size() * info->node_size < job.least) {
     reads.clear();
-    cut = false;
+    laid_out = false;
+    // A budget under the least could never be worth reading: that is no cut.
+    if (budget < job.least) cut = false;
   }
   if (cut) stats->cut_short = true;
   OANS_RETURN_IF_ERROR(ReadInDiskOrder(r, reads, job.readers, stats));
+  stats->whole = laid_out && !cut && in_key_order.empty();
   for (const BtrfsSearch* s : in_key_order) {
     if (stop && stop()) break;
     if (stats->bytes >= budget) {

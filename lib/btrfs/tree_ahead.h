@@ -52,6 +52,9 @@ struct TreeAheadStats {
   uint64_t leaves = 0;     // leaves read in disk order
   bool on_disk = false;    // a tree was read in disk order
   bool cut_short = false;  // stopped at the budget
+  // Of the last ReadTreesAhead alone: every tree it was asked for laid out on disk and
+  // read in full (its blocks are in memory now).
+  bool whole = false;
 };
 
 enum class TreesFor {

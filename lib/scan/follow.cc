@@ -211,15 +211,17 @@ FollowWhy OpenSubvolumes(Sys& sys, const IndexHeader& prev, const ScanOptions& o
 // metadata in key order; on an SSD many at once, where the search would read them one by
 // one, once its first look found many inodes changed, and when they take enough bytes
 // to matter.
-void ReadChangesAhead(Sys& sys, const ScanOptions& o, const std::vector<FollowRoot>& roots,
-                      const StoragePolicy& policy, Observer* observer, ScanStats* stats) {
+void ReadChangesAhead(Sys& sys, const ScanOptions& o, std::vector<FollowRoot>& roots, const StoragePolicy& policy,
+                      Observer* observer, ScanStats* stats) {
+  // On an SSD, --io-threads sets how many reads are in flight, these too (up to 32). A
+  // spinning disk keeps its one sweep in disk order.
+  const int readers = o.io_threads > 0 && policy.tree_readers > 1 ? std::min(o.io_threads, 32) : policy.tree_readers;
   TreeAheadStats ahead;
-  for (const auto& r : roots) {
-    // --io-threads sets how many reads are in flight, these too.
-    const int readers = o.io_threads > 0 ? o.io_threads : policy.tree_readers;
+  for (auto& r : roots) {
     const TreeAheadJob job{TreesFor::kChanges, o.memory, [&o] { return o.stop && o.stop->load(); }, r.since,
                            readers, policy.tree_ahead_least};
     Status s = ReadTreesAhead(sys, r.fd, job, &ahead);
+    r.read_ahead_whole = s.ok() && ahead.whole;
     if (!s.ok()) observer->Notice("warning: " + r.path + ": btrfs tree blocks not read ahead: " + s.message());
   }
   stats->tree_ahead_bytes = ahead.bytes;
@@ -293,15 +295,10 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   const bool spinning = auto_storage ? prev.spinning : o.storage == StorageChoice::kHdd;
   const StoragePolicy& policy = PolicyFor(spinning ? StorageKind::kHdd : StorageKind::kSsd);
   auto read_ahead = [&] { ReadChangesAhead(sys, o, f.roots, policy, observer, stats); };
-  const size_t judges = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
-  if (!spinning) {
-    f.before_reading_many = read_ahead;
-    f.judge_threads = judges;
-  } else if (why.empty()) {
-    read_ahead();
-    // Every block written since is in memory.
-    if (stats->tree_ahead_leaves > 0 && !stats->tree_ahead_cut) f.judge_threads = judges;
-  }
+  f.judge_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  f.judge_in_memory_only = spinning;
+  if (!spinning) f.before_reading_many = read_ahead;
+  else if (why.empty()) read_ahead();
   if (why.empty()) why = f.FindChanges(prev);
   if (why.empty()) why = f.MapChanged();
   if (why.empty()) why = f.StreamPrevious(prev);

@@ -86,8 +86,9 @@ FollowWhy FollowState::FindRootChanges(FollowRoot& r, std::vector<uint64_t>& num
   if (quiet_) {
     QuietInode take = [this, &r](ChangedInode& c) { return quiet_->Take(r.fs, c); };
     numbers.clear();
+    const size_t judges = judge_in_memory_only && !r.read_ahead_whole ? 1 : judge_threads;
     s = JudgeChangedInodes(sys_, r.fd, r.since, take, kMaxFollowedInodes, &numbers, &r.changes,
-                           quiet_->Splits(r.fs, judge_threads));
+                           quiet_->Splits(r.fs, judges));
     if (s.ok() && !r.changes.too_many) s = ReadChangedInodes(sys_, r.fd, numbers, take, kMaxFollowedInodes, &r.changes);
   } else {
     r.changes.found = numbers.size();

@@ -52,6 +52,7 @@ struct FollowRoot {
   uint64_t dev = 0;
   uint32_t fs = 0;  // in the previous (and new) header's filesystems
   uint64_t since = 0;
+  bool read_ahead_whole = false;  // its blocks written since are all in memory (ReadTreesAhead)
   FsIdentity id;
   SubvolumeChanges changes;
   std::unordered_map<uint64_t, const ChangedInode*> changed;  // by inode
@@ -128,9 +129,11 @@ class FollowState {
   // they are read (an SSD's read-ahead of the blocks written since). May be empty.
   std::function<void()> before_reading_many;
   // Threads that judge the changed inodes at once, each a slice of the inode numbers
-  // (JudgeChangedInodes): more than one only where their tree blocks are in memory or
-  // on an SSD (a spinning disk would seek between the slices).
+  // (JudgeChangedInodes). On a spinning disk (judge_in_memory_only), more than one
+  // only for a root whose blocks written since are all in memory: the head would seek
+  // between the slices.
   size_t judge_threads = 1;
+  bool judge_in_memory_only = false;
   // Whether `path` (below r.top) is excluded by --exclude.
   bool Excluded(const FollowRoot& r, const std::string& path) const;
   // Whether every record written equals one of the previous index and none is missing.

@@ -97,7 +97,7 @@ void AddOptions(CLI::App& app, Args& a) {
                  "recycle bins and snapshot directories of NAS systems and desktops); repeatable")
       ->type_name("NAME")
       ->allow_extra_args(false);
-  app.add_option("--io-threads", o.io_threads, "Reader threads (default: 8 on SSD, 1 on HDD); also the btrfs tree blocks a followed scan reads at once (default: 16 on SSD, 1 on HDD)")
+  app.add_option("--io-threads", o.io_threads, "Reader threads (default: 8 on SSD, 1 on HDD); on SSD also the btrfs tree blocks a followed scan reads at once (default 16, at most 32)")
       ->check(CLI::Range(1, 256));
   app.add_option("--storage", storage,
                  "Storage kind: auto, ssd or hdd (default auto: sysfs plus a seek test; with --previous, what the "

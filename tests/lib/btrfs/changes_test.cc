@@ -234,6 +234,19 @@ TEST(FollowChangesTest, SlicesJudgeAsOneSearchDoes) {
   EXPECT_EQ(c.inodes[0].ino, 303u);
   EXPECT_FALSE(c.too_many);
 
+  // Cuts out of order, repeated, or outside the inodes' numbers change nothing.
+  SubvolumeChanges odd;
+  std::vector<uint64_t> odd_rest;
+  sys.searches = 0;
+  ASSERT_TRUE(JudgeChangedInodes(sys, -1, 40, [](ChangedInode& i) { return i.ino == 300; }, 100, &odd_rest, &odd,
+                                 {0, 256, 302, 302, 301, ~uint64_t(0)})
+                  .ok());
+  EXPECT_EQ(sys.searches, 2);
+  EXPECT_EQ(odd.found, 5u);
+  EXPECT_EQ(odd_rest, (std::vector<uint64_t>{301, 302, 304}));
+  ASSERT_EQ(odd.inodes.size(), 1u);
+  EXPECT_EQ(odd.inodes[0].ino, 303u);
+
   // The limit counts what every slice keeps: two kept in two slices is past a limit of 1.
   SubvolumeChanges over;
   std::vector<uint64_t> more;

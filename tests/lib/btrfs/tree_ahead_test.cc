@@ -434,6 +434,7 @@ TEST(TreeAhead, TooFewLeavesAreNotReadAhead) {
     ASSERT_TRUE(ReadTreesAhead(sys, 3, job, &stats).ok());
     EXPECT_EQ(sys.Reads().size(), leaves == 4 ? 0u : 3u);
     EXPECT_EQ(stats.leaves, leaves == 4 ? 0u : 3u);
+    EXPECT_EQ(stats.whole, leaves == 3);  // every block in memory only when read
   }
 }
 
@@ -448,6 +449,7 @@ TEST(TreeAhead, ACutListUnderTheLeastIsNotCutShort) {
   EXPECT_TRUE(sys.Reads().empty());
   EXPECT_EQ(stats.leaves, 0u);
   EXPECT_FALSE(stats.cut_short);
+  EXPECT_FALSE(stats.whole);
   // With room for the least, the same budget cuts what it reads short.
   FakeFs again;
   again.Lay();
@@ -456,6 +458,7 @@ TEST(TreeAhead, ACutListUnderTheLeastIsNotCutShort) {
   ASSERT_TRUE(ReadTreesAhead(again, 3, cut, &read).ok());
   EXPECT_EQ(read.leaves, 2u);
   EXPECT_TRUE(read.cut_short);
+  EXPECT_FALSE(read.whole);
 }
 
 TEST(TreeAhead, ForChangesNothingInKeyOrder) {
