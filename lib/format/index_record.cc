@@ -43,11 +43,8 @@ std::string PathDamage(capnp::Data::Reader d, const char* what) {
   return std::string(what) + "'s path " + why + ": \"" + shown + "\"";
 }
 
-// Decodes one file record of index `name` (under `header`) into *e, once CheckRecord
-// passed.
-Status DecodeRecord(schema::FileRecord::Reader f, const std::string& name, const IndexHeader& header, FileEntry* e) {
-  OANS_RETURN_IF_ERROR(CheckRecord(f, name, header));
-  e->path = FromData(f.getPath());
+// A record's inode, stat and extents into *e (its extents replaced).
+void DecodeStat(schema::FileRecord::Reader f, FileEntry* e) {
   e->fs = f.getFs();
   e->dev = f.getDev();
   e->ino = f.getIno();
@@ -59,8 +56,17 @@ Status DecodeRecord(schema::FileRecord::Reader f, const std::string& name, const
   e->uid = f.getUid();
   e->gid = f.getGid();
   auto ex = f.getExtents();
+  e->extents.clear();
   e->extents.reserve(ex.size());
   for (auto x : ex) e->extents.push_back({x.getLogical(), x.getPhysical(), x.getLength(), x.getFlags()});
+}
+
+// Decodes one file record of index `name` (under `header`) into *e, once CheckRecord
+// passed.
+Status DecodeRecord(schema::FileRecord::Reader f, const std::string& name, const IndexHeader& header, FileEntry* e) {
+  OANS_RETURN_IF_ERROR(CheckRecord(f, name, header));
+  e->path = FromData(f.getPath());
+  DecodeStat(f, e);
   e->hashed = f.getHashed();
   e->reused = f.getReused();
   e->hash = {f.getHashHi(), f.getHashLo()};
@@ -84,18 +90,7 @@ Status DecodeRecord(schema::FileRecord::Reader f, const std::string& name, const
 
 void FrameBatchView::StatOf(size_t i, FileEntry* e) const {
   const auto f = files_[unsigned(i)];
-  e->fs = f.getFs();
-  e->dev = f.getDev();
-  e->ino = f.getIno();
-  e->size = f.getSize();
-  e->mtime_ns = f.getMtimeNs();
-  e->ctime_ns = f.getCtimeNs();
-  e->nlink = f.getNlink();
-  e->inode_flags = f.getInodeFlags();
-  e->uid = f.getUid();
-  e->gid = f.getGid();
-  e->extents.clear();
-  for (auto x : f.getExtents()) e->extents.push_back({x.getLogical(), x.getPhysical(), x.getLength(), x.getFlags()});
+  DecodeStat(f, e);
   e->hashed = f.getHashed();
   e->error.assign(f.getError().size() != 0 ? "error" : "");
 }
