@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
 #include <optional>
-
-#include "lib/base/parallel_for.h"
 
 namespace oans {
 namespace {
@@ -298,11 +300,25 @@ Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& qu
   std::atomic<size_t> kept{0};
   std::vector<Keeper> keepers;
   for (size_t k = 0; k < slices; ++k) keepers.push_back({quiet, limit, &outs[k], true, slices > 1 ? &kept : nullptr});
-  ParallelFor(slices, [&](size_t k) {
+  auto judge = [&](size_t k) {
     const uint64_t first = k == 0 ? kBtrfsFirstInode : cuts[k - 1];
     const uint64_t last = k + 1 == slices ? kBtrfsLastInode : cuts[k] - 1;
-    status[k] = JudgeSlice(sys, fd, since, first, last, &keepers[k], &rests[k]);
-  });
+    try {
+      status[k] = JudgeSlice(sys, fd, since, first, last, &keepers[k], &rests[k]);
+    } catch (const std::exception& e) {  // on a thread of its own, it must not escape
+      status[k] = Status::Io(std::string("judging changed inodes: ") + e.what(), ENOMEM);
+    }
+  };
+  std::vector<std::thread> threads;
+  size_t k = 1;
+  try {
+    threads.reserve(slices);
+    for (; k < slices; ++k) threads.emplace_back(judge, k);
+  } catch (...) {  // no more threads to be had: the rest judged here
+  }
+  judge(0);
+  for (size_t j = k; j < slices; ++j) judge(j);
+  for (auto& t : threads) t.join();
   for (size_t j = 0; j < slices; ++j) {
     OANS_RETURN_IF_ERROR(status[j]);
     out->found += outs[j].found;

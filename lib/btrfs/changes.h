@@ -73,8 +73,8 @@ Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, co
 // directory's entries as long as its size, a file's extents as many bytes as its item
 // counts) handed to `quiet` and kept unless taken. The numbers of the others, whose
 // items lie partly in older blocks, go to *rest (sorted), for ReadChangedInodes.
-// `splits` (sorted inode numbers) cut the numbers into slices, judged at once on TBB's
-// threads (ParallelFor): `quiet` is then called from those threads. The limit counts the
+// `splits` (sorted inode numbers) cut the numbers into slices, each judged by a thread
+// of its own, at once: `quiet` is then called from those threads. The limit counts the
 // inodes all slices keep.
 Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& quiet, size_t limit,
                           std::vector<uint64_t>* rest, SubvolumeChanges* out,

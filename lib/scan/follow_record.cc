@@ -5,14 +5,30 @@
 #include <algorithm>
 #include <mutex>
 
+#include <tbb/parallel_for.h>
+
 #include "lib/base/fd.h"
-#include "lib/base/parallel_for.h"
 #include "lib/base/paths.h"
+#include "lib/base/tsan.h"
 #include "lib/scan/entry.h"
 #include "lib/scan/follow_state.h"
 
 namespace oans {
 namespace {
+
+// tbb::parallel_for, with the orderings it gives (the bodies run after the code before
+// it, the code after it runs after every body) stated for ThreadSanitizer (lib/base/tsan.h).
+template <typename F>
+void ParallelFor(size_t n, const F& body) {
+  char start = 0, done = 0;
+  OANS_TSAN_RELEASE(&start);
+  tbb::parallel_for(size_t(0), n, [&](size_t i) {
+    OANS_TSAN_ACQUIRE(&start);
+    body(i);
+    OANS_TSAN_RELEASE(&done);
+  });
+  OANS_TSAN_ACQUIRE(&done);
+}
 
 constexpr uint32_t kInodeNoCow = 0x800000;  // FS_NOCOW_FL: data is overwritten in place
 
