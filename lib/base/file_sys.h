@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,12 @@ struct DirEntry {
   std::string name;
   uint64_t ino = 0;
   unsigned char type = 0;  // DT_REG, DT_DIR, ... (DT_UNKNOWN when the filesystem does not say)
+};
+
+// What a sweep of a filesystem's inode tables read (FileSys::ReadInodeTables).
+struct InodeTables {
+  uint64_t inodes = 0;  // inodes in use met
+  uint64_t calls = 0;   // system calls made
 };
 
 // How often a device is mounted (FileSys::MountsOf).
@@ -153,6 +160,21 @@ class FileSys {
     (void)fd;
     return Status::Unsupported("filesystem usage");
   }
+  // The bytes one inode takes on disk on fd's filesystem: XFS's geometry; Unsupported
+  // elsewhere, as by this default.
+  virtual Result<uint32_t> InodeSize(int fd) {
+    (void)fd;
+    return Status::Unsupported("inode size");
+  }
+  // Reads the inode tables of fd's filesystem once, in disk order, so that the stat and
+  // open calls that follow find them in the kernel's cache: XFS's bulkstat, which needs
+  // CAP_SYS_ADMIN. `stop` is asked between calls. Unsupported elsewhere, as by this default.
+  virtual Status ReadInodeTables(int fd, const std::function<bool()>& stop, InodeTables* out) {
+    (void)fd, (void)stop, (void)out;
+    return Status::Unsupported("reading inode tables");
+  }
+  // MemAvailable of /proc/meminfo, in bytes; 0 when not known, as by this default.
+  virtual uint64_t MemoryAvailable() { return 0; }
   // lseek(SEEK_DATA) (hole = false) or lseek(SEEK_HOLE) (hole = true) from `offset`;
   // UINT64_MAX when there is no further data. The default knows of no holes.
   virtual uint64_t Seek(int fd, uint64_t offset, bool hole) {

@@ -24,6 +24,8 @@
 
 #include "lib/base/fiemap.h"
 #include "lib/base/fsinfo.h"
+#include "lib/base/meminfo.h"
+#include "lib/base/xfs.h"
 
 namespace oans {
 namespace {
@@ -195,6 +197,11 @@ class PosixSys final : public Sys {
     if (sfs.f_files > sfs.f_ffree) u.used_inodes = uint64_t(sfs.f_files - sfs.f_ffree);
     return u;
   }
+  Result<uint32_t> InodeSize(int fd) override { return XfsInodeSize(fd); }
+  Status ReadInodeTables(int fd, const std::function<bool()>& stop, InodeTables* out) override {
+    return XfsReadInodeTables(fd, stop, out);
+  }
+  uint64_t MemoryAvailable() override { return MemAvailableBytes(); }
   Result<SpaceUse> MeasureSpace(int fd) override { return oans::MeasureSpace(fd); }
   Status ChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) override {
     return BtrfsChangedInodes(fd, since, first, last, inodes);

@@ -26,9 +26,9 @@
 #include "lib/scan/reading.h"
 #include "lib/scan/roots.h"
 #include "lib/scan/sink.h"
-#include "lib/btrfs/tree_ahead.h"
 #include "lib/btrfs/tree_map.h"
 #include "lib/scan/walk.h"
+#include "lib/scan/walk_ahead.h"
 
 namespace oans {
 namespace {
@@ -234,34 +234,6 @@ WalkOptions WalkOptionsFor(WalkState& s, int threads) {
   return wo;
 }
 
-// On a spinning disk, the trees the walk will search are read first, in disk order (or
-// key order), for as long as --memory allows (tree_ahead.h); once per subvolume (st_dev)
-// of the roots.
-void ReadAhead(WalkState& state, const std::vector<std::string>& roots, Observer* observer, ScanStats* stats) {
-  Sys& sys = state.sys;
-  const ScanOptions& o = state.o;
-  Filesystems& filesystems = state.filesystems;
-  TreeAheadStats ahead;
-  std::vector<uint64_t> done;
-  for (uint32_t i = 0; i < roots.size() && !(o.stop && o.stop->load()); ++i) {
-    auto fd = Own(sys, sys.OpenAt(AT_FDCWD, roots[i], true));  // as the walk opens it
-    if (!fd.ok()) continue;  // the walk reports it
-    auto st = sys.Fstat(fd->get());
-    if (st.ok() && std::find(done.begin(), done.end(), st->dev) == done.end()) {
-      done.push_back(st->dev);
-      const uint32_t fs = filesystems.Of(st->dev, fd->get(), roots[i], i);
-      if (state.checksums.Committed(filesystems.Key(fs), fd->get())) {
-        const TreeAheadJob job{TreesFor::kScan, o.memory, [&o] { return o.stop && o.stop->load(); }};
-        Status s = ReadTreesAhead(sys, fd->get(), job, &ahead);
-        if (!s.ok()) observer->Notice("warning: " + roots[i] + ": btrfs trees not read ahead: " + s.message());
-      }
-    }
-  }
-  stats->tree_ahead_bytes = ahead.bytes;
-  stats->tree_ahead_leaves = ahead.leaves;
-  stats->tree_ahead_cut = ahead.cut_short;
-}
-
 void CountWalk(const WalkResult& w, ScanStats* stats) {
   stats->dirs = w.dirs;
   stats->skipped_special = w.skipped_special;
@@ -303,12 +275,13 @@ void PrepareWalk(WalkState& state, const IndexHeader& header, Observer* observer
   const ScanOptions& o = state.o;
   if (header.mounts_below) FindMounts(state.sys, header.roots, &state);
   const bool ahead = PolicyFor(stats->storage.kind).read_trees_ahead && !o.read_data && state.map_from_trees;
-  if (ahead) ReadAhead(state, header.roots, observer, stats);
+  if (ahead) ReadBtrfsTreesAhead(state.sys, {o, state.filesystems, state.checksums}, header.roots, observer, stats);
   const auto listed = state.filesystems.list();
   const auto btrfs = [](const FsRecord& f) { return f.type == "btrfs"; };
   const bool all_btrfs = !listed.empty() && std::all_of(listed.begin(), listed.end(), btrfs);
   // One walker in inode order where btrfs trees read ahead do not serve the walk.
   state.inode_order = PolicyFor(stats->storage.kind).walk_in_inode_order && !(ahead && all_btrfs);
+  if (state.inode_order && !all_btrfs) SweepInodeTables(state.sys, header.roots, o.stop, observer, stats);
   state.trees_on_ssd = stats->storage.kind == StorageKind::kSsd && !o.read_data && state.map_from_trees && all_btrfs;
   // Without btrfs checksums to key files unread, whole files only reads no unique size.
   state.skip_unique = o.whole_files_only && (o.read_data || !all_btrfs);

@@ -88,6 +88,8 @@ struct ScanStats {
   uint64_t tree_ahead_bytes = 0;   // on a spinning disk, btrfs tree blocks read before the walk (tree_ahead.h)
   uint64_t tree_ahead_leaves = 0;  // of those, leaves read in disk order
   bool tree_ahead_cut = false;     // that read stopped at --memory
+  uint64_t inode_tables_bytes = 0;   // on a spinning disk, XFS inode tables read before the walk (walk_ahead.h)
+  uint64_t inode_tables_inodes = 0;  // the inodes in use they held
   uint64_t census_extents = 0;    // btrfs data extents whose references the index lists
   uint64_t census_looked_up = 0;  // of those, counted by LOGICAL_INO_V2, not from their items
   uint64_t errors = 0;         // files recorded with an error

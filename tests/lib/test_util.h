@@ -102,6 +102,11 @@ class ForwardingSys : public Sys {
   Status Syncfs(int fd) override { return real().Syncfs(fd); }
   Status Fsync(int fd) override { return real().Fsync(fd); }
   Result<std::vector<std::string>> MountPoints() override { return real().MountPoints(); }
+  Result<uint32_t> InodeSize(int fd) override { return real().InodeSize(fd); }
+  Status ReadInodeTables(int fd, const std::function<bool()>& stop, InodeTables* out) override {
+    return real().ReadInodeTables(fd, stop, out);
+  }
+  uint64_t MemoryAvailable() override { return real().MemoryAvailable(); }
   Result<std::string> BtrfsDevicePath(int fd, uint64_t devid) override { return real().BtrfsDevicePath(fd, devid); }
   Result<int> OpenBlockDevice(const std::string& path) override { return real().OpenBlockDevice(path); }
   Result<std::string> DirectoryPath(int fd, uint64_t tree_id, uint64_t dir_ino) override {

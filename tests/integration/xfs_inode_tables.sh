@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# On a spinning disk, the scan reads XFS's inode tables once, in disk order, before its
+# walk (bulkstat): every inode in use is met, and the index is the one the scan makes
+# without it, record for record. On an SSD it does not. Counted with strace.
+source "$(dirname "$0")/lib.sh"
+it_init "$1"
+for t in mkfs.xfs strace; do
+  command -v "$t" >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
+done
+# LeakSanitizer cannot run under ptrace.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+mkfs_mount xfs 512M
+tree_and_copy
+python3 - "$MNT/many" <<'PY'
+import os, sys
+for d in range(40):  # directories in several allocation groups, files in each
+    os.makedirs(f"{sys.argv[1]}/d{d}")
+    for f in range(50):
+        with open(f"{sys.argv[1]}/d{d}/f{f}", "w") as out:
+            out.write(f"{d} {f}\n" * (f + 1))
+PY
+sync
+before=$(checksums "$MNT")
+# cat_files INDEX: the file records, sorted.
+cat_files() {
+  "$BIN/oans-cat" --blocks "$1" | python3 -c '
+import json, sys
+print("\n".join(sorted(l.strip() for l in sys.stdin if json.loads(l).get("type") in ("file", "dir"))))'
+}
+# bulkstat TRACE: the XFS_IOC_BULKSTAT calls (_IOC(_IOC_READ, 0x58, 0x7f, ...)) made.
+bulkstat() { grep -c 'ioctl([0-9]*, _IOC(_IOC_READ, 0x58, 0x7f\|XFS_IOC_BULKSTAT' "$1" || true; }
+
+for storage in hdd ssd; do
+  strace -f -e trace=ioctl -o "$WORK/$storage.trace" "$BIN/oans-scan" --quiet --storage=$storage \
+    --summary-file "$WORK/$storage.json" -o "$WORK/$storage.idx" "$MNT" || fail "$storage: oans-scan failed"
+done
+used=$(df --output=iused "$MNT" | tail -1)
+inodes=$(json_field "$WORK/hdd.json" inode_tables_inodes)
+entries=$(find "$MNT" | wc -l)
+echo "hdd: $inodes inodes swept in $(bulkstat "$WORK/hdd.trace") calls; $used in use, $entries names below the root"
+[ "$inodes" -ge "$((entries - 2))" ] && [ "$inodes" -le "$used" ] ||
+  fail "hdd: $inodes inodes swept, not every one in use ($used, $entries names)"
+[ "$(bulkstat "$WORK/hdd.trace")" -ge 1 ] || fail "hdd: no bulkstat call traced"
+[ "$(json_field "$WORK/hdd.json" inode_tables_bytes)" -ge "$((inodes * 256))" ] || fail "hdd: table bytes too few"
+pass "on a spinning disk the scan read the inode tables of all $inodes inodes in use first"
+[ "$(bulkstat "$WORK/ssd.trace")" = 0 ] && [ "$(json_field "$WORK/ssd.json" inode_tables_inodes)" = 0 ] ||
+  fail "ssd: the inode tables were swept"
+pass "on an SSD they were not"
+cat_files "$WORK/hdd.idx" > "$WORK/hdd.txt"
+cat_files "$WORK/ssd.idx" > "$WORK/ssd.txt"
+cmp -s "$WORK/hdd.txt" "$WORK/ssd.txt" || fail "the indexes differ:
+$(diff "$WORK/ssd.txt" "$WORK/hdd.txt" | head -10)"
+pass "both indexes hold the same $(wc -l < "$WORK/hdd.txt") records"
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed"
+pass "every file's content is unchanged"

@@ -1,0 +1,121 @@
+#include "lib/scan/walk_ahead.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/lib/test_util.h"
+
+namespace oans {
+namespace {
+
+constexpr uint64_t kMiB = uint64_t(1) << 20;
+
+InodeSweepCase Case(uint64_t table_mib, uint64_t used, uint64_t tree, bool mount, uint64_t available_mib) {
+  InodeSweepCase c;
+  c.table_bytes = table_mib * kMiB;
+  c.used_inodes = used;
+  c.tree_files = tree;
+  c.root_is_mount = mount;
+  c.available = available_mib * kMiB;
+  return c;
+}
+
+TEST(InodeSweepTest, SweepsASmallFilesystemWhateverTheRootsHold) {
+  EXPECT_EQ(InodeSweepRefusal(Case(80, 160000, 0, false, 4096)), "");
+  EXPECT_EQ(InodeSweepRefusal(Case(256, 500000, 10, false, 4096)), "");
+}
+
+TEST(InodeSweepTest, ALargeOneOnlyWhenTheRootsHoldEnoughOfIt) {
+  EXPECT_NE(InodeSweepRefusal(Case(2048, 4000000, 0, false, 16384)), "");        // not known
+  EXPECT_NE(InodeSweepRefusal(Case(2048, 4000000, 999999, false, 16384)), "");   // under a quarter
+  EXPECT_EQ(InodeSweepRefusal(Case(2048, 4000000, 1000000, false, 16384)), "");  // a quarter
+  EXPECT_EQ(InodeSweepRefusal(Case(2048, 4000000, 0, true, 16384)), "");         // the mount point
+}
+
+TEST(InodeSweepTest, NeverWhatWouldNotStayCached) {
+  EXPECT_NE(InodeSweepRefusal(Case(80, 160000, 160000, true, 319)), "");
+  EXPECT_EQ(InodeSweepRefusal(Case(80, 160000, 160000, true, 320)), "");
+  const std::string unknown = InodeSweepRefusal(Case(1, 1000, 1000, true, 0));
+  EXPECT_NE(unknown.find("not known"), std::string::npos) << unknown;
+}
+
+// An XFS of 1,000 inodes of 512 bytes, or another filesystem; counts the sweeps.
+class SweepSys : public test::ForwardingSys {
+ public:
+  Result<FsIdentity> Identify(int fd) override {
+    auto id = test::ForwardingSys::Identify(fd);
+    if (id.ok()) id->type = type;
+    return id;
+  }
+  Result<uint32_t> InodeSize(int fd) override {
+    (void)fd;
+    if (type != "xfs") return Status::Unsupported("inode size");
+    return uint32_t(512);
+  }
+  Result<FsUsage> Usage(int fd) override {
+    (void)fd;
+    return FsUsage{1 << 20, 1000};
+  }
+  Status ReadInodeTables(int fd, const std::function<bool()>& stop, InodeTables* out) override {
+    (void)fd;
+    ++sweeps;
+    if (stop()) return Status::Ok();
+    out->inodes = 1000;
+    out->calls = 2;
+    return Status::Ok();
+  }
+  uint64_t MemoryAvailable() override { return available; }
+  std::string type = "xfs";
+  uint64_t available = uint64_t(1) << 30;
+  int sweeps = 0;
+};
+
+class Notices : public Observer {
+ public:
+  void Notice(const std::string& text) override { notices.push_back(text); }
+  std::vector<std::string> notices;
+};
+
+TEST(InodeSweepTest, OnceForEachXfsFilesystemOfTheRoots) {
+  test::TempDir dir;
+  SweepSys sys;
+  Notices observer;
+  ScanStats stats;
+  SweepInodeTables(sys, {dir.path(), dir.path() + "/."}, nullptr, &observer, &stats);
+  EXPECT_EQ(sys.sweeps, 1);
+  EXPECT_EQ(stats.inode_tables_inodes, 1000u);
+  EXPECT_EQ(stats.inode_tables_bytes, 512000u);
+  EXPECT_TRUE(observer.notices.empty());
+}
+
+TEST(InodeSweepTest, NoneOffXfsAndSaysWhyWhenRefused) {
+  test::TempDir dir;
+  SweepSys sys;
+  sys.type = "ext4";
+  Notices observer;
+  ScanStats stats;
+  SweepInodeTables(sys, {dir.path()}, nullptr, &observer, &stats);
+  EXPECT_EQ(stats.inode_tables_inodes, 0u);
+  EXPECT_EQ(sys.sweeps, 0);
+  EXPECT_TRUE(observer.notices.empty());
+  sys.type = "xfs";
+  sys.available = 1 << 20;  // a quarter of it is under the 512,000 bytes of tables
+  SweepInodeTables(sys, {dir.path()}, nullptr, &observer, &stats);
+  EXPECT_EQ(stats.inode_tables_inodes, 0u);
+  EXPECT_EQ(sys.sweeps, 0);
+  ASSERT_EQ(observer.notices.size(), 1u);
+  EXPECT_NE(observer.notices[0].find("would not stay cached"), std::string::npos) << observer.notices[0];
+}
+
+TEST(InodeSweepTest, StoppedBeforeItStarts) {
+  test::TempDir dir;
+  SweepSys sys;
+  Notices observer;
+  std::atomic<bool> stop{true};
+  ScanStats stats;
+  SweepInodeTables(sys, {dir.path()}, &stop, &observer, &stats);
+  EXPECT_EQ(stats.inode_tables_inodes, 0u);
+  EXPECT_EQ(sys.sweeps, 0);
+}
+
+}  // namespace
+}  // namespace oans
