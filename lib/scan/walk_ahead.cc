@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "lib/base/fd.h"
 #include "lib/base/units.h"
@@ -69,7 +70,9 @@ void SweepOne(Sys& sys, int fd, const std::string& path, const InodeSweepCase& b
   Status s = sys.ReadInodeTables(fd, [stop] { return stop && stop->load(); }, &tables);
   stats->inode_tables_inodes += tables.inodes;
   stats->inode_tables_bytes += tables.inodes * *size;
-  if (!s.ok() && s.code() != Status::Code::kUnsupported)
+  if (s.errnum() == EPERM)
+    observer->Notice("not reading " + path + "'s XFS inode tables ahead: bulkstat needs CAP_SYS_ADMIN (run as root)");
+  else if (!s.ok() && !s.IsUnsupported())
     observer->Notice("warning: " + path + ": XFS inode tables not read ahead: " + s.message());
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
 #include "tests/lib/test_util.h"
 
 namespace oans {
@@ -58,6 +60,7 @@ class SweepSys : public test::ForwardingSys {
   Status ReadInodeTables(int fd, const std::function<bool()>& stop, InodeTables* out) override {
     (void)fd;
     ++sweeps;
+    if (denied) return Status::Io("XFS_IOC_BULKSTAT", EPERM);
     if (stop()) return Status::Ok();
     out->inodes = 1000;
     out->calls = 2;
@@ -67,6 +70,7 @@ class SweepSys : public test::ForwardingSys {
   std::string type = "xfs";
   uint64_t available = uint64_t(1) << 30;
   int sweeps = 0;
+  bool denied = false;
 };
 
 class Notices : public Observer {
@@ -104,6 +108,19 @@ TEST(InodeSweepTest, NoneOffXfsAndSaysWhyWhenRefused) {
   EXPECT_EQ(sys.sweeps, 0);
   ASSERT_EQ(observer.notices.size(), 1u);
   EXPECT_NE(observer.notices[0].find("would not stay cached"), std::string::npos) << observer.notices[0];
+}
+
+TEST(InodeSweepTest, WithoutThePrivilegeSaysWhatItNeeds) {
+  test::TempDir dir;
+  SweepSys sys;
+  sys.denied = true;
+  Notices observer;
+  ScanStats stats;
+  SweepInodeTables(sys, {dir.path()}, nullptr, &observer, &stats);
+  EXPECT_EQ(stats.inode_tables_inodes, 0u);
+  ASSERT_EQ(observer.notices.size(), 1u);
+  EXPECT_NE(observer.notices[0].find("CAP_SYS_ADMIN"), std::string::npos) << observer.notices[0];
+  EXPECT_EQ(observer.notices[0].find("warning"), std::string::npos) << observer.notices[0];
 }
 
 TEST(InodeSweepTest, StoppedBeforeItStarts) {
