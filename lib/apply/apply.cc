@@ -13,6 +13,7 @@
 #include "lib/apply/prefetch.h"
 #include "lib/apply/reflink.h"
 #include "lib/base/fsinfo.h"
+#include "lib/base/inode_sweep.h"
 #include "lib/base/paced_sys.h"
 #include "lib/base/storage.h"
 #include "lib/base/tsan.h"
@@ -246,10 +247,15 @@ Status Run::Go() {
   OANS_RETURN_IF_ERROR(RecoverLinks());
   SpaceMeter meter;
   if (!o_.dry_run && h_.rounds > 0) meter.Before(sys_, h_);
-  if (policy_.read_trees_ahead && Prefetching() && h_.rounds > 0)
-    stats_->tree_ahead_bytes = ReadPlanTreesAhead(sys_, h_, kTreeAheadBudget, [this] {
+  if (policy_.read_trees_ahead && Prefetching() && h_.rounds > 0) {
+    const auto stop = [this] {
       return ShouldStop() || (o_.deadline != Clock::time_point{} && Clock::now() >= o_.deadline);
-    });
+    };
+    stats_->tree_ahead_bytes = ReadPlanTreesAhead(sys_, h_, kTreeAheadBudget, stop);
+    // Each group has two files at least: the roots' share, at least.
+    const auto notice = [this](const std::string& text) { observer_->Notice(text); };
+    stats_->inode_tables_bytes = SweepInodeTables(sys_, h_.roots, 2 * h_.groups, stop, notice).bytes;
+  }
   if (Prefetching()) releaser_ = std::make_unique<Releaser>(sys_);
   // Two threads at least, so that prefetch overlaps the dedupe even on one core.
   tbb::task_arena arena(2);

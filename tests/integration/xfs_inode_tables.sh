@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a spinning disk, the scan reads XFS's inode tables once, in disk order, before its
 # walk (bulkstat): every inode in use is met, and the index is the one the scan makes
-# without it, record for record. On an SSD it does not. Counted with strace.
+# without it, record for record. On an SSD it does not. Counted with strace. Apply, given
+# the plan of the spinning disk's index, reads them first too, and dedupes as it would.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
 for t in mkfs.xfs strace; do
@@ -51,5 +52,17 @@ cat_files "$WORK/ssd.idx" > "$WORK/ssd.txt"
 cmp -s "$WORK/hdd.txt" "$WORK/ssd.txt" || fail "the indexes differ:
 $(diff "$WORK/ssd.txt" "$WORK/hdd.txt" | head -10)"
 pass "both indexes hold the same $(wc -l < "$WORK/hdd.txt") records"
+"$BIN/oans-plan" --quiet "$WORK/hdd.idx" > "$WORK/plan.capnp" || fail "plan"
+sync
+echo 3 > /proc/sys/vm/drop_caches  # the inode tables are read again, by apply
+strace -f -e trace=ioctl -o "$WORK/apply.trace" "$BIN/oans-apply" --quiet --summary-file "$WORK/apply.json" \
+  "$WORK/plan.capnp" || fail "apply failed"
+[ "$(bulkstat "$WORK/apply.trace")" -ge 1 ] && [ "$(json_field "$WORK/apply.json" inode_tables_bytes)" -gt 0 ] ||
+  fail "apply did not read the inode tables first"
+[ "$(json_field "$WORK/apply.json" bytes_deduped)" -gt 0 ] || fail "apply deduped nothing"
+pass "apply read them first too, then deduped $(json_field "$WORK/apply.json" bytes_deduped) bytes"
 [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed"
 pass "every file's content is unchanged"
+left=$(unshared_files "$MNT/copy" 4096)
+[ -z "$left" ] || fail "files not fully shared after apply: $left"
+pass "every copied file of 4 KiB or more is fully shared"

@@ -1,4 +1,4 @@
-#include "lib/scan/walk_ahead.h"
+#include "lib/base/inode_sweep.h"
 
 #include <gtest/gtest.h>
 
@@ -73,21 +73,26 @@ class SweepSys : public test::ForwardingSys {
   bool denied = false;
 };
 
-class Notices : public Observer {
- public:
-  void Notice(const std::string& text) override { notices.push_back(text); }
+struct Notices {
   std::vector<std::string> notices;
+  std::function<void(const std::string&)> Tell() {
+    return [this](const std::string& text) { notices.push_back(text); };
+  }
 };
+
+InodeSweep Sweep(Sys& sys, const std::vector<std::string>& roots, Notices* observer, uint64_t tree_files = 0,
+                 const std::atomic<bool>* stop = nullptr) {
+  return SweepInodeTables(sys, roots, tree_files, [stop] { return stop && stop->load(); }, observer->Tell());
+}
 
 TEST(InodeSweepTest, OnceForEachXfsFilesystemOfTheRoots) {
   test::TempDir dir;
   SweepSys sys;
   Notices observer;
-  ScanStats stats;
-  SweepInodeTables(sys, {dir.path(), dir.path() + "/."}, nullptr, &observer, &stats);
+  const InodeSweep swept = Sweep(sys, {dir.path(), dir.path() + "/."}, &observer);
   EXPECT_EQ(sys.sweeps, 1);
-  EXPECT_EQ(stats.inode_tables_inodes, 1000u);
-  EXPECT_EQ(stats.inode_tables_bytes, 512000u);
+  EXPECT_EQ(swept.inodes, 1000u);
+  EXPECT_EQ(swept.bytes, 512000u);
   EXPECT_TRUE(observer.notices.empty());
 }
 
@@ -96,15 +101,12 @@ TEST(InodeSweepTest, NoneOffXfsAndSaysWhyWhenRefused) {
   SweepSys sys;
   sys.type = "ext4";
   Notices observer;
-  ScanStats stats;
-  SweepInodeTables(sys, {dir.path()}, nullptr, &observer, &stats);
-  EXPECT_EQ(stats.inode_tables_inodes, 0u);
+  EXPECT_EQ(Sweep(sys, {dir.path()}, &observer).inodes, 0u);
   EXPECT_EQ(sys.sweeps, 0);
   EXPECT_TRUE(observer.notices.empty());
   sys.type = "xfs";
   sys.available = 1 << 20;  // a quarter of it is under the 512,000 bytes of tables
-  SweepInodeTables(sys, {dir.path()}, nullptr, &observer, &stats);
-  EXPECT_EQ(stats.inode_tables_inodes, 0u);
+  EXPECT_EQ(Sweep(sys, {dir.path()}, &observer).inodes, 0u);
   EXPECT_EQ(sys.sweeps, 0);
   ASSERT_EQ(observer.notices.size(), 1u);
   EXPECT_NE(observer.notices[0].find("would not stay cached"), std::string::npos) << observer.notices[0];
@@ -115,9 +117,7 @@ TEST(InodeSweepTest, WithoutThePrivilegeSaysWhatItNeeds) {
   SweepSys sys;
   sys.denied = true;
   Notices observer;
-  ScanStats stats;
-  SweepInodeTables(sys, {dir.path()}, nullptr, &observer, &stats);
-  EXPECT_EQ(stats.inode_tables_inodes, 0u);
+  EXPECT_EQ(Sweep(sys, {dir.path()}, &observer).inodes, 0u);
   ASSERT_EQ(observer.notices.size(), 1u);
   EXPECT_NE(observer.notices[0].find("CAP_SYS_ADMIN"), std::string::npos) << observer.notices[0];
   EXPECT_EQ(observer.notices[0].find("warning"), std::string::npos) << observer.notices[0];
@@ -128,9 +128,7 @@ TEST(InodeSweepTest, StoppedBeforeItStarts) {
   SweepSys sys;
   Notices observer;
   std::atomic<bool> stop{true};
-  ScanStats stats;
-  SweepInodeTables(sys, {dir.path()}, &stop, &observer, &stats);
-  EXPECT_EQ(stats.inode_tables_inodes, 0u);
+  EXPECT_EQ(Sweep(sys, {dir.path()}, &observer, 0, &stop).inodes, 0u);
   EXPECT_EQ(sys.sweeps, 0);
 }
 
