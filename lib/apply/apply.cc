@@ -8,6 +8,7 @@
 #include <system_error>
 #include <memory>
 
+#include "lib/apply/dir_ahead.h"
 #include "lib/apply/executor.h"
 #include "lib/apply/measure.h"
 #include "lib/apply/prefetch.h"
@@ -255,6 +256,7 @@ Status Run::Go() {
     // Each group has two files at least: the roots' share, at least.
     const auto notice = [this](const std::string& text) { observer_->Notice(text); };
     stats_->inode_tables_bytes = SweepInodeTables(sys_, h_.roots, 2 * h_.groups, stop, notice).bytes;
+    stats_->dirs_ahead = ListDirectoriesAhead(sys_, h_.roots, o_.directories, stop);
   }
   if (Prefetching()) releaser_ = std::make_unique<Releaser>(sys_);
   // Two threads at least, so that prefetch overlaps the dedupe even on one core.

@@ -49,6 +49,9 @@ struct ApplyOptions {
   bool hardlink = false;
   LinkPolicy link_policy;
   LinkIntentLog* link_log = nullptr;  // hidden link names, for recovery after a kill
+  // The directories above the plan's files, sorted (PlanDirectories, dir_ahead.h): on a
+  // spinning disk they are listed once before the first round. Empty: not listed.
+  std::vector<std::string> directories;
   // Called for each operation in dry-run mode with a one-line description.
   std::function<void(const std::string&)> on_dry_run;
 };

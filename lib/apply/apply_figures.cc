@@ -26,6 +26,7 @@ Figures<S> Done() {
       {"open_ahead", Unit::kFlag, "", [](const S& s) { return V(s.open_ahead); }},
       {"tree_ahead_bytes", Unit::kBytes, "read btrfs's trees ahead: {}",
        [](const S& s) { return V(s.tree_ahead_bytes); }},
+      {"dirs_ahead", Unit::kCount, "listed {} directories ahead", [](const S& s) { return V(s.dirs_ahead); }},
       {"inode_tables_bytes", Unit::kBytes, "read XFS's inode tables ahead: {}",
        [](const S& s) { return V(s.inode_tables_bytes); }},
       {"commits", Unit::kCount, "", [](const S& s) { return V(s.commits); }},

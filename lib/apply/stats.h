@@ -25,6 +25,7 @@ struct ApplyStats {
   uint64_t files_changed = 0;  // files skipped: changed since the scan
   bool open_ahead = false;  // the next round opened while one was read (SSD)
   uint64_t tree_ahead_bytes = 0;  // extent and free space tree blocks read in disk order first (HDD)
+  uint64_t dirs_ahead = 0;  // directories above the plan's files listed first (HDD; dir_ahead.h)
   uint64_t inode_tables_bytes = 0;  // XFS inode tables read in disk order first (HDD; lib/base/inode_sweep.h)
   uint64_t commits = 0;  // commits (syncfs) made between rounds (HDD)
   // Bytes not deduped, by reason ("changed since scan", "differs", "EPERM", ...).

@@ -1,7 +1,5 @@
 #include "lib/base/inode_sweep.h"
 
-#include <fcntl.h>
-
 #include <algorithm>
 #include <cerrno>
 
@@ -63,7 +61,7 @@ InodeSweep SweepInodeTables(Sys& sys, const std::vector<std::string>& roots, uin
   std::vector<uint64_t> done;
   for (const auto& root : roots) {
     if (stop && stop()) break;
-    auto fd = Own(sys, sys.OpenAt(AT_FDCWD, root, true));  // no symlink followed; the pass reports a failure
+    auto fd = Own(sys, sys.OpenNoFollow(root));  // roots are canonical: no symlink; the pass reports a failure
     if (!fd.ok()) continue;
     auto st = sys.Fstat(fd->get());
     auto id = sys.Identify(fd->get());

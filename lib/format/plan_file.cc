@@ -265,7 +265,7 @@ Result<bool> PlanReader::Next(PlanRound* round) {
   return more;
 }
 
-Status ValidatePlan(const std::string& path) {
+Status ValidatePlan(const std::string& path, const std::function<void(const PlanRound&)>& each) {
   auto p = PlanReader::Open(path);
   if (!p.ok()) return p.status();
   PlanRound round;
@@ -274,6 +274,7 @@ Status ValidatePlan(const std::string& path) {
     auto more = (*p)->Next(&round);
     if (!more.ok()) return more.status();
     if (!*more) break;
+    if (each) each(round);
     rounds++;
   }
   if (rounds != (*p)->header().rounds)

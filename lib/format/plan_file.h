@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -99,7 +100,7 @@ class PlanReader {
 };
 
 // Reads a whole plan through to its trailer: apply checks the plan is complete and
-// intact before it touches any file.
-Status ValidatePlan(const std::string& path);
+// intact before it touches any file. `each`, when set, is given every round.
+Status ValidatePlan(const std::string& path, const std::function<void(const PlanRound&)>& each = nullptr);
 
 }  // namespace oans

@@ -2,7 +2,8 @@
 # On a spinning disk, the scan reads XFS's inode tables once, in disk order, before its
 # walk (bulkstat): every inode in use is met, and the index is the one the scan makes
 # without it, record for record. On an SSD it does not. Counted with strace. Apply, given
-# the plan of the spinning disk's index, reads them first too, and dedupes as it would.
+# the plan of the spinning disk's index, reads them first too, lists the directories above
+# the plan's files (and no other), and dedupes as it would.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
 for t in mkfs.xfs strace; do
@@ -59,6 +60,11 @@ strace -f -e trace=ioctl -o "$WORK/apply.trace" "$BIN/oans-apply" --quiet --summ
   "$WORK/plan.capnp" || fail "apply failed"
 [ "$(bulkstat "$WORK/apply.trace")" -ge 1 ] && [ "$(json_field "$WORK/apply.json" inode_tables_bytes)" -gt 0 ] ||
   fail "apply did not read the inode tables first"
+# The directories above the plan's files: orig, copy and their subdirectories, and the root.
+dirs=$(json_field "$WORK/apply.json" dirs_ahead)
+want=$(find "$MNT/orig" "$MNT/copy" -type d | wc -l)
+[ "$dirs" -eq "$((want + 1))" ] || fail "apply listed $dirs directories ahead, not the $((want + 1)) above its files"
+pass "apply listed the $dirs directories above the plan's files first"
 [ "$(json_field "$WORK/apply.json" bytes_deduped)" -gt 0 ] || fail "apply deduped nothing"
 pass "apply read them first too, then deduped $(json_field "$WORK/apply.json" bytes_deduped) bytes"
 [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed"

@@ -7,6 +7,7 @@
 
 #include "lib/apply/apply.h"
 #include "lib/apply/apply_figures.h"
+#include "lib/apply/dir_ahead.h"
 #include "lib/apply/journal.h"
 #include "lib/base/trust.h"
 #include "lib/base/units.h"
@@ -139,7 +140,10 @@ int main(int argc, char** argv) {
   const bool from_stdin = a.plan_path == "-";
   auto pinned = from_stdin ? SpoolStdin() : OpenTrustedPlan(a.plan_path);
   if (!pinned.ok()) return cli::Fail("oans-apply", pinned.status());
-  if (Status v = ValidatePlan(*pinned); !v.ok()) return cli::Fail("oans-apply", v);
+  PlanDirectories dirs;  // for a spinning disk: listed before the first round (dir_ahead.h)
+  if (Status v = ValidatePlan(*pinned, [&dirs](const PlanRound& r) { dirs.Add(r); }); !v.ok())
+    return cli::Fail("oans-apply", v);
+  o.directories = dirs.Take();
   auto plan = PlanReader::Open(*pinned);
   if (!plan.ok()) return cli::Fail("oans-apply", plan.status());
   // A filesystem that cannot share data as asked is told once, before any work.

@@ -1,0 +1,85 @@
+#include "lib/apply/dir_ahead.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "lib/base/fd.h"
+
+namespace oans {
+namespace {
+
+std::string Parent(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return slash == 0 && path.size() > 1 ? "/" : "";
+  return path.substr(0, slash);
+}
+
+std::string Child(const std::string& dir, const std::string& name) {
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+}  // namespace
+
+void PlanDirectories::AddPath(const std::string& path) {
+  // A directory met before has its own parents in the set already.
+  for (std::string d = Parent(path); !d.empty() && !over_ && dirs_.insert(d).second; d = Parent(d))
+    if (dirs_.size() > limit_) over_ = true;
+}
+
+void PlanDirectories::Add(const PlanRound& round) {
+  for (const PlanFileRef& f : round.files) {
+    AddPath(f.path);
+    for (const std::string& other : f.other_paths) AddPath(other);
+  }
+  if (over_) dirs_.clear();
+}
+
+std::vector<std::string> PlanDirectories::Take() {
+  std::vector<std::string> out(dirs_.begin(), dirs_.end());
+  dirs_.clear();
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+uint64_t ListDirectoriesAhead(Sys& sys, const std::vector<std::string>& roots, const std::vector<std::string>& dirs,
+                              const std::function<bool()>& stop) {
+  if (dirs.empty()) return 0;
+  using Key = std::pair<uint64_t, uint64_t>;  // device, inode
+  std::map<Key, std::string> pending;
+  for (const auto& root : roots) {
+    auto fd = Own(sys, sys.OpenDirNoFollow(root));
+    auto st = fd.ok() ? sys.Fstat(fd->get()) : Result<FileStat>(fd.status());
+    if (st.ok()) pending.emplace(Key{st->dev, st->ino}, root);
+  }
+  uint64_t listed = 0;
+  Key last{0, 0};
+  std::vector<DirEntry> batch;
+  while (!pending.empty() && !(stop && stop())) {
+    auto it = pending.upper_bound(last);
+    if (it == pending.end()) it = pending.begin();
+    last = it->first;
+    const std::string path = std::move(it->second);
+    pending.erase(it);
+    auto fd = Own(sys, sys.OpenDirNoFollow(path));
+    if (!fd.ok()) continue;
+    auto st = sys.Fstat(fd->get());
+    if (!st.ok() || st->ino != last.second) continue;  // replaced since its parent was listed
+    ++listed;
+    for (;;) {
+      auto read = sys.ReadDir(fd->get(), &batch);
+      if (!read.ok()) break;
+      for (const DirEntry& e : batch) {
+        if ((e.type != DT_DIR && e.type != DT_UNKNOWN) || e.name == "." || e.name == "..") continue;
+        std::string child = Child(path, e.name);
+        if (std::binary_search(dirs.begin(), dirs.end(), child)) pending.emplace(Key{st->dev, e.ino}, std::move(child));
+      }
+      if (!*read) break;
+    }
+  }
+  return listed;
+}
+
+}  // namespace oans
