@@ -255,8 +255,9 @@ Status Run::Go() {
     stats_->tree_ahead_bytes = ReadPlanTreesAhead(sys_, h_, kTreeAheadBudget, stop);
     // Each group has two files at least: the roots' share, at least.
     const auto notice = [this](const std::string& text) { observer_->Notice(text); };
-    stats_->inode_tables_bytes = SweepInodeTables(sys_, h_.roots, 2 * h_.groups, stop, notice).bytes;
-    stats_->dirs_ahead = ListDirectoriesAhead(sys_, h_.roots, o_.directories, stop);
+    const uint64_t files = h_.groups > UINT64_MAX / 2 ? UINT64_MAX : 2 * h_.groups;
+    stats_->inode_tables_bytes = SweepInodeTables(sys_, h_.roots, files, stop, notice).bytes;
+    stats_->dirs_ahead = ListPlanDirectoriesAhead(sys_, h_.roots, o_.directories, stop, notice);
   }
   if (Prefetching()) releaser_ = std::make_unique<Releaser>(sys_);
   // Two threads at least, so that prefetch overlaps the dedupe even on one core.

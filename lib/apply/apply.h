@@ -50,8 +50,9 @@ struct ApplyOptions {
   LinkPolicy link_policy;
   LinkIntentLog* link_log = nullptr;  // hidden link names, for recovery after a kill
   // The directories above the plan's files, sorted (PlanDirectories, dir_ahead.h): on a
-  // spinning disk they are listed once before the first round. Empty: not listed.
-  std::vector<std::string> directories;
+  // spinning disk, with prefetch, they are listed once before the first round, and the
+  // vector emptied. Null or empty: none listed.
+  std::vector<std::string>* directories = nullptr;
   // Called for each operation in dry-run mode with a one-line description.
   std::function<void(const std::string&)> on_dry_run;
 };

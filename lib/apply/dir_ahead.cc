@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "lib/base/fd.h"
+#include "lib/base/units.h"
 
 namespace oans {
 namespace {
@@ -25,8 +26,10 @@ std::string Child(const std::string& dir, const std::string& name) {
 
 void PlanDirectories::AddPath(const std::string& path) {
   // A directory met before has its own parents in the set already.
-  for (std::string d = Parent(path); !d.empty() && !over_ && dirs_.insert(d).second; d = Parent(d))
-    if (dirs_.size() > limit_) over_ = true;
+  for (std::string d = Parent(path); !d.empty() && !over_ && dirs_.insert(d).second; d = Parent(d)) {
+    bytes_ += d.size() + sizeof(std::string) + 16;  // the string, and the set's node about it
+    if (bytes_ > limit_) over_ = true;
+  }
 }
 
 void PlanDirectories::Add(const PlanRound& round) {
@@ -38,8 +41,9 @@ void PlanDirectories::Add(const PlanRound& round) {
 }
 
 std::vector<std::string> PlanDirectories::Take() {
-  std::vector<std::string> out(dirs_.begin(), dirs_.end());
-  dirs_.clear();
+  std::vector<std::string> out;
+  out.reserve(dirs_.size());
+  while (!dirs_.empty()) out.push_back(std::move(dirs_.extract(dirs_.begin()).value()));
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -66,9 +70,10 @@ uint64_t ListDirectoriesAhead(Sys& sys, const std::vector<std::string>& roots, c
     auto fd = Own(sys, sys.OpenDirNoFollow(path));
     if (!fd.ok()) continue;
     auto st = sys.Fstat(fd->get());
-    if (!st.ok() || st->ino != last.second) continue;  // replaced since its parent was listed
+    // Replaced since its parent was listed, or a mount point: not listed.
+    if (!st.ok() || st->dev != last.first || st->ino != last.second) continue;
     ++listed;
-    for (;;) {
+    while (!(stop && stop())) {
       auto read = sys.ReadDir(fd->get(), &batch);
       if (!read.ok()) break;
       for (const DirEntry& e : batch) {
@@ -79,6 +84,31 @@ uint64_t ListDirectoriesAhead(Sys& sys, const std::vector<std::string>& roots, c
       if (!*read) break;
     }
   }
+  return listed;
+}
+
+std::string ListAheadRefusal(uint64_t dirs, uint64_t block_size, uint64_t available) {
+  if (dirs == 0) return "";
+  if (available == 0) return "the memory available is not known";
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(dirs, block_size, &bytes) || bytes > available / 4)
+    return std::to_string(dirs) + " directories' blocks would not stay cached (" + FormatSize(available) +
+           " available)";
+  return "";
+}
+
+uint64_t ListPlanDirectoriesAhead(Sys& sys, const std::vector<std::string>& roots, std::vector<std::string>* dirs,
+                                  const std::function<bool()>& stop,
+                                  const std::function<void(const std::string&)>& notice) {
+  if (!dirs || dirs->empty()) return 0;
+  constexpr uint64_t kDirBlock = 4096;
+  uint64_t listed = 0;
+  const std::string refusal = ListAheadRefusal(dirs->size(), kDirBlock, sys.MemoryAvailable());
+  if (refusal.empty())
+    listed = ListDirectoriesAhead(sys, roots, *dirs, stop);
+  else
+    notice("not listing the plan's directories ahead: " + refusal);
+  std::vector<std::string>().swap(*dirs);
   return listed;
 }
 

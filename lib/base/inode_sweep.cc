@@ -10,7 +10,7 @@ namespace oans {
 
 std::string InodeSweepRefusal(const InodeSweepCase& c) {
   if (c.available == 0) return "the memory available is not known";
-  if (c.table_bytes > c.available / 4)
+  if (c.table_bytes > c.available / 4 || c.swept_before > c.available / 4 - c.table_bytes)
     return FormatSize(c.table_bytes) + " of inode tables would not stay cached (" + FormatSize(c.available) +
            " available)";
   const bool big_share = c.tree_files > 0 && c.tree_files >= c.used_inodes / 4;
@@ -32,7 +32,7 @@ InodeSweep SweepOne(Sys& sys, int fd, const std::string& path, InodeSweepCase c,
     return {};
   }
   c.used_inodes = usage->used_inodes;
-  c.table_bytes = usage->used_inodes * *size;
+  if (__builtin_mul_overflow(usage->used_inodes, uint64_t(*size), &c.table_bytes)) c.table_bytes = UINT64_MAX;
   if (const std::string refusal = InodeSweepRefusal(c); !refusal.empty()) {
     notice(not_read + refusal);
     return {};
@@ -69,6 +69,7 @@ InodeSweep SweepInodeTables(Sys& sys, const std::vector<std::string>& roots, uin
     if (std::find(done.begin(), done.end(), st->dev) != done.end()) continue;
     done.push_back(st->dev);
     InodeSweepCase c = base;
+    c.swept_before = total.bytes;
     c.root_is_mount = is_mount(root);  // roots overlap no more (roots.h): a later one is not above it
     const InodeSweep one = SweepOne(sys, fd->get(), root, c, stop, notice);
     total.inodes += one.inodes;

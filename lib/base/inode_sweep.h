@@ -25,10 +25,11 @@ struct InodeSweepCase {
   uint64_t tree_files = 0;     // the files the pass will meet, at least; 0 when not known
   bool root_is_mount = false;  // a root is the filesystem's mount point
   uint64_t available = 0;      // memory available (MemAvailable); 0 when not known
+  uint64_t swept_before = 0;   // bytes of other filesystems' tables swept by the same pass
 };
 
-// Whether a sweep pays: what it reads must stay cached until the pass needs it (a quarter
-// of the memory available), and the roots must hold enough of the filesystem for one
+// Whether a sweep pays: what it reads must stay cached until the pass needs it (with what
+// was swept before, a quarter of the memory available), and the roots must hold enough of the filesystem for one
 // pass over all its inode tables to cost less than the reads it saves: a root that is the
 // mount point, a quarter of its inodes, or a sweep of at most kInodeSweepAlways.
 // "" when it pays, else why not.
@@ -40,7 +41,8 @@ struct InodeSweep {
 };
 
 // Each XFS filesystem among `roots` (each once) swept when it pays, with `tree_files` as
-// the roots' share. `notice` is told once per filesystem why it was not swept, unless it
+// the roots' share (of all the roots: a filesystem they barely touch may still be swept
+// as if they held it). `notice` is told once per filesystem why it was not swept, unless it
 // is not XFS; `stop` is asked between calls.
 InodeSweep SweepInodeTables(Sys& sys, const std::vector<std::string>& roots, uint64_t tree_files,
                             const std::function<bool()>& stop, const std::function<void(const std::string&)>& notice);

@@ -60,6 +60,11 @@ class PacedSys final : public Sys {
   Result<FsUsage> Usage(int fd) override { return inner_.Usage(fd); }
   uint64_t Seek(int fd, uint64_t offset, bool hole) override { return inner_.Seek(fd, offset, hole); }
   Result<std::vector<std::string>> MountPoints() override { return inner_.MountPoints(); }
+  Result<uint32_t> InodeSize(int fd) override { return inner_.InodeSize(fd); }
+  Status ReadInodeTables(int fd, const std::function<bool()>& stop, InodeTables* out) override {
+    return inner_.ReadInodeTables(fd, stop, out);
+  }
+  uint64_t MemoryAvailable() override { return inner_.MemoryAvailable(); }
   Result<DeviceMounts> MountsOf(uint64_t dev) override { return inner_.MountsOf(dev); }
   Status Syncfs(int fd) override { return inner_.Syncfs(fd); }
   Status Fsync(int fd) override { return inner_.Fsync(fd); }

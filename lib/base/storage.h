@@ -15,7 +15,9 @@ namespace oans {
 struct StoragePolicy {
   int scan_readers;            // the scan's reader threads (--io-threads)
   bool physical_order;         // the scan reads the files it keeps in disk order, not as walked
-  bool read_trees_ahead;       // btrfs trees read in disk order before the scan's walk and apply
+  // Metadata read in disk order before the scan's walk and apply's first round: btrfs's
+  // trees, XFS's inode tables, and apply's directories (docs/architecture.md, "Storage").
+  bool read_trees_ahead;
   uint64_t round_size;         // the plan's bytes read per round (--round-size)
   bool open_next_round;        // apply opens the next round's files while a round is read
   bool commit_between_rounds;  // apply commits (syncfs) between rounds (ApplyOptions::commit_every)

@@ -281,7 +281,7 @@ void PrepareWalk(WalkState& state, const IndexHeader& header, Observer* observer
   const bool all_btrfs = !listed.empty() && std::all_of(listed.begin(), listed.end(), btrfs);
   // One walker in inode order where btrfs trees read ahead do not serve the walk.
   state.inode_order = PolicyFor(stats->storage.kind).walk_in_inode_order && !(ahead && all_btrfs);
-  if (state.inode_order && !all_btrfs) SweepInodeTables(state.sys, header.roots, o.stop, observer, stats);
+  if (state.inode_order && !all_btrfs) SweepScanInodeTables(state.sys, header.roots, o.stop, observer, stats);
   state.trees_on_ssd = stats->storage.kind == StorageKind::kSsd && !o.read_data && state.map_from_trees && all_btrfs;
   // Without btrfs checksums to key files unread, whole files only reads no unique size.
   state.skip_unique = o.whole_files_only && (o.read_data || !all_btrfs);

@@ -34,7 +34,7 @@ void ReadBtrfsTreesAhead(Sys& sys, const TreesAheadOf& of, const std::vector<std
   stats->tree_ahead_cut = ahead.cut_short;
 }
 
-void SweepInodeTables(Sys& sys, const std::vector<std::string>& roots, const std::atomic<bool>* stop,
+void SweepScanInodeTables(Sys& sys, const std::vector<std::string>& roots, const std::atomic<bool>* stop,
                       Observer* observer, ScanStats* stats) {
   const bool whole = !stats->previous_truncated && !stats->previous_damaged;
   const InodeSweep swept = SweepInodeTables(

@@ -140,12 +140,19 @@ int main(int argc, char** argv) {
   const bool from_stdin = a.plan_path == "-";
   auto pinned = from_stdin ? SpoolStdin() : OpenTrustedPlan(a.plan_path);
   if (!pinned.ok()) return cli::Fail("oans-apply", pinned.status());
-  PlanDirectories dirs;  // for a spinning disk: listed before the first round (dir_ahead.h)
-  if (Status v = ValidatePlan(*pinned, [&dirs](const PlanRound& r) { dirs.Add(r); }); !v.ok())
-    return cli::Fail("oans-apply", v);
-  o.directories = dirs.Take();
   auto plan = PlanReader::Open(*pinned);
   if (!plan.ok()) return cli::Fail("oans-apply", plan.status());
+  // On a spinning disk, the directories above the plan's files, for apply to list first
+  // (dir_ahead.h): gathered while the plan is checked.
+  const auto recorded = (*plan)->header().storage;
+  const bool spinning = o.storage == StorageChoice::kHdd ||
+                        (o.storage == StorageChoice::kAuto && recorded && *recorded == StorageKind::kHdd);
+  PlanDirectories dirs;
+  std::function<void(const PlanRound&)> gather;
+  if (spinning && o.prefetch && !o.dry_run) gather = [&dirs](const PlanRound& r) { dirs.Add(r); };
+  if (Status v = ValidatePlan(*pinned, gather); !v.ok()) return cli::Fail("oans-apply", v);
+  std::vector<std::string> directories = dirs.Take();
+  o.directories = &directories;
   // A filesystem that cannot share data as asked is told once, before any work.
   if (Status can = CheckPlanCanShare((*plan)->header(), o.hardlink); !can.ok()) return cli::Fail("oans-apply", can);
   std::unique_ptr<Journal> journal;
@@ -158,6 +165,7 @@ int main(int argc, char** argv) {
   cli::ProgressMode mode;
   cli::ParseProgressMode(a.progress, &mode);
   cli::ProgressRenderer renderer("oans-apply", mode, a.quiet);
+  if (dirs.over()) renderer.Notice("not listing the plan's directories ahead: their paths take more than 256 MiB");
   ApplyStats s;
   Status st = RunApply(DefaultSys(), **plan, o, &renderer, &s);
   renderer.Finish();

@@ -36,6 +36,11 @@ TEST(InodeSweepTest, ALargeOneOnlyWhenTheRootsHoldEnoughOfIt) {
 TEST(InodeSweepTest, NeverWhatWouldNotStayCached) {
   EXPECT_NE(InodeSweepRefusal(Case(80, 160000, 160000, true, 319)), "");
   EXPECT_EQ(InodeSweepRefusal(Case(80, 160000, 160000, true, 320)), "");
+  InodeSweepCase after = Case(80, 160000, 160000, true, 640);  // room for 160 MiB
+  after.swept_before = uint64_t(80) << 20;
+  EXPECT_EQ(InodeSweepRefusal(after), "");
+  after.swept_before += 1;  // another filesystem's tables took the rest
+  EXPECT_NE(InodeSweepRefusal(after), "");
   const std::string unknown = InodeSweepRefusal(Case(1, 1000, 1000, true, 0));
   EXPECT_NE(unknown.find("not known"), std::string::npos) << unknown;
 }
