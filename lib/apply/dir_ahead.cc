@@ -48,6 +48,12 @@ std::vector<std::string> PlanDirectories::Take() {
   return out;
 }
 
+bool WantsPlanDirectories(const ApplyOptions& o, const PlanHeader& h) {
+  const bool spinning = o.storage == StorageChoice::kHdd ||
+                        (o.storage == StorageChoice::kAuto && h.storage && *h.storage == StorageKind::kHdd);
+  return spinning && o.prefetch && !o.dry_run;
+}
+
 uint64_t ListDirectoriesAhead(Sys& sys, const std::vector<std::string>& roots, const std::vector<std::string>& dirs,
                               const std::function<bool()>& stop) {
   if (dirs.empty()) return 0;

@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "lib/apply/apply.h"
 #include "lib/base/sys.h"
 #include "lib/format/plan_file.h"
 
@@ -35,6 +36,10 @@ class PlanDirectories {
   uint64_t bytes_ = 0, limit_;
   bool over_ = false;
 };
+
+// Whether apply will want the plan's directories: on a spinning disk as `o` tells or as
+// the plan records (a plan that records none: no), with prefetch, not a dry run.
+bool WantsPlanDirectories(const ApplyOptions& o, const PlanHeader& h);
 
 // Lists, from each root down, every directory of `dirs` (sorted) and none other: the next
 // (device, inode) up from the last one listed, the lowest once none is above. Each is

@@ -144,12 +144,9 @@ int main(int argc, char** argv) {
   if (!plan.ok()) return cli::Fail("oans-apply", plan.status());
   // On a spinning disk, the directories above the plan's files, for apply to list first
   // (dir_ahead.h): gathered while the plan is checked.
-  const auto recorded = (*plan)->header().storage;
-  const bool spinning = o.storage == StorageChoice::kHdd ||
-                        (o.storage == StorageChoice::kAuto && recorded && *recorded == StorageKind::kHdd);
   PlanDirectories dirs;
   std::function<void(const PlanRound&)> gather;
-  if (spinning && o.prefetch && !o.dry_run) gather = [&dirs](const PlanRound& r) { dirs.Add(r); };
+  if (WantsPlanDirectories(o, (*plan)->header())) gather = [&dirs](const PlanRound& r) { dirs.Add(r); };
   if (Status v = ValidatePlan(*pinned, gather); !v.ok()) return cli::Fail("oans-apply", v);
   std::vector<std::string> directories = dirs.Take();
   o.directories = &directories;

@@ -161,3 +161,28 @@ TEST(ListDirectoriesAheadTest, ASymlinkInPlaceOfADirectoryIsNotFollowed) {
 
 }  // namespace
 }  // namespace oans
+
+namespace oans {
+namespace {
+
+TEST(WantsPlanDirectoriesTest, ASpinningDiskWithPrefetchAndNoDryRun) {
+  ApplyOptions o;
+  PlanHeader h;
+  EXPECT_FALSE(WantsPlanDirectories(o, h));  // the plan records no storage
+  h.storage = StorageKind::kHdd;
+  EXPECT_TRUE(WantsPlanDirectories(o, h));
+  o.dry_run = true;
+  EXPECT_FALSE(WantsPlanDirectories(o, h));
+  o.dry_run = false;
+  o.prefetch = false;
+  EXPECT_FALSE(WantsPlanDirectories(o, h));
+  o.prefetch = true;
+  o.storage = StorageChoice::kSsd;
+  EXPECT_FALSE(WantsPlanDirectories(o, h));
+  h.storage = StorageKind::kSsd;
+  o.storage = StorageChoice::kHdd;
+  EXPECT_TRUE(WantsPlanDirectories(o, h));
+}
+
+}  // namespace
+}  // namespace oans
