@@ -85,7 +85,6 @@ struct DirEntry {
 // What a sweep of a filesystem's inode tables read (FileSys::ReadInodeTables).
 struct InodeTables {
   uint64_t inodes = 0;  // inodes in use met
-  uint64_t calls = 0;   // system calls made
 };
 
 // How often a device is mounted (FileSys::MountsOf).

@@ -64,10 +64,10 @@ InodeSweep SweepInodeTables(Sys& sys, const std::vector<std::string>& roots, uin
     auto fd = Own(sys, sys.OpenNoFollow(root));  // roots are canonical: no symlink; the pass reports a failure
     if (!fd.ok()) continue;
     auto st = sys.Fstat(fd->get());
-    auto id = sys.Identify(fd->get());
-    if (!st.ok() || !id.ok() || id->type != "xfs") continue;
-    if (std::find(done.begin(), done.end(), st->dev) != done.end()) continue;
+    if (!st.ok() || std::find(done.begin(), done.end(), st->dev) != done.end()) continue;
     done.push_back(st->dev);
+    auto id = sys.Identify(fd->get());
+    if (!id.ok() || id->type != "xfs") continue;
     InodeSweepCase c = base;
     c.swept_before = total.bytes;
     c.root_is_mount = is_mount(root);  // roots overlap no more (roots.h): a later one is not above it

@@ -35,7 +35,7 @@ void ReadBtrfsTreesAhead(Sys& sys, const TreesAheadOf& of, const std::vector<std
 }
 
 void SweepScanInodeTables(Sys& sys, const std::vector<std::string>& roots, const std::atomic<bool>* stop,
-                      Observer* observer, ScanStats* stats) {
+                          Observer* observer, ScanStats* stats) {
   const bool whole = !stats->previous_truncated && !stats->previous_damaged;
   const InodeSweep swept = SweepInodeTables(
       sys, roots, whole ? stats->previous_records : 0, [stop] { return stop && stop->load(); },

@@ -31,6 +31,6 @@ void ReadBtrfsTreesAhead(Sys& sys, const TreesAheadOf& of, const std::vector<std
 // XFS's inode tables (lib/base/inode_sweep.h) into stats->inode_tables_*; the previous
 // index's files count as the roots' share when it was read whole.
 void SweepScanInodeTables(Sys& sys, const std::vector<std::string>& roots, const std::atomic<bool>* stop,
-                      Observer* observer, ScanStats* stats);
+                          Observer* observer, ScanStats* stats);
 
 }  // namespace oans

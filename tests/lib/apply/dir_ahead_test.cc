@@ -108,6 +108,18 @@ TEST(ListDirectoriesAheadTest, AnElevatorOverThePlansDirectoriesOnly) {
   EXPECT_EQ(Listed(sys), (std::vector<std::string>{"/r", "/r/b", "/r/b/z", "/r/a", "/r/a/y", "/r/a/x"}));
 }
 
+TEST(ListDirectoriesAheadTest, APlansDotDotPathsReachNothingOutsideTheRoots) {
+  TreeSys sys;
+  sys.Add("/r", 10);
+  sys.Add("/r/a", 20);
+  sys.Add("/etc", 5);
+  sys.dirs["/r"].entries.push_back({"..", 1, DT_DIR});
+  sys.dirs["/r"].entries.push_back({".", 10, DT_DIR});
+  const std::vector<std::string> dirs = {"/etc", "/r", "/r/..", "/r/../etc", "/r/a"};  // sorted, as a crafted plan gives
+  EXPECT_EQ(ListDirectoriesAhead(sys, {"/r"}, dirs, nullptr), 2u);
+  EXPECT_EQ(Listed(sys), (std::vector<std::string>{"/r", "/r/a"}));
+}
+
 TEST(ListDirectoriesAheadTest, ADirectoryReplacedSinceItsParentWasListedIsNot) {
   TreeSys sys;
   sys.Add("/r", 10);

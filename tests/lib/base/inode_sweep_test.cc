@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 
 #include "tests/lib/test_util.h"
@@ -68,7 +71,6 @@ class SweepSys : public test::ForwardingSys {
     if (denied) return Status::Io("XFS_IOC_BULKSTAT", EPERM);
     if (stop()) return Status::Ok();
     out->inodes = 1000;
-    out->calls = 2;
     return Status::Ok();
   }
   uint64_t MemoryAvailable() override { return available; }
@@ -126,6 +128,17 @@ TEST(InodeSweepTest, WithoutThePrivilegeSaysWhatItNeeds) {
   ASSERT_EQ(observer.notices.size(), 1u);
   EXPECT_NE(observer.notices[0].find("CAP_SYS_ADMIN"), std::string::npos) << observer.notices[0];
   EXPECT_EQ(observer.notices[0].find("warning"), std::string::npos) << observer.notices[0];
+}
+
+TEST(InodeSweepTest, ARootThatIsASymlinkIsNotFollowed) {
+  test::TempDir dir;
+  ASSERT_EQ(::mkdir((dir.path() + "/real").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink("real", (dir.path() + "/link").c_str()), 0);
+  SweepSys sys;
+  Notices observer;
+  EXPECT_EQ(Sweep(sys, {dir.path() + "/link"}, &observer).inodes, 0u);
+  EXPECT_EQ(sys.sweeps, 0);
+  EXPECT_EQ(Sweep(sys, {dir.path() + "/real"}, &observer).inodes, 1000u);  // the same directory by its name
 }
 
 TEST(InodeSweepTest, StoppedBeforeItStarts) {
