@@ -286,13 +286,17 @@ Status JudgeSlice(Sys& sys, int fd, uint64_t since, uint64_t first, uint64_t las
 }  // namespace
 
 Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& quiet, size_t limit,
-                          std::vector<uint64_t>* rest, SubvolumeChanges* out, const std::vector<uint64_t>& splits) {
-  // Slice k holds the numbers from cuts[k - 1] (the first inode for k = 0) to before
-  // cuts[k] (the last inode for the last slice); cuts outside the inodes' numbers, or
-  // out of order, are left out.
+                          std::vector<uint64_t>* rest, SubvolumeChanges* out, const std::vector<uint64_t>& splits,
+                          uint64_t first, uint64_t last) {
+  first = std::max(first, kBtrfsFirstInode);
+  last = std::min(last, kBtrfsLastInode);
+  if (first > last) return Status::Ok();
+  // Slice k holds the numbers from cuts[k - 1] (`first` for k = 0) to before cuts[k]
+  // (`last` for the last slice); cuts outside those numbers, or out of order, are left
+  // out.
   std::vector<uint64_t> cuts;
   for (uint64_t at : splits)
-    if (at > kBtrfsFirstInode && at <= kBtrfsLastInode && (cuts.empty() || at > cuts.back())) cuts.push_back(at);
+    if (at > first && at <= last && (cuts.empty() || at > cuts.back())) cuts.push_back(at);
   const size_t slices = cuts.size() + 1;
   std::vector<SubvolumeChanges> outs(slices);
   std::vector<std::vector<uint64_t>> rests(slices);
@@ -301,10 +305,10 @@ Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& qu
   std::vector<Keeper> keepers;
   for (size_t k = 0; k < slices; ++k) keepers.push_back({quiet, limit, &outs[k], true, slices > 1 ? &kept : nullptr});
   auto judge = [&](size_t k) {
-    const uint64_t first = k == 0 ? kBtrfsFirstInode : cuts[k - 1];
-    const uint64_t last = k + 1 == slices ? kBtrfsLastInode : cuts[k] - 1;
+    const uint64_t from = k == 0 ? first : cuts[k - 1];
+    const uint64_t to = k + 1 == slices ? last : cuts[k] - 1;
     try {
-      status[k] = JudgeSlice(sys, fd, since, first, last, &keepers[k], &rests[k]);
+      status[k] = JudgeSlice(sys, fd, since, from, to, &keepers[k], &rests[k]);
     } catch (const std::exception& e) {  // on a thread of its own, it must not escape
       status[k] = Status::Io(std::string("judging changed inodes: ") + e.what(), ENOMEM);
     }

@@ -73,12 +73,14 @@ Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, co
 // directory's entries as long as its size, a file's extents as many bytes as its item
 // counts) handed to `quiet` and kept unless taken. The numbers of the others, whose
 // items lie partly in older blocks, go to *rest (sorted), for ReadChangedInodes.
-// `splits` (sorted inode numbers) cut the numbers into slices, each judged by a thread
-// of its own, at once: `quiet` is then called from those threads. The limit counts the
-// inodes all slices keep.
+// Only the inodes numbered `first` to `last` are looked at (a pass of the caller's).
+// `splits` (sorted inode numbers) cut them into slices, each judged by a thread of its
+// own, at once: `quiet` is then called from those threads. The limit counts the inodes
+// all slices keep.
 Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& quiet, size_t limit,
                           std::vector<uint64_t>* rest, SubvolumeChanges* out,
-                          const std::vector<uint64_t>& splits = {});
+                          const std::vector<uint64_t>& splits = {}, uint64_t first = kBtrfsFirstInode,
+                          uint64_t last = kBtrfsLastInode);
 
 // Where a directory is linked: its parent directory's inode and its name there.
 struct DirLink {

@@ -64,16 +64,13 @@ FollowWhy FollowState::FindChanges(const IndexHeader& prev) {
   // A first look: few inodes are read whole at less cost than the previous index.
   std::vector<std::vector<uint64_t>> numbers(roots.size());
   bool many = false;
-  FollowWhy why = FindNumbers(kJudgeQuietFrom, &numbers, &many);
+  FollowWhy why = FindNumbers(&numbers, &many);
   if (why.empty() && many && before_reading_many) before_reading_many();
-  if (why.empty() && many) why = LoadQuiet(prev);
-  // Judged without the previous index after all: every number, as many as fit.
-  if (why.empty() && many && !quiet_) why = FindNumbers(NumbersCap(), &numbers, &many);
+  if (why.empty() && many) why = JudgeInPasses(prev);
+  for (size_t i = 0; i < roots.size() && why.empty() && !many; ++i) why = ReadRootChanges(roots[i], numbers[i]);
+  numbers.clear();
+  for (size_t i = 0; i < roots.size() && why.empty(); ++i) why = FinishRootChanges(roots[i]);
   if (!why.empty()) return why;
-  for (size_t i = 0; i < roots.size(); ++i) {
-    why = FindRootChanges(roots[i], numbers[i]);
-    if (!why.empty()) return why;
-  }
   if (quiet_) {
     quiet_->Done();
     stats_->extents_moved = quiet_->moved();
@@ -81,21 +78,53 @@ FollowWhy FollowState::FindChanges(const IndexHeader& prev) {
   return {};
 }
 
-FollowWhy FollowState::FindRootChanges(FollowRoot& r, std::vector<uint64_t>& numbers) {
-  Status s;
-  if (quiet_) {
-    QuietInode take = [this, &r](ChangedInode& c) { return quiet_->Take(r.fs, c); };
-    numbers.clear();
-    const size_t judges = judge_in_memory_only && !r.read_ahead_whole ? 1 : judge_threads;
-    s = JudgeChangedInodes(sys_, r.fd, r.since, take, kMaxFollowedInodes, &numbers, &r.changes,
-                           quiet_->Splits(r.fs, judges));
-    if (s.ok() && !r.changes.too_many) s = ReadChangedInodes(sys_, r.fd, numbers, take, kMaxFollowedInodes, &r.changes);
-  } else {
-    r.changes.found = numbers.size();
-    s = ReadChangedInodes(sys_, r.fd, numbers, nullptr, kMaxFollowedInodes, &r.changes);
-  }
-  std::vector<uint64_t>().swap(numbers);
+FollowWhy FollowState::ReadRootChanges(FollowRoot& r, const std::vector<uint64_t>& numbers) {
+  r.changes.found = numbers.size();
+  Status s = ReadChangedInodes(sys_, r.fd, numbers, nullptr, kMaxFollowedInodes, &r.changes);
   if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
+  return {};
+}
+
+FollowWhy FollowState::JudgeInPasses(const IndexHeader& prev) {
+  quiet_ = std::make_unique<QuietRecords>();
+  for (const auto& r : roots)
+    if (r.fs < prev.filesystems.size()) quiet_->Want(r.fs);  // not a snapshot's
+  // The digests, 24 bytes a record, in a sixteenth of --memory at most: as many passes
+  // as that takes, each over the inode numbers whose records it holds.
+  for (uint64_t from = 0;;) {
+    uint64_t upto = UINT64_MAX;
+    Status s = quiet_->Load(o_.previous, prev.created_ns, o_.memory / 16, from, &upto);
+    if (!s.ok()) return {NoFollow::kDamagedIndex, "the previous index cannot be read again: " + s.message()};
+    stats_->judge_passes++;
+    for (auto& r : roots) {
+      FollowWhy why = JudgeRootChanges(r, from, upto);
+      if (!why.empty()) return why;
+    }
+    if (upto == UINT64_MAX) return {};
+    from = upto;
+  }
+}
+
+FollowWhy FollowState::JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t upto) {
+  QuietInode take = [this, &r](ChangedInode& c) { return quiet_->Take(r.fs, c); };
+  const size_t judges = judge_in_memory_only && !r.read_ahead_whole ? 1 : judge_threads;
+  const size_t limit = kMaxFollowedInodes - std::min(kMaxFollowedInodes, r.changes.inodes.size());
+  SubvolumeChanges pass;
+  std::vector<uint64_t> rest;
+  Status s = JudgeChangedInodes(sys_, r.fd, r.since, take, limit, &rest, &pass, quiet_->Splits(r.fs, judges), from,
+                                upto - 1);
+  if (s.ok() && !pass.too_many) s = ReadChangedInodes(sys_, r.fd, rest, take, limit, &pass);
+  if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
+  r.changes.found += pass.found;
+  r.changes.quiet += pass.quiet;
+  r.changes.searches += pass.searches;
+  r.changes.too_many |= pass.too_many;
+  // A later pass's inodes have higher numbers: in inode order still.
+  for (auto& c : pass.inodes) r.changes.inodes.push_back(std::move(c));
+  return {};
+}
+
+FollowWhy FollowState::FinishRootChanges(FollowRoot& r) {
   if (r.changes.too_many)
     return {NoFollow::kTooManyChanges, "btrfs reports more than " + std::to_string(kMaxFollowedInodes) +
                                            " changed inodes below " + r.path + " (a walk costs no more)"};
@@ -111,44 +140,21 @@ FollowWhy FollowState::FindRootChanges(FollowRoot& r, std::vector<uint64_t>& num
   }
   std::string found = std::to_string(r.changes.found) + " inode(s) in tree blocks written since";
   if (r.changes.quiet) found += ", " + std::to_string(r.changes.quiet) + " of them unchanged or only moved";
+  if (stats_->judge_passes > 1)
+    found += " (judged in " + std::to_string(stats_->judge_passes) + " passes over the previous index: --memory)";
   observer_->Notice("following btrfs changes in " + r.path + " since generation " + std::to_string(r.since - 1) +
                     ": " + found);
   return {};
 }
 
-size_t FollowState::NumbersCap() const {
-  // Their numbers alone, 8 bytes an inode: up to a sixteenth of --memory, as many as a
-  // backup's atimes may make.
-  return std::max<size_t>(kMaxFollowedInodes, o_.memory / 16 / sizeof(uint64_t));
-}
-
-FollowWhy FollowState::FindNumbers(size_t cap, std::vector<std::vector<uint64_t>>* numbers, bool* over_cap) {
-  *over_cap = false;
+FollowWhy FollowState::FindNumbers(std::vector<std::vector<uint64_t>>* numbers, bool* many) {
+  *many = false;
   for (size_t i = 0; i < roots.size(); ++i) {
     FollowRoot& r = roots[i];
-    bool over = false;
-    Status s = ChangedInodeNumbers(sys_, r.fd, r.since, cap, &(*numbers)[i], &over, &r.changes.searches);
+    Status s = ChangedInodeNumbers(sys_, r.fd, r.since, kJudgeQuietFrom, &(*numbers)[i], many, &r.changes.searches);
     if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
-    if (over && cap == kJudgeQuietFrom) {
-      *over_cap = true;
-      return {};
-    }
-    if (over)
-      return {NoFollow::kTooManyChanges, "btrfs reports more than " + std::to_string(cap) +
-                                             " inodes in tree blocks written since below " + r.path + " (a walk costs no more)"};
+    if (*many) return {};
   }
-  return {};
-}
-
-FollowWhy FollowState::LoadQuiet(const IndexHeader& prev) {
-  auto quiet = std::make_unique<QuietRecords>();
-  for (const auto& r : roots)
-    if (r.fs < prev.filesystems.size()) quiet->Want(r.fs);  // not a snapshot's
-  // The digests, 24 bytes a record, in a sixteenth of --memory at most.
-  bool fits = false;
-  Status s = quiet->Load(o_.previous, prev.created_ns, o_.memory / 16, &fits);
-  if (!s.ok()) return {NoFollow::kDamagedIndex, "the previous index cannot be read again: " + s.message()};
-  if (fits) quiet_ = std::move(quiet);
   return {};
 }
 

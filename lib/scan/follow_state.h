@@ -157,16 +157,19 @@ class FollowState {
   Status WriteInto(IndexHeader header, OutputFile* out);
 
  private:
-  // Each root's changed inode numbers, into (*numbers)[root], up to `cap` a root. Past
-  // kJudgeQuietFrom, *over_cap is set (and the numbers cut short); past another cap, the
-  // reason to walk.
-  FollowWhy FindNumbers(size_t cap, std::vector<std::vector<uint64_t>>* numbers, bool* over_cap);
-  size_t NumbersCap() const;
-  // The previous records' digests (quiet_), when they fit.
-  FollowWhy LoadQuiet(const IndexHeader& prev);
-  // Root r's changed inodes read, judged when quiet_ is set (else `numbers` are read
-  // whole), and its changed directories.
-  FollowWhy FindRootChanges(FollowRoot& r, std::vector<uint64_t>& numbers);
+  // Each root's changed inode numbers, into (*numbers)[root]; past kJudgeQuietFrom in a
+  // root, *many is set instead (and the numbers cut short).
+  FollowWhy FindNumbers(std::vector<std::vector<uint64_t>>* numbers, bool* many);
+  // Root r's changed inodes `numbers`, read whole.
+  FollowWhy ReadRootChanges(FollowRoot& r, const std::vector<uint64_t>& numbers);
+  // Every root's changed inodes judged against the previous records (quiet_), in as many
+  // passes over the previous index as --memory needs: those whose items say what their
+  // records say are not held.
+  FollowWhy JudgeInPasses(const IndexHeader& prev);
+  // Root r's changed inodes numbered `from` to before `upto`, judged: a pass.
+  FollowWhy JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t upto);
+  // Root r's changed directories read, once its changed inodes are known.
+  FollowWhy FinishRootChanges(FollowRoot& r);
   // Takes c's entries.
   FollowWhy ReadChangedDir(FollowRoot& r, ChangedInode& c);
   // Fills r.dir_links: the changed directories' links, and their parents' up to the
@@ -243,7 +246,7 @@ class FollowState {
   std::unique_ptr<TempFile> dir_spool_, file_spool_;
   std::unique_ptr<IndexWriter> dir_writer_, file_writer_;
   FollowWhy why_;
-  // Set when inodes were judged against their records (LoadQuiet); then holds the files
+  // Set when inodes were judged against their records (JudgeInPasses); then holds the files
   // whose extents alone changed.
   std::unique_ptr<QuietRecords> quiet_;
   uint64_t changes_ = 0;  // records (and directories) written otherwise than they were, or dropped

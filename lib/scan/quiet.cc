@@ -63,42 +63,71 @@ const QuietRecords::Wanted* QuietRecords::Of(uint32_t fs) const {
   return const_cast<QuietRecords*>(this)->Of(fs);
 }
 
-Status QuietRecords::Load(const std::string& path, int64_t created_ns, uint64_t most, bool* fits) {
-  uint64_t bytes = 0;
-  *fits = true;
+bool QuietRecords::DropHighest(uint64_t* upto) {
+  std::vector<uint64_t> inos;
+  for (const auto& w : wanted_)
+    for (const auto& r : w.records) inos.push_back(r.ino);
+  if (inos.empty()) return true;
+  auto half = inos.begin() + long(inos.size() / 2);
+  std::nth_element(inos.begin(), half, inos.end());
+  uint64_t cut = *half;
+  // Half of them or more of the lowest number: that number's records are kept alone.
+  if (std::none_of(inos.begin(), half, [cut](uint64_t i) { return i < cut; })) {
+    uint64_t next = UINT64_MAX;
+    for (uint64_t i : inos)
+      if (i > cut) next = std::min(next, i);
+    if (next == UINT64_MAX) return false;
+    cut = next;
+  }
+  std::vector<uint64_t>().swap(inos);
+  for (auto& w : wanted_)
+    std::erase_if(w.records, [cut](const Record& r) { return r.ino >= cut; });
+  *upto = cut;
+  return true;
+}
+
+Status QuietRecords::Load(const std::string& path, int64_t created_ns, uint64_t most, uint64_t from, uint64_t* upto) {
+  for (auto& w : wanted_) std::vector<Record>().swap(w.records);
+  *upto = UINT64_MAX;
+  // Each record kept costs its 24 bytes, and 8 more while the highest are dropped.
+  const size_t room = std::max<size_t>(2, most / (sizeof(Record) + sizeof(uint64_t)));
+  size_t kept = 0;
+  bool one_number = false;
   // Each batch is looked at as it is encoded (checked, not decoded): only the stat and
   // extents of its records are read.
   FileEntry e;
   IndexReadOptions ro;
   ro.keep_encoded = [&](const IndexHeader&, const BatchView& batch) {
-    for (size_t i = 0; i < batch.size() && *fits; ++i) {
+    for (size_t i = 0; i < batch.size() && !one_number; ++i) {
       Wanted* w = Of(batch.fs(i));
-      if (!w) continue;
-      bytes += sizeof(Record);
-      if (bytes > most) {
-        *fits = false;
-        break;
-      }
+      if (!w || batch.ino(i) < from || batch.ino(i) >= *upto) continue;
       batch.StatOf(i, &e);
       // A record without a digest, or racy, is kept without one: it is looked at, and
       // still counts when the inode has two records.
       const QuietDigest d = Settled(e, created_ns) ? QuietDigest::Of(e) : QuietDigest{};
       w->records.push_back({e.ino, d});
+      if (++kept <= room) continue;
+      one_number = !DropHighest(upto);
+      kept = 0;
+      for (const auto& x : wanted_) kept += x.records.size();
     }
     return true;
   };
-  ro.on_encoded = [](const IndexHeader&, const IndexTotals&) { return Status::Ok(); };
+  // Stops the reading once one number's records fill the room.
+  ro.on_encoded = [&](const IndexHeader&, const IndexTotals&) {
+    return one_number ? Status::Corrupt("") : Status::Ok();
+  };
   auto r = ReadIndex(
       path, ro,
       [&](const IndexHeader& h) {
         return h.created_ns == created_ns ? Status::Ok() : Status::Invalid("the previous index changed while it was read");
       },
       [](const IndexHeader&, std::vector<FileEntry>&) { return Status::Ok(); });
+  if (one_number)
+    return Status::Corrupt("more records of inode " + std::to_string(e.ino) + " than --memory holds");
   if (!r.ok()) return r.status();
-  for (auto& w : wanted_) {
-    if (!*fits) std::vector<Record>().swap(w.records);
+  for (auto& w : wanted_)
     std::sort(w.records.begin(), w.records.end(), [](const Record& a, const Record& b) { return a.ino < b.ino; });
-  }
   return Status::Ok();
 }
 

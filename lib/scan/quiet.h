@@ -7,7 +7,9 @@
 // record is carried as it was. An inode whose extents alone changed (a dedupe, by oans
 // or another tool: FIDEDUPERANGE leaves ctime alone) holds the same data elsewhere: its
 // record is carried with the new extents, its keys kept.
-// Holds 24 bytes a record of the previous index, and each moved file's new extents.
+// Holds 24 bytes a record of the previous index, and each moved file's new extents. When
+// the records take more than the scan's share of memory, they are judged in passes, each
+// over a range of inode numbers, the previous index read once a pass.
 #pragma once
 
 #include <cstdint>
@@ -45,9 +47,12 @@ class QuietRecords {
   // Reads the previous index at `path` (its header created at `created_ns`) and keeps
   // the digests of each wanted record that is complete (hashed, no error) and settled
   // (Settled in lib/format/index_file.h: not racy); the others are kept without one (24
-  // bytes all the same: an inode recorded twice says nothing certain); false in
-  // *fits when they would take more than `most` bytes (none is kept).
-  Status Load(const std::string& path, int64_t created_ns, uint64_t most, bool* fits);
+  // bytes all the same: an inode recorded twice says nothing certain). One pass: the
+  // records of inode numbers from `from` on, of the lowest numbers, as many as `most`
+  // bytes hold; *upto is the first number not kept (UINT64_MAX when none was left out),
+  // from which the next pass begins. What an earlier pass kept is dropped first. Fails
+  // when one number's records alone fill `most` (a damaged index).
+  Status Load(const std::string& path, int64_t created_ns, uint64_t most, uint64_t from, uint64_t* upto);
   // Whether inode `c` of filesystem `fs` says all its record said (true), or all but
   // its extents (true, and its extents are moved out of c into Moved's list). May be
   // called from several threads at once (between Load and Done).
@@ -73,6 +78,9 @@ class QuietRecords {
     std::vector<MovedExtents> moved;  // by inode, after Done
   };
   Wanted* Of(uint32_t fs);
+  // Drops the records of the highest numbers, about half of those kept, and lowers
+  // *upto to the first number dropped; false when all are of one number.
+  bool DropHighest(uint64_t* upto);
   const Wanted* Of(uint32_t fs) const;
   std::vector<Wanted> wanted_;
   std::mutex moved_mu_;  // guards the moved lists and their count while Take is called

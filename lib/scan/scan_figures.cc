@@ -36,6 +36,7 @@ Figures<S> Found() {
       {"not_followed", Unit::kName, "", [](const S& s) { return V(std::string(NoFollowName(s.not_followed))); }},
       {"changed_inodes", Unit::kCount, "{} changed inodes looked at", [](const S& s) { return V(s.changed_inodes); }},
       {"quiet_inodes", Unit::kCount, "{} of them unchanged by their items", [](const S& s) { return V(s.quiet_inodes); }},
+      {"judge_passes", Unit::kCount, "", [](const S& s) { return V(s.judge_passes); }},
       {"extents_moved", Unit::kCount, "{} of those with new extents only", [](const S& s) { return V(s.extents_moved); }},
       {"tree_ahead_bytes", Unit::kBytes, "read btrfs's trees ahead: {}",
        [](const S& s) { return V(s.tree_ahead_bytes); }},

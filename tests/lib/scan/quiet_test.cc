@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "tests/lib/test_util.h"
@@ -102,10 +103,10 @@ TEST(QuietTest, TakesTheUnchangedAndTheMovedOnly) {
   test::WriteIndex(dir.Join("prev.idx"), h, records, 2);
   QuietRecords q;
   q.Want(1);
-  bool fits = false;
-  Status loaded = q.Load(dir.Join("prev.idx"), kBegan + 42, 1 << 20, &fits);
+  uint64_t upto = 0;
+  Status loaded = q.Load(dir.Join("prev.idx"), kBegan + 42, 1 << 20, 0, &upto);
   ASSERT_TRUE(loaded.ok()) << loaded.message();
-  EXPECT_TRUE(fits);
+  EXPECT_EQ(upto, UINT64_MAX);
 
   ChangedInode same = Items(300), moved = Items(301), written = Items(302), unread = Items(303);
   ChangedInode elsewhere = Items(304), fresh = Items(305);
@@ -138,23 +139,81 @@ TEST(QuietTest, AnIndexReplacedSinceItsHeaderWasReadIsRefused) {
   test::WriteIndex(dir.Join("prev.idx"), h, {Record(300)});
   QuietRecords q;
   q.Want(0);
-  bool fits = false;
-  EXPECT_EQ(q.Load(dir.Join("prev.idx"), kBegan + 42, 1 << 20, &fits).message(), "the previous index changed while it was read");
+  uint64_t upto = 0;
+  EXPECT_EQ(q.Load(dir.Join("prev.idx"), kBegan + 42, 1 << 20, 0, &upto).message(), "the previous index changed while it was read");
 }
 
-TEST(QuietTest, RecordsThatDoNotFitAreNotJudged) {
+// Records that do not fit are judged in later passes, each over the inode numbers above
+// the last: every record is held by one pass, and never more than fit.
+TEST(QuietTest, RecordsThatDoNotFitAreJudgedInLaterPasses) {
+  test::TempDir dir;
+  IndexHeader h;
+  h.created_ns = kBegan + 44;
+  h.filesystems = {test::BtrfsFs("u", 5, 40, "/"), test::BtrfsFs("u", 256, 41, "/")};
+  // Out of inode order, on two filesystems sharing numbers.
+  std::vector<FileEntry> records;
+  for (uint64_t ino : {309, 300, 305, 302, 308, 301, 307, 303, 306, 304}) {
+    records.push_back(Record(ino));
+    if (ino % 3 == 0) {
+      records.push_back(Record(ino));
+      records.back().fs = 1;
+    }
+  }
+  test::WriteIndex(dir.Join("prev.idx"), h, records, 3);
+  QuietRecords q;
+  q.Want(0);
+  q.Want(1);
+  const uint64_t most = 4 * 32;  // four records, and their numbers while the highest are dropped
+  std::vector<uint64_t> taken;
+  int passes = 0;
+  for (uint64_t from = 0; from != UINT64_MAX; ++passes) {
+    ASSERT_LT(passes, 14);
+    uint64_t upto = 0;
+    Status loaded = q.Load(dir.Join("prev.idx"), kBegan + 44, most, from, &upto);
+    ASSERT_TRUE(loaded.ok()) << loaded.message();
+    ASSERT_GT(upto, from);
+    size_t held = 0;
+    for (uint64_t ino = 290; ino < 320; ++ino)
+      for (uint32_t fs : {0u, 1u}) {
+        ChangedInode c = Items(ino);
+        if (!q.Take(fs, c)) continue;
+        EXPECT_GE(ino, from);
+        EXPECT_LT(ino, upto);
+        taken.push_back(ino * 2 + fs);
+        ++held;
+      }
+    EXPECT_LE(held, 4u);
+    from = upto;
+  }
+  EXPECT_GT(passes, 2);
+  std::sort(taken.begin(), taken.end());
+  std::vector<uint64_t> want;
+  for (const auto& r : records) want.push_back(r.ino * 2 + r.fs);
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(taken, want);
+}
+
+// An index that holds more records of one inode number than memory: damaged, refused,
+// and the reading ends there.
+TEST(QuietTest, MoreRecordsOfOneInodeThanFitAreRefused) {
   test::TempDir dir;
   IndexHeader h;
   h.created_ns = kBegan + 44;
   h.filesystems = {test::BtrfsFs("u", 5, 40, "/")};
-  test::WriteIndex(dir.Join("prev.idx"), h, {Record(300), Record(301), Record(302)});
+  std::vector<FileEntry> records(6, Record(300));
+  for (size_t i = 0; i < records.size(); ++i) records[i].path += "-" + std::to_string(i);
+  records.push_back(Record(301));
+  test::WriteIndex(dir.Join("prev.idx"), h, records);
   QuietRecords q;
   q.Want(0);
-  bool fits = true;
-  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 44, 2 * 24, &fits).ok());
-  EXPECT_FALSE(fits);
-  ChangedInode same = Items(300);
-  EXPECT_FALSE(q.Take(0, same));
+  uint64_t upto = 0;
+  EXPECT_EQ(q.Load(dir.Join("prev.idx"), kBegan + 44, 4 * 32, 0, &upto).message(),
+            "more records of inode 300 than --memory holds");
+  // From above that number, the rest is read.
+  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 44, 4 * 32, 301, &upto).ok());
+  EXPECT_EQ(upto, UINT64_MAX);
+  ChangedInode c = Items(301);
+  EXPECT_TRUE(q.Take(0, c));
 }
 
 // A record whose ctime lies within a second before its scan began may share it with a
@@ -168,8 +227,8 @@ TEST(QuietTest, ARacyRecordIsNotTaken) {
     test::WriteIndex(dir.Join("prev.idx"), h, {Record(300)});
     QuietRecords q;
     q.Want(0);
-    bool fits = false;
-    ASSERT_TRUE(q.Load(dir.Join("prev.idx"), began, 1 << 20, &fits).ok());
+    uint64_t upto = 0;
+    ASSERT_TRUE(q.Load(dir.Join("prev.idx"), began, 1 << 20, 0, &upto).ok());
     ChangedInode same = Items(300);
     EXPECT_EQ(q.Take(0, same), began == 8 + kRacyNs) << began;
   }
@@ -185,8 +244,8 @@ TEST(QuietTest, TwoRecordsOfOneInodeSayNothingCertain) {
   test::WriteIndex(dir.Join("prev.idx"), h, {Record(300), again});
   QuietRecords q;
   q.Want(0);
-  bool fits = false;
-  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 45, 1 << 20, &fits).ok());
+  uint64_t upto = 0;
+  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 45, 1 << 20, 0, &upto).ok());
   ChangedInode same = Items(300);
   EXPECT_FALSE(q.Take(0, same));
 
@@ -196,7 +255,7 @@ TEST(QuietTest, TwoRecordsOfOneInodeSayNothingCertain) {
   test::WriteIndex(dir.Join("racy.idx"), h, {Record(300), racy});
   QuietRecords r;
   r.Want(0);
-  ASSERT_TRUE(r.Load(dir.Join("racy.idx"), kBegan + 45, 1 << 20, &fits).ok());
+  ASSERT_TRUE(r.Load(dir.Join("racy.idx"), kBegan + 45, 1 << 20, 0, &upto).ok());
   ChangedInode also = Items(300);
   EXPECT_FALSE(r.Take(0, also));
 }
@@ -213,9 +272,9 @@ TEST(QuietTest, SplitsCutTheRecordsEvenlyAndTakeServesManyThreads) {
   test::WriteIndex(dir.Join("prev.idx"), h, records, 1024);
   QuietRecords q;
   q.Want(0);
-  bool fits = false;
-  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 42, 1 << 30, &fits).ok());
-  ASSERT_TRUE(fits);
+  uint64_t upto = 0;
+  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 42, 1 << 30, 0, &upto).ok());
+  ASSERT_EQ(upto, UINT64_MAX);
   EXPECT_EQ(q.Splits(0, 1), std::vector<uint64_t>{});
   EXPECT_EQ(q.Splits(0, 2), (std::vector<uint64_t>{1000 + 3 * 4096 / 2}));
   EXPECT_EQ(q.Splits(0, 3), (std::vector<uint64_t>{1000 + 4096, 1000 + 2 * 4096}));
