@@ -99,6 +99,8 @@ struct DirRecord {
   path @0 :Data;                 # absolute path (raw bytes)
   fs @1 :UInt32;                 # index into IndexHeader.filesystems
   ino @2 :UInt64;                # st_ino
+  mtimeNs @3 :Int64;             # its times when read (ns); 0: not recorded (older indexes)
+  ctimeNs @4 :Int64;
 }
 
 struct IndexBatch {

@@ -129,6 +129,8 @@ Status IndexWriter::FlushBatch() {
       dirs[i].setPath(Bytes(pending_dirs_[i].path));
       dirs[i].setFs(pending_dirs_[i].fs);
       dirs[i].setIno(pending_dirs_[i].ino);
+      dirs[i].setMtimeNs(pending_dirs_[i].mtime_ns);
+      dirs[i].setCtimeNs(pending_dirs_[i].ctime_ns);
     }
     pending_dirs_.clear();
   }

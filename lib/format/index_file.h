@@ -106,6 +106,9 @@ struct IndexDir {
   std::string path;
   uint32_t fs = 0;
   uint64_t ino = 0;
+  // Its times when it was read: a directory whose times are the same has the same
+  // entries (lib/scan/quiet.h). 0: not recorded.
+  int64_t mtime_ns = 0, ctime_ns = 0;
 };
 
 struct FileEntry {
@@ -161,6 +164,10 @@ struct FileIdentity {
 // are not reused and its times do not make it quiet, until a scan begun later records it.
 inline constexpr int64_t kRacyNs = 1'000'000'000;
 inline bool Settled(const FileEntry& e, int64_t scan_began_ns) { return e.ctime_ns < scan_began_ns - kRacyNs; }
+// The same of a directory record (whose entries may have changed in its ctime's tick).
+inline bool Settled(const IndexDir& d, int64_t scan_began_ns) {
+  return d.ctime_ns != 0 && d.ctime_ns < scan_began_ns - kRacyNs;
+}
 
 struct IndexTotals {
   uint64_t records = 0, batches = 0, errors = 0, bytes = 0;

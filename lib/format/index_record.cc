@@ -160,7 +160,7 @@ Status DecodeDirs(schema::IndexBatch::Reader b, const std::string& name, const I
       return Status::Corrupt(name + " is damaged (a directory record names an unknown filesystem)");
     if (std::string bad = PathDamage(d.getPath(), "a directory record"); !bad.empty())
       return Status::Corrupt(name + " is damaged (" + bad + ")");
-    dirs->push_back({FromData(d.getPath()), d.getFs(), d.getIno()});
+    dirs->push_back({FromData(d.getPath()), d.getFs(), d.getIno(), d.getMtimeNs(), d.getCtimeNs()});
     seen->dirs++;
   }
   return Status::Ok();

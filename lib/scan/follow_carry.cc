@@ -177,13 +177,14 @@ FollowWhy FollowState::FinishDirs() {
     // outside the roots with everything below it: that needs a walk.
     for (const auto& [name, ino] : dir.entries)
       if (!r.changed.count(ino)) return {NoFollow::kMovedIn, PathJoin(dir.path, name) + " was moved in from outside the scanned tree"};
-    KeepWrite(dir_writer_->AddDir({dir.path, key.first, key.second}));
+    KeepWrite(dir_writer_->AddDir({dir.path, key.first, key.second, dir.mtime_ns, dir.ctime_ns}));
   }
   for (auto& d : prev_dirs_) {
     const FollowRoot& r = roots[root_of_fs_[d.fs]];
     if (r.changed.count(d.ino)) {
       auto it = dirs_.find({d.fs, d.ino});
-      if (it != dirs_.end()) KeepWrite(dir_writer_->AddDir({it->second.path, d.fs, d.ino}));
+      if (it != dirs_.end())
+        KeepWrite(dir_writer_->AddDir({it->second.path, d.fs, d.ino, it->second.mtime_ns, it->second.ctime_ns}));
       continue;
     }
     auto now = Moved(d.fs).Map(d.path);

@@ -63,11 +63,13 @@ FollowWhy FollowState::FindChanges(const IndexHeader& prev) {
   file_writer_ = std::make_unique<IndexWriter>(file_spool_->fd(), "the scan's temporary spool");
   // A first look: few inodes are read whole at less cost than the previous index.
   std::vector<std::vector<uint64_t>> numbers(roots.size());
-  bool many = false;
+  std::vector<bool> many(roots.size());
   FollowWhy why = FindNumbers(&numbers, &many);
-  if (why.empty() && many && before_reading_many) before_reading_many();
-  if (why.empty() && many) why = JudgeInPasses(prev);
-  for (size_t i = 0; i < roots.size() && why.empty() && !many; ++i) why = ReadRootChanges(roots[i], numbers[i]);
+  const bool any_many = std::find(many.begin(), many.end(), true) != many.end();
+  if (why.empty() && any_many && before_reading_many) before_reading_many();
+  if (why.empty() && any_many) why = JudgeInPasses(prev, many);
+  for (size_t i = 0; i < roots.size() && why.empty(); ++i)
+    if (!many[i]) why = ReadRootChanges(roots[i], numbers[i]);
   numbers.clear();
   for (size_t i = 0; i < roots.size() && why.empty(); ++i) why = FinishRootChanges(roots[i]);
   if (!why.empty()) return why;
@@ -85,19 +87,21 @@ FollowWhy FollowState::ReadRootChanges(FollowRoot& r, const std::vector<uint64_t
   return {};
 }
 
-FollowWhy FollowState::JudgeInPasses(const IndexHeader& prev) {
+FollowWhy FollowState::JudgeInPasses(const IndexHeader& prev, const std::vector<bool>& judged) {
   quiet_ = std::make_unique<QuietRecords>();
-  for (const auto& r : roots)
-    if (r.fs < prev.filesystems.size()) quiet_->Want(r.fs);  // not a snapshot's
-  // The digests, 24 bytes a record, in a sixteenth of --memory at most: as many passes
-  // as that takes, each over the inode numbers whose records it holds.
+  // Only the records of the roots judged: a snapshot unchanged since costs no pass.
+  for (size_t i = 0; i < roots.size(); ++i)
+    if (judged[i] && roots[i].fs < prev.filesystems.size()) quiet_->Want(roots[i].fs);  // not a new snapshot's
+  // The digests in a sixteenth of --memory at most: as many passes as that takes, each
+  // over the inode numbers whose records it holds.
   for (uint64_t from = 0;;) {
     uint64_t upto = UINT64_MAX;
     Status s = quiet_->Load(o_.previous, prev.created_ns, o_.memory / 16, from, &upto);
     if (!s.ok()) return {NoFollow::kDamagedIndex, "the previous index cannot be read again: " + s.message()};
     stats_->judge_passes++;
-    for (auto& r : roots) {
-      FollowWhy why = JudgeRootChanges(r, from, upto);
+    for (size_t i = 0; i < roots.size(); ++i) {
+      if (!judged[i]) continue;
+      FollowWhy why = JudgeRootChanges(roots[i], from, upto);
       if (!why.empty()) return why;
     }
     if (upto == UINT64_MAX) return {};
@@ -121,13 +125,17 @@ FollowWhy FollowState::JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t u
   r.changes.too_many |= pass.too_many;
   // A later pass's inodes have higher numbers: in inode order still.
   for (auto& c : pass.inodes) r.changes.inodes.push_back(std::move(c));
-  return {};
+  return TooMany(r);
+}
+
+FollowWhy FollowState::TooMany(const FollowRoot& r) const {
+  if (!r.changes.too_many) return {};
+  return {NoFollow::kTooManyChanges, "btrfs reports more than " + std::to_string(kMaxFollowedInodes) +
+                                         " changed inodes below " + r.path + " (a walk costs no more)"};
 }
 
 FollowWhy FollowState::FinishRootChanges(FollowRoot& r) {
-  if (r.changes.too_many)
-    return {NoFollow::kTooManyChanges, "btrfs reports more than " + std::to_string(kMaxFollowedInodes) +
-                                           " changed inodes below " + r.path + " (a walk costs no more)"};
+  if (FollowWhy why = TooMany(r); !why.empty()) return why;
   for (const auto& c : r.changes.inodes) r.changed[c.ino] = &c;
   stats_->changed_inodes += r.changes.found;
   stats_->quiet_inodes += r.changes.quiet;
@@ -147,13 +155,14 @@ FollowWhy FollowState::FinishRootChanges(FollowRoot& r) {
   return {};
 }
 
-FollowWhy FollowState::FindNumbers(std::vector<std::vector<uint64_t>>* numbers, bool* many) {
-  *many = false;
+FollowWhy FollowState::FindNumbers(std::vector<std::vector<uint64_t>>* numbers, std::vector<bool>* many) {
   for (size_t i = 0; i < roots.size(); ++i) {
     FollowRoot& r = roots[i];
-    Status s = ChangedInodeNumbers(sys_, r.fd, r.since, kJudgeQuietFrom, &(*numbers)[i], many, &r.changes.searches);
+    bool over = false;
+    Status s = ChangedInodeNumbers(sys_, r.fd, r.since, kJudgeQuietFrom, &(*numbers)[i], &over, &r.changes.searches);
     if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
-    if (*many) return {};
+    (*many)[i] = over;
+    if (over) std::vector<uint64_t>().swap((*numbers)[i]);
   }
   return {};
 }
@@ -193,6 +202,8 @@ FollowWhy FollowState::ReadChangedDir(FollowRoot& r, ChangedInode& c) {
   if (!abs || Excluded(r, *abs)) return {};  // outside the root or excluded now: as if removed
   ChangedDir d;
   d.path = *abs;
+  d.mtime_ns = c.item.mtime_ns;
+  d.ctime_ns = c.item.ctime_ns;
   d.SetEntries(std::move(c.entries));
   dirs_[{r.fs, c.ino}] = std::move(d);
   return {};

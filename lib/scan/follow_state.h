@@ -92,6 +92,7 @@ struct ChangedDir {
   std::string path;
   std::vector<std::pair<std::string, uint64_t>> entries;  // (name, inode), sorted by name
   bool known = false;                                     // the previous index recorded it
+  int64_t mtime_ns = 0, ctime_ns = 0;                     // from its inode item
   // Sets the entries from a directory's items in key order: sorted by name; of a name
   // met twice (unlinked and made again while the items were read in batches), the
   // later, the one there now.
@@ -158,16 +159,18 @@ class FollowState {
 
  private:
   // Each root's changed inode numbers, into (*numbers)[root]; past kJudgeQuietFrom in a
-  // root, *many is set instead (and the numbers cut short).
-  FollowWhy FindNumbers(std::vector<std::vector<uint64_t>>* numbers, bool* many);
+  // root, (*many)[root] is set instead (and its numbers dropped).
+  FollowWhy FindNumbers(std::vector<std::vector<uint64_t>>* numbers, std::vector<bool>* many);
   // Root r's changed inodes `numbers`, read whole.
   FollowWhy ReadRootChanges(FollowRoot& r, const std::vector<uint64_t>& numbers);
-  // Every root's changed inodes judged against the previous records (quiet_), in as many
-  // passes over the previous index as --memory needs: those whose items say what their
-  // records say are not held.
-  FollowWhy JudgeInPasses(const IndexHeader& prev);
+  // The changed inodes of each root `judged` marks judged against the previous records
+  // (quiet_), in as many passes over the previous index as --memory needs: those whose
+  // items say what their records say are not held.
+  FollowWhy JudgeInPasses(const IndexHeader& prev, const std::vector<bool>& judged);
   // Root r's changed inodes numbered `from` to before `upto`, judged: a pass.
   FollowWhy JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t upto);
+  // The reason to walk when root r has more changed inodes than are followed.
+  FollowWhy TooMany(const FollowRoot& r) const;
   // Root r's changed directories read, once its changed inodes are known.
   FollowWhy FinishRootChanges(FollowRoot& r);
   // Takes c's entries.

@@ -37,7 +37,19 @@ uint64_t ExtentsDigest(const std::vector<FiemapExtent>& x) {
   return d.Value();
 }
 
+// A directory's: tagged, so that no file's digest equals it.
+uint64_t DirDigest(int64_t mtime_ns, int64_t ctime_ns) {
+  Digest d;
+  for (uint64_t v : {uint64_t(S_IFDIR), uint64_t(mtime_ns), uint64_t(ctime_ns)}) d.Add(v);
+  return d.Value();
+}
+
 }  // namespace
+
+QuietDigest QuietDigest::Of(const IndexDir& d) {
+  if (d.ino == 0 || d.ctime_ns == 0) return {};
+  return {DirDigest(d.mtime_ns, d.ctime_ns), 0};
+}
 
 QuietDigest QuietDigest::Of(const FileEntry& e) {
   if (!e.hashed || !e.error.empty() || e.ino == 0 || e.extents.empty()) return {};
@@ -45,6 +57,7 @@ QuietDigest QuietDigest::Of(const FileEntry& e) {
 }
 
 QuietDigest QuietDigest::Of(const ChangedInode& c) {
+  if (c.exists && S_ISDIR(c.item.mode)) return {DirDigest(c.item.mtime_ns, c.item.ctime_ns), 0};
   if (!c.exists || !S_ISREG(c.item.mode) || !c.mapped || c.map.extents.empty()) return {};
   const FileStat st = c.map.Stat(0);
   return {StatDigest(st.size, st.mtime_ns, st.ctime_ns, st.nlink, st.uid, st.gid, c.map.inode_flags),
@@ -65,23 +78,26 @@ const QuietRecords::Wanted* QuietRecords::Of(uint32_t fs) const {
 
 bool QuietRecords::DropHighest(uint64_t* upto) {
   std::vector<uint64_t> inos;
+  size_t n = 0;
+  for (const auto& w : wanted_) n += w.records.size();
+  inos.reserve(n);
   for (const auto& w : wanted_)
     for (const auto& r : w.records) inos.push_back(r.ino);
   if (inos.empty()) return true;
-  auto half = inos.begin() + long(inos.size() / 2);
-  std::nth_element(inos.begin(), half, inos.end());
-  uint64_t cut = *half;
-  // Half of them or more of the lowest number: that number's records are kept alone.
-  if (std::none_of(inos.begin(), half, [cut](uint64_t i) { return i < cut; })) {
-    uint64_t next = UINT64_MAX;
-    for (uint64_t i : inos)
-      if (i > cut) next = std::min(next, i);
-    if (next == UINT64_MAX) return false;
-    cut = next;
+  // A quarter dropped: an index in inode order (as a walk writes it) fills three
+  // quarters of the room a pass.
+  auto at = inos.begin() + long(inos.size() * 3 / 4);
+  std::nth_element(inos.begin(), at, inos.end());
+  uint64_t cut = *at;
+  // Three quarters of them or more of the lowest number: that number's records are kept
+  // alone, and no higher number is taken in again.
+  if (std::none_of(inos.begin(), at, [cut](uint64_t i) { return i < cut; })) {
+    if (cut == UINT64_MAX || std::all_of(inos.begin(), inos.end(), [cut](uint64_t i) { return i == cut; }))
+      return false;
+    cut++;
   }
   std::vector<uint64_t>().swap(inos);
-  for (auto& w : wanted_)
-    std::erase_if(w.records, [cut](const Record& r) { return r.ino >= cut; });
+  for (auto& w : wanted_) std::erase_if(w.records, [cut](const Record& r) { return r.ino >= cut; });
   *upto = cut;
   return true;
 }
@@ -90,27 +106,40 @@ Status QuietRecords::Load(const std::string& path, int64_t created_ns, uint64_t 
   for (auto& w : wanted_) std::vector<Record>().swap(w.records);
   *upto = UINT64_MAX;
   // Each record kept costs its 24 bytes, and 8 more while the highest are dropped.
-  const size_t room = std::max<size_t>(2, most / (sizeof(Record) + sizeof(uint64_t)));
+  const size_t room = std::max<size_t>(4, most / (sizeof(Record) + sizeof(uint64_t)));
+  // One filesystem (the usual case) holds the room without growing past it.
+  if (wanted_.size() == 1) wanted_[0].records.reserve(room + 1);
   size_t kept = 0;
   bool one_number = false;
-  // Each batch is looked at as it is encoded (checked, not decoded): only the stat and
-  // extents of its records are read.
-  FileEntry e;
+  uint64_t last = 0;
+  // Whether record (fs, ino) is in this pass; `digest` gives its digest when it is.
+  auto keep = [&](uint32_t fs, uint64_t ino, const auto& digest) {
+    Wanted* w = Of(fs);
+    if (!w || ino < from || ino >= *upto || one_number) return;
+    w->records.push_back({ino, digest()});
+    last = ino;
+    if (++kept <= room) return;
+    one_number = !DropHighest(upto);
+    kept = 0;
+    for (const auto& x : wanted_) kept += x.records.size();
+  };
+  // A record without a digest, or racy, is kept without one: it is looked at, and still
+  // counts when the inode has two records. Directory records come first, decoded.
   IndexReadOptions ro;
+  ro.on_dirs = [&](const IndexHeader&, std::vector<IndexDir>& dirs) {
+    for (const auto& d : dirs)
+      keep(d.fs, d.ino, [&] { return Settled(d, created_ns) ? QuietDigest::Of(d) : QuietDigest{}; });
+    return one_number ? Status::Corrupt("") : Status::Ok();
+  };
+  // Each batch of files is looked at as it is encoded (checked, not decoded): only the
+  // stat and extents of its records are read.
+  FileEntry e;
   ro.keep_encoded = [&](const IndexHeader&, const BatchView& batch) {
-    for (size_t i = 0; i < batch.size() && !one_number; ++i) {
-      Wanted* w = Of(batch.fs(i));
-      if (!w || batch.ino(i) < from || batch.ino(i) >= *upto) continue;
-      batch.StatOf(i, &e);
-      // A record without a digest, or racy, is kept without one: it is looked at, and
-      // still counts when the inode has two records.
-      const QuietDigest d = Settled(e, created_ns) ? QuietDigest::Of(e) : QuietDigest{};
-      w->records.push_back({e.ino, d});
-      if (++kept <= room) continue;
-      one_number = !DropHighest(upto);
-      kept = 0;
-      for (const auto& x : wanted_) kept += x.records.size();
-    }
+    for (size_t i = 0; i < batch.size(); ++i)
+      keep(batch.fs(i), batch.ino(i), [&] {
+        batch.StatOf(i, &e);
+        return Settled(e, created_ns) ? QuietDigest::Of(e) : QuietDigest{};
+      });
     return true;
   };
   // Stops the reading once one number's records fill the room.
@@ -124,7 +153,7 @@ Status QuietRecords::Load(const std::string& path, int64_t created_ns, uint64_t 
       },
       [](const IndexHeader&, std::vector<FileEntry>&) { return Status::Ok(); });
   if (one_number)
-    return Status::Corrupt("more records of inode " + std::to_string(e.ino) + " than --memory holds");
+    return Status::Corrupt("more records of inode " + std::to_string(last) + " than --memory holds");
   if (!r.ok()) return r.status();
   for (auto& w : wanted_)
     std::sort(w.records.begin(), w.records.end(), [](const Record& a, const Record& b) { return a.ino < b.ino; });
@@ -142,6 +171,7 @@ bool QuietRecords::Take(uint32_t fs, ChangedInode& c) {
   const QuietDigest now = QuietDigest::Of(c);
   if (it->digest.stat == 0 || now.stat == 0 || now.stat != it->digest.stat) return false;
   if (now.extents == it->digest.extents) return true;
+  if (S_ISDIR(c.item.mode)) return false;
   std::lock_guard<std::mutex> lock(moved_mu_);
   w->moved.push_back({c.ino, c.map.inode_flags, std::move(c.map.extents)});
   moved_count_++;

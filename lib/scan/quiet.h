@@ -2,7 +2,8 @@
 // file, relatime wrote each one's atime, and every tree block of the subvolume was
 // written again; after a dedupe, the neighbours of each deduped file share its blocks.
 // An inode is quiet when its items say all its previous record says: the same size,
-// times, links, owner, flags and extents. A ctime nobody can set (a write, a rename, a
+// times, links, owner, flags and extents; a directory, the same times (any change of
+// its entries sets them), and then its entries are not read. A ctime nobody can set (a write, a rename, a
 // new link or a chmod sets it) then means the same data at the same paths, and the
 // record is carried as it was. An inode whose extents alone changed (a dedupe, by oans
 // or another tool: FIDEDUPERANGE leaves ctime alone) holds the same data elsewhere: its
@@ -24,11 +25,13 @@
 namespace oans {
 
 // What a record says of its inode that the inode's items also say: its stat (size,
-// times, links, owner, flags) and its extents, as two digests; 0 for none.
+// times, links, owner, flags) and its extents, as two digests; 0 for none. Of a
+// directory, its times alone (no extents): the same times, the same entries.
 struct QuietDigest {
   uint64_t stat = 0, extents = 0;
   static QuietDigest Of(const FileEntry& e);
-  // Of a regular file's items; none when they do not map it.
+  static QuietDigest Of(const IndexDir& d);
+  // Of a regular file's items (none when they do not map it), or a directory's.
   static QuietDigest Of(const ChangedInode& c);
 };
 
@@ -51,7 +54,8 @@ class QuietRecords {
   // records of inode numbers from `from` on, of the lowest numbers, as many as `most`
   // bytes hold; *upto is the first number not kept (UINT64_MAX when none was left out),
   // from which the next pass begins. What an earlier pass kept is dropped first. Fails
-  // when one number's records alone fill `most` (a damaged index).
+  // when one number's records alone fill `most`: a damaged index (or as many subvolumes
+  // followed as a pass holds records, tens of thousands).
   Status Load(const std::string& path, int64_t created_ns, uint64_t most, uint64_t from, uint64_t* upto);
   // Whether inode `c` of filesystem `fs` says all its record said (true), or all but
   // its extents (true, and its extents are moved out of c into Moved's list). May be
@@ -78,7 +82,7 @@ class QuietRecords {
     std::vector<MovedExtents> moved;  // by inode, after Done
   };
   Wanted* Of(uint32_t fs);
-  // Drops the records of the highest numbers, about half of those kept, and lowers
+  // Drops the records of the highest numbers, about a quarter of those kept, and lowers
   // *upto to the first number dropped; false when all are of one number.
   bool DropHighest(uint64_t* upto);
   const Wanted* Of(uint32_t fs) const;

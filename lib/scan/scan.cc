@@ -222,7 +222,7 @@ WalkOptions WalkOptionsFor(WalkState& s, int threads) {
   if (!s.skip_unique) wo.on_file = [&s](int fd, WalkEntry* w) -> bool { return OnOpenFile(s, fd, w); };
   wo.on_dir = [&s](int fd, const std::string& path, uint32_t root) {
     auto st = s.sys.Fstat(fd);
-    if (st.ok()) s.sink.AddDir({path, s.filesystems.Of(st->dev, fd, path, root), st->ino});
+    if (st.ok()) s.sink.AddDir({path, s.filesystems.Of(st->dev, fd, path, root), st->ino, st->mtime_ns, st->ctime_ns});
   };
   if (!s.o.read_data)
     wo.on_batch = [&s](int dirfd, uint64_t dev, const std::string& path, uint32_t root,

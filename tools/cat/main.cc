@@ -129,6 +129,10 @@ int CatIndex(const std::string& path, bool blocks, bool extents) {
       AddPath(j, "path", d.path);
       j["fs"] = d.fs;
       j["ino"] = d.ino;
+      if (d.mtime_ns != 0 || d.ctime_ns != 0) {
+        j["mtime_ns"] = d.mtime_ns;
+        j["ctime_ns"] = d.ctime_ns;
+      }
       PrintJsonLine(stdout, j);
     }
     return Status::Ok();

@@ -255,6 +255,50 @@ TEST(FollowChangesTest, SlicesJudgeAsOneSearchDoes) {
   EXPECT_TRUE(over.inodes.empty());
 }
 
+// A pass over a range of inode numbers: only the inodes numbered first to last are
+// found and judged, each once over passes that meet end to end.
+TEST(FollowChangesTest, ARangeOfNumbersIsJudgedAloneAndRangesEndToEndJudgeEachOnce) {
+  ItemTree sys;
+  SixInodes(sys);
+  SubvolumeChanges part;
+  std::vector<uint64_t> rest, judged;
+  auto judge = [&](ChangedInode& c) {
+    judged.push_back(c.ino);
+    return c.ino == 300;
+  };
+  ASSERT_TRUE(JudgeChangedInodes(sys, -1, 40, judge, 100, &rest, &part, {}, 301, 303).ok());
+  EXPECT_EQ(part.found, 3u);
+  EXPECT_EQ(judged, std::vector<uint64_t>{303});
+  EXPECT_EQ(rest, (std::vector<uint64_t>{301, 302}));
+
+  // Passes [0, 302), [302, 304), [304, end]: the same as one search, slices within.
+  SubvolumeChanges whole;
+  std::vector<uint64_t> whole_rest;
+  judged.clear();
+  const std::vector<std::pair<uint64_t, uint64_t>> passes = {{0, 301}, {302, 303}, {304, ~uint64_t(0)}};
+  for (const auto& [first, last] : passes) {
+    SubvolumeChanges pass;
+    std::vector<uint64_t> pass_rest;
+    ASSERT_TRUE(JudgeChangedInodes(sys, -1, 40, judge, 100, &pass_rest, &pass, {301, 303}, first, last).ok());
+    whole.found += pass.found;
+    whole.quiet += pass.quiet;
+    for (auto& c : pass.inodes) whole.inodes.push_back(std::move(c));
+    whole_rest.insert(whole_rest.end(), pass_rest.begin(), pass_rest.end());
+  }
+  EXPECT_EQ(whole.found, 5u);
+  EXPECT_EQ(whole.quiet, 1u);
+  EXPECT_EQ(judged, (std::vector<uint64_t>{300, 303}));
+  EXPECT_EQ(whole_rest, (std::vector<uint64_t>{301, 302, 304}));
+  ASSERT_EQ(whole.inodes.size(), 1u);
+  EXPECT_EQ(whole.inodes[0].ino, 303u);
+
+  // A range holding no inode number finds nothing.
+  SubvolumeChanges none;
+  std::vector<uint64_t> none_rest;
+  ASSERT_TRUE(JudgeChangedInodes(sys, -1, 40, judge, 100, &none_rest, &none, {}, 310, 305).ok());
+  EXPECT_EQ(none.found, 0u);
+}
+
 TEST(FollowChangesTest, PastTheLimitNothingIsLookedUpAndTheCallerWalks) {
   FakeTree sys(50);
   SubvolumeChanges c;

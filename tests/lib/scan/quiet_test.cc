@@ -83,10 +83,72 @@ TEST(QuietTest, NoDigestForWhatCannotBeCarried) {
   EXPECT_EQ(QuietDigest::Of(failed).stat, 0u);
   ChangedInode unmapped = Items(300);
   unmapped.mapped = false;
+  EXPECT_EQ(QuietDigest::Of(unmapped).stat, 0u);
+  // A directory record of an index that did not record directories' times.
+  EXPECT_EQ(QuietDigest::Of(IndexDir{"/t", 0, 300, 0, 0}).stat, 0u);
+}
+
+// A directory's digest is of its times alone, and never a file's with the same times.
+TEST(QuietTest, ADirectoryIsQuietByItsTimes) {
   ChangedInode dir = Items(300);
   dir.item.mode = S_IFDIR | 0755;
-  EXPECT_EQ(QuietDigest::Of(unmapped).stat, 0u);
-  EXPECT_EQ(QuietDigest::Of(dir).stat, 0u);
+  dir.mapped = false;
+  dir.item.mtime_ns = 5;
+  dir.item.ctime_ns = 7;
+  const QuietDigest was = QuietDigest::Of(IndexDir{"/t/d", 0, 300, 5, 7});
+  EXPECT_NE(was.stat, 0u);
+  EXPECT_EQ(QuietDigest::Of(dir).stat, was.stat);
+  EXPECT_NE(QuietDigest::Of(Items(300)).stat, was.stat);  // a file of the same times
+  ChangedInode later = dir;
+  later.item.ctime_ns = 8;
+  EXPECT_NE(QuietDigest::Of(later).stat, was.stat);
+  later = dir;
+  later.item.mtime_ns = 6;
+  EXPECT_NE(QuietDigest::Of(later).stat, was.stat);
+}
+
+// Directory records are judged with the files: the same times, taken (its entries are
+// not read); other times, a racy ctime, or no times recorded, looked at.
+TEST(QuietTest, DirectoryRecordsAreTakenByTheirTimes) {
+  test::TempDir dir;
+  IndexHeader h;
+  h.created_ns = kBegan + 46;
+  h.directories = true;
+  h.filesystems = {test::BtrfsFs("u", 5, 40, "/")};
+  {
+    auto out = OutputFile::Open(dir.Join("prev.idx"));
+    ASSERT_TRUE(out.ok());
+    IndexWriter w(out->get(), 16);
+    ASSERT_OK(w.WriteHeader(h));
+    ASSERT_OK(w.AddDir({"/t/a", 0, 400, 5, 7}));
+    ASSERT_OK(w.AddDir({"/t/b", 0, 401, 5, 7}));
+    ASSERT_OK(w.AddDir({"/t/c", 0, 402, 5, h.created_ns - 10}));  // racy
+    ASSERT_OK(w.AddDir({"/t/d", 0, 403, 0, 0}));                  // no times
+    ASSERT_OK(w.Add(Record(300)));
+    ASSERT_OK(w.Finish());
+    ASSERT_OK((*out)->Commit());
+  }
+  QuietRecords q;
+  q.Want(0);
+  uint64_t upto = 0;
+  ASSERT_OK(q.Load(dir.Join("prev.idx"), kBegan + 46, 1 << 20, 0, &upto));
+  auto items = [](uint64_t ino, int64_t mtime, int64_t ctime) {
+    ChangedInode c;
+    c.ino = ino;
+    c.exists = true;
+    c.item.mode = S_IFDIR | 0755;
+    c.item.mtime_ns = mtime;
+    c.item.ctime_ns = ctime;
+    return c;
+  };
+  ChangedInode a = items(400, 5, 7), b = items(401, 9, 9), c = items(402, 5, h.created_ns - 10), d = items(403, 5, 7);
+  ChangedInode f = Items(300);
+  EXPECT_TRUE(q.Take(0, a));
+  EXPECT_FALSE(q.Take(0, b));  // entries changed since: new times
+  EXPECT_FALSE(q.Take(0, c));
+  EXPECT_FALSE(q.Take(0, d));
+  EXPECT_TRUE(q.Take(0, f));
+  EXPECT_EQ(q.moved(), 0u);
 }
 
 TEST(QuietTest, TakesTheUnchangedAndTheMovedOnly) {
@@ -214,6 +276,34 @@ TEST(QuietTest, MoreRecordsOfOneInodeThanFitAreRefused) {
   EXPECT_EQ(upto, UINT64_MAX);
   ChangedInode c = Items(301);
   EXPECT_TRUE(q.Take(0, c));
+}
+
+// Three quarters of the records or more of the lowest number: that number's records
+// make a pass of their own, and the higher numbers the next.
+TEST(QuietTest, TheLowestNumbersRecordsMayMakeAPassOfTheirOwn) {
+  test::TempDir dir;
+  IndexHeader h;
+  h.created_ns = kBegan + 44;
+  h.filesystems = {test::BtrfsFs("u", 5, 40, "/")};
+  std::vector<FileEntry> records(4, Record(300));
+  for (size_t i = 0; i < records.size(); ++i) records[i].path += "-" + std::to_string(i);
+  records.push_back(Record(302));
+  records.push_back(Record(301));
+  test::WriteIndex(dir.Join("prev.idx"), h, records);
+  QuietRecords q;
+  q.Want(0);
+  uint64_t upto = 0;
+  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 44, 4 * 32, 0, &upto).ok());
+  EXPECT_EQ(upto, 301u);
+  ChangedInode c300 = Items(300), c301 = Items(301);
+  EXPECT_FALSE(q.Take(0, c300));  // four records: nothing certain
+  EXPECT_FALSE(q.Take(0, c301));  // not in this pass
+  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 44, 4 * 32, upto, &upto).ok());
+  EXPECT_EQ(upto, UINT64_MAX);
+  ChangedInode c302 = Items(302);
+  c301 = Items(301);
+  EXPECT_TRUE(q.Take(0, c301));
+  EXPECT_TRUE(q.Take(0, c302));
 }
 
 // A record whose ctime lies within a second before its scan began may share it with a

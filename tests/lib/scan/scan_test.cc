@@ -979,7 +979,17 @@ TEST_F(ScanTest, DirectoriesRecordedBeforeFiles) {
   bool file_seen = false, dir_after_file = false;
   IndexReadOptions ro;
   ro.on_dirs = [&](const IndexHeader&, std::vector<IndexDir>& ds) {
-    for (auto& d : ds) dirs.push_back(d.path);
+    for (auto& d : ds) {
+      dirs.push_back(d.path);
+      // Its times as stat gives them: a followed scan compares them.
+      struct stat st;
+      if (::stat(d.path.c_str(), &st) != 0) {
+        ADD_FAILURE() << d.path;
+        continue;
+      }
+      EXPECT_EQ(d.mtime_ns, int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec) << d.path;
+      EXPECT_EQ(d.ctime_ns, int64_t(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec) << d.path;
+    }
     dir_after_file |= file_seen && !ds.empty();
     return Status::Ok();
   };
