@@ -2,8 +2,8 @@
 // file, relatime wrote each one's atime, and every tree block of the subvolume was
 // written again; after a dedupe, the neighbours of each deduped file share its blocks.
 // An inode is quiet when its items say all its previous record says: the same size,
-// times, links, owner, flags and extents; a directory, the same times (any change of
-// its entries sets them), and then its entries are not read. A ctime nobody can set (a write, a rename, a
+// times, links, owner, flags and extents; a directory, the same times (every system
+// call that changes its entries sets them), and then its entries are not held. A ctime nobody can set (a write, a rename, a
 // new link or a chmod sets it) then means the same data at the same paths, and the
 // record is carried as it was. An inode whose extents alone changed (a dedupe, by oans
 // or another tool: FIDEDUPERANGE leaves ctime alone) holds the same data elsewhere: its

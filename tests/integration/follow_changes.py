@@ -156,7 +156,8 @@ def load(path):
                 j.pop(k, None)
             recs[j["path"]] = j
         elif j["type"] == "dir":
-            dirs_[j["path"]] = j["ino"]
+            # Its times too: a followed scan carries a directory whose times are unchanged.
+            dirs_[j["path"]] = (j["ino"], j.get("mtime_ns"), j.get("ctime_ns"))
     return recs, dirs_
 
 

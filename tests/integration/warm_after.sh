@@ -109,7 +109,7 @@ for KIND in ${WARM_KINDS:-directory subvolume nested passes}; do
   T=$MNT/tree
   case $KIND in
     subvolume) btrfs subvolume create "$T" > /dev/null; make_files "$T" "$FILES" ;;
-    directory|passes) make_files "$T" "$FILES" ;;
+    directory|passes) make_files "$T" "$FILES"; mkdir "$T/empty" ;;
     nested)  # half the files in a subvolume, the other half its read-only snapshot
       mkdir "$T"
       btrfs subvolume create "$T/live" > /dev/null
@@ -145,8 +145,21 @@ for KIND in ${WARM_KINDS:-directory subvolume nested passes}; do
   find "$T" -type f -exec cat {} + > /dev/null
   [ "$(stat -c %X "$probe")" != "$before" ] || fail "reading a file did not write its atime"
   # Every file's and directory's atime: nearly all are judged unchanged from their
-  # items, the directories by their times (their entries are not read).
-  [ "$KIND" = nested ] || quiet_min=$((FILES + $(find "$T" -type d | wc -l) * 9 / 10))
+  # items, the directories by their times (their entries are not held).
+  [ "$KIND" = nested ] || quiet_min=$((FILES + $(find "$T" -type d | wc -l) * 9 / 10 - 10))
+  if [ "$KIND" = directory ]; then
+    # Changes among them, each of which a directory judged by its times must not hide:
+    # a file renamed within its directory, one removed, a directory renamed with all
+    # below it, an empty directory removed, and a file added to a directory whose
+    # mtime is then set back (its ctime cannot be).
+    mv "$T/d001/s0/f00201" "$T/d001/s0/renamed"
+    rm "$T/d002/s1/f00403"
+    mv "$T/d004" "$T/d004-moved"
+    rmdir "$T/empty"
+    mtime=$(stat -c %y "$T/d005/s0")
+    printf 'new' > "$T/d005/s0/added"
+    touch -d "$mtime" "$T/d005/s0"
+  fi
   warm "$KIND-after-backup" "$WORK/$KIND-after-apply.idx" "$quiet_min"
   if [ "$KIND" = nested ]; then
     # A new snapshot of the subvolume, one file changed before it and one after: its
