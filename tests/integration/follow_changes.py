@@ -157,7 +157,11 @@ def load(path):
             recs[j["path"]] = j
         elif j["type"] == "dir":
             # Its times too: a followed scan carries a directory whose times are unchanged.
-            dirs_[j["path"]] = (j["ino"], j.get("mtime_ns"), j.get("ctime_ns"))
+            # Not a subvolume's top (inode 256): btrfs sets a moved subvolume's ctime in
+            # memory, which stat shows, but does not write its inode item, which a
+            # followed scan reads. (Its entries did not change.)
+            times = (j.get("mtime_ns"), j.get("ctime_ns")) if j["ino"] != 256 else ()
+            dirs_[j["path"]] = (j["ino"],) + times
     return recs, dirs_
 
 
