@@ -292,8 +292,8 @@ FollowWhy FollowState::CarryFile(FileEntry& e, bool* untouched) {
     return {};
   }
   // The same data, moved by a dedupe: the same keys, the new extents.
-  if (const MovedExtents* m = quiet_ ? quiet_->Moved(e.fs, e.ino) : nullptr) {
-    e.extents = m->extents;
+  if (auto m = quiet_ ? quiet_->Moved(e.fs, e.ino) : std::nullopt) {
+    e.extents.assign(m->extents.begin(), m->extents.end());
     e.inode_flags = m->inode_flags;
   }
   // Only an inode that is still there, unchanged, holds its recorded extents: the space

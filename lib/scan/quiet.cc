@@ -172,8 +172,16 @@ bool QuietRecords::Take(uint32_t fs, ChangedInode& c) {
   if (it->digest.stat == 0 || now.stat == 0 || now.stat != it->digest.stat) return false;
   if (now.extents == it->digest.extents) return true;
   if (S_ISDIR(c.item.mode)) return false;
+  const std::vector<FiemapExtent>& x = c.map.extents;
   std::lock_guard<std::mutex> lock(moved_mu_);
-  w->moved.push_back({c.ino, c.map.inode_flags, std::move(c.map.extents)});
+  if (moved_extents_.empty() || moved_extents_.back().capacity() - moved_extents_.back().size() < x.size()) {
+    moved_extents_.emplace_back();
+    moved_extents_.back().reserve(std::max(kChunk, x.size()));
+  }
+  auto& chunk = moved_extents_.back();
+  w->moved.push_back({c.ino, c.map.inode_flags, uint32_t(x.size()), uint32_t(moved_extents_.size() - 1),
+                      uint32_t(chunk.size())});
+  chunk.insert(chunk.end(), x.begin(), x.end());
   moved_count_++;
   return true;
 }
@@ -196,16 +204,16 @@ std::vector<uint64_t> QuietRecords::Splits(uint32_t fs, size_t parts) const {
 void QuietRecords::Done() {
   for (auto& w : wanted_) {
     std::vector<Record>().swap(w.records);
-    std::sort(w.moved.begin(), w.moved.end(), [](const MovedExtents& a, const MovedExtents& b) { return a.ino < b.ino; });
+    std::sort(w.moved.begin(), w.moved.end(), [](const MovedAt& a, const MovedAt& b) { return a.ino < b.ino; });
   }
 }
 
-const MovedExtents* QuietRecords::Moved(uint32_t fs, uint64_t ino) const {
+std::optional<MovedExtents> QuietRecords::Moved(uint32_t fs, uint64_t ino) const {
   const Wanted* w = Of(fs);
-  if (!w || w->moved.empty()) return nullptr;
-  auto it = std::lower_bound(w->moved.begin(), w->moved.end(), ino,
-                             [](const MovedExtents& m, uint64_t i) { return m.ino < i; });
-  return it != w->moved.end() && it->ino == ino ? &*it : nullptr;
+  if (!w || w->moved.empty()) return std::nullopt;
+  auto it = std::lower_bound(w->moved.begin(), w->moved.end(), ino, [](const MovedAt& m, uint64_t i) { return m.ino < i; });
+  if (it == w->moved.end() || it->ino != ino) return std::nullopt;
+  return MovedExtents{it->inode_flags, std::span<const FiemapExtent>(moved_extents_[it->chunk]).subspan(it->first, it->count)};
 }
 
 }  // namespace oans

@@ -14,7 +14,10 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,11 +38,11 @@ struct QuietDigest {
   static QuietDigest Of(const ChangedInode& c);
 };
 
-// A file whose extents alone changed: its new extents and flags, from its items.
+// A file whose extents alone changed: its new extents and flags, from its items (valid
+// as long as the QuietRecords that gives it).
 struct MovedExtents {
-  uint64_t ino = 0;
   uint32_t inode_flags = 0;
-  std::vector<FiemapExtent> extents;
+  std::span<const FiemapExtent> extents;
 };
 
 // The previous index's records of the filesystems a change search looks at.
@@ -58,7 +61,7 @@ class QuietRecords {
   // followed as a pass holds records, tens of thousands).
   Status Load(const std::string& path, int64_t created_ns, uint64_t most, uint64_t from, uint64_t* upto);
   // Whether inode `c` of filesystem `fs` says all its record said (true), or all but
-  // its extents (true, and its extents are moved out of c into Moved's list). May be
+  // its extents (true, and its extents are copied into Moved's list). May be
   // called from several threads at once (between Load and Done).
   bool Take(uint32_t fs, ChangedInode& c);
   // Inode numbers that cut the records of `fs` into `parts` runs of about as many
@@ -66,9 +69,9 @@ class QuietRecords {
   std::vector<uint64_t> Splits(uint32_t fs, size_t parts) const;
   // The digests are dropped; the moved extents stay.
   void Done();
-  // The new extents of inode `ino` of `fs` when only they changed (after Done); null
+  // The new extents of inode `ino` of `fs` when only they changed (after Done); none
   // otherwise.
-  const MovedExtents* Moved(uint32_t fs, uint64_t ino) const;
+  std::optional<MovedExtents> Moved(uint32_t fs, uint64_t ino) const;
   uint64_t moved() const { return moved_count_; }
 
  private:
@@ -76,10 +79,17 @@ class QuietRecords {
     uint64_t ino;
     QuietDigest digest;
   };
+  // A moved file: its extents are `count` from `first` in chunk `chunk` of moved_extents_.
+  struct MovedAt {
+    uint64_t ino;
+    uint32_t inode_flags, count, chunk, first;
+  };
   struct Wanted {
     uint32_t fs;
-    std::vector<Record> records;      // by inode, after Load
-    std::vector<MovedExtents> moved;  // by inode, after Done
+    std::vector<Record> records;  // by inode, after Load
+    // By inode, after Done. A deque: as a million files move (a dedupe of as many), the
+    // list grows in blocks, never copied whole into one twice its size.
+    std::deque<MovedAt> moved;
   };
   Wanted* Of(uint32_t fs);
   // Drops the records of the highest numbers, about a quarter of those kept, and lowers
@@ -87,7 +97,11 @@ class QuietRecords {
   bool DropHighest(uint64_t* upto);
   const Wanted* Of(uint32_t fs) const;
   std::vector<Wanted> wanted_;
-  std::mutex moved_mu_;  // guards the moved lists and their count while Take is called
+  // Every moved file's extents, one after another, in chunks of kChunk at least: 32
+  // bytes an extent, no vector of its own.
+  static constexpr size_t kChunk = 1 << 16;
+  std::vector<std::vector<FiemapExtent>> moved_extents_;
+  std::mutex moved_mu_;  // guards the moved lists, their extents and count while Take is called
   uint64_t moved_count_ = 0;
 };
 

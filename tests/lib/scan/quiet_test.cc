@@ -183,12 +183,12 @@ TEST(QuietTest, TakesTheUnchangedAndTheMovedOnly) {
   EXPECT_FALSE(q.Take(0, same));       // a filesystem not wanted
   EXPECT_EQ(q.moved(), 1u);
   q.Done();
-  const MovedExtents* m = q.Moved(1, 301);
-  ASSERT_NE(m, nullptr);
+  const auto m = q.Moved(1, 301);
+  ASSERT_TRUE(m);
   ASSERT_EQ(m->extents.size(), 1u);
   EXPECT_EQ(m->extents[0].physical, uint64_t(8 << 20));
-  EXPECT_EQ(q.Moved(1, 300), nullptr);
-  EXPECT_EQ(q.Moved(0, 301), nullptr);
+  EXPECT_FALSE(q.Moved(1, 300));
+  EXPECT_FALSE(q.Moved(0, 301));
   ChangedInode again = Items(300);
   EXPECT_FALSE(q.Take(1, again));  // done: nothing more is judged
 }
@@ -383,7 +383,48 @@ TEST(QuietTest, SplitsCutTheRecordsEvenlyAndTakeServesManyThreads) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(q.moved(), 3u * 4096);
   q.Done();
-  for (uint64_t ino = 1000; ino < 1000 + 3 * 4096; ++ino) ASSERT_NE(q.Moved(0, ino), nullptr) << ino;
+  for (uint64_t ino = 1000; ino < 1000 + 3 * 4096; ++ino) ASSERT_TRUE(q.Moved(0, ino)) << ino;
+}
+
+// Moved files' extents are kept one after another in shared chunks: each file gets its
+// own back, whether it has one extent, enough to cross into a new chunk, or more than a
+// chunk holds.
+TEST(QuietTest, MovedExtentsComeBackEachFilesOwn) {
+  test::TempDir dir;
+  IndexHeader h;
+  h.created_ns = kBegan + 42;
+  h.filesystems = {test::BtrfsFs("u", 5, 40, "/")};
+  std::vector<FileEntry> records;
+  for (uint64_t ino = 300; ino < 340; ++ino) records.push_back(Record(ino));
+  test::WriteIndex(dir.Join("prev.idx"), h, records);
+  QuietRecords q;
+  q.Want(0);
+  uint64_t upto = 0;
+  ASSERT_OK(q.Load(dir.Join("prev.idx"), kBegan + 42, 1 << 20, 0, &upto));
+  // The same size in as many extents as `n`, numbered by the inode.
+  auto moved = [](uint64_t ino, size_t n) {
+    ChangedInode c = Items(ino);
+    c.map.extents.clear();
+    for (size_t k = 0; k < n; ++k)
+      c.map.extents.push_back({k * 4096, (ino << 32) + k * 4096, k + 1 == n ? 10000 - k * 4096 : 4096, 0});
+    return c;
+  };
+  // Records say 10000 bytes; the digest of the stat does not look at the extents' sizes.
+  const std::vector<size_t> counts = {1, 30000, 40000, 1, 70000, 2};  // 70000: more than a chunk
+  for (size_t i = 0; i < counts.size(); ++i) {
+    ChangedInode c = moved(339 - i, counts[i]);  // taken out of inode order
+    ASSERT_TRUE(q.Take(0, c)) << i;
+  }
+  q.Done();
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const uint64_t ino = 339 - i;
+    const auto m = q.Moved(0, ino);
+    ASSERT_TRUE(m) << ino;
+    ASSERT_EQ(m->extents.size(), counts[i]) << ino;
+    EXPECT_EQ(m->extents.front().physical, ino << 32) << ino;
+    EXPECT_EQ(m->extents.back().physical, (ino << 32) + (counts[i] - 1) * 4096) << ino;
+  }
+  EXPECT_FALSE(q.Moved(0, 300));
 }
 
 }  // namespace
