@@ -112,19 +112,14 @@ FollowWhy FollowState::JudgeInPasses(const IndexHeader& prev, const std::vector<
 FollowWhy FollowState::JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t upto) {
   QuietInode take = [this, &r](ChangedInode& c) { return quiet_->Take(r.fs, c); };
   const size_t judges = judge_in_memory_only && !r.read_ahead_whole ? 1 : judge_threads;
-  const size_t limit = kMaxFollowedInodes - std::min(kMaxFollowedInodes, r.changes.inodes.size());
-  SubvolumeChanges pass;
+  // Both add to r.changes (a later pass's inodes have higher numbers: in inode order
+  // still). The judge's limit counts what it keeps, the reading's all that is kept.
+  const size_t held = r.changes.inodes.size();
   std::vector<uint64_t> rest;
-  Status s = JudgeChangedInodes(sys_, r.fd, r.since, take, limit, &rest, &pass, quiet_->Splits(r.fs, judges), from,
-                                upto - 1);
-  if (s.ok() && !pass.too_many) s = ReadChangedInodes(sys_, r.fd, rest, take, limit, &pass);
+  Status s = JudgeChangedInodes(sys_, r.fd, r.since, take, kMaxFollowedInodes - held, &rest, &r.changes,
+                                quiet_->Splits(r.fs, judges), from, upto - 1);
+  if (s.ok() && !r.changes.too_many) s = ReadChangedInodes(sys_, r.fd, rest, take, kMaxFollowedInodes, &r.changes);
   if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
-  r.changes.found += pass.found;
-  r.changes.quiet += pass.quiet;
-  r.changes.searches += pass.searches;
-  r.changes.too_many |= pass.too_many;
-  // A later pass's inodes have higher numbers: in inode order still.
-  for (auto& c : pass.inodes) r.changes.inodes.push_back(std::move(c));
   return TooMany(r);
 }
 

@@ -172,8 +172,14 @@ bool QuietRecords::Take(uint32_t fs, ChangedInode& c) {
   if (it->digest.stat == 0 || now.stat == 0 || now.stat != it->digest.stat) return false;
   if (now.extents == it->digest.extents) return true;
   if (S_ISDIR(c.item.mode)) return false;
+  AddMoved(w, c);
+  return true;
+}
+
+void QuietRecords::AddMoved(Wanted* w, const ChangedInode& c) {
   const std::vector<FiemapExtent>& x = c.map.extents;
   std::lock_guard<std::mutex> lock(moved_mu_);
+  // A chunk is never grown past what it reserved: the extents given out stay in place.
   if (moved_extents_.empty() || moved_extents_.back().capacity() - moved_extents_.back().size() < x.size()) {
     moved_extents_.emplace_back();
     moved_extents_.back().reserve(std::max(kChunk, x.size()));
@@ -183,7 +189,6 @@ bool QuietRecords::Take(uint32_t fs, ChangedInode& c) {
                       uint32_t(chunk.size())});
   chunk.insert(chunk.end(), x.begin(), x.end());
   moved_count_++;
-  return true;
 }
 
 std::vector<uint64_t> QuietRecords::Splits(uint32_t fs, size_t parts) const {

@@ -95,6 +95,8 @@ class QuietRecords {
   // Drops the records of the highest numbers, about a quarter of those kept, and lowers
   // *upto to the first number dropped; false when all are of one number.
   bool DropHighest(uint64_t* upto);
+  // Keeps c's new extents as a moved file of `w`; takes moved_mu_ (Take runs on many threads).
+  void AddMoved(Wanted* w, const ChangedInode& c);
   const Wanted* Of(uint32_t fs) const;
   std::vector<Wanted> wanted_;
   // Every moved file's extents, one after another, in chunks of kChunk at least: 32

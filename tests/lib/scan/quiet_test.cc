@@ -47,6 +47,21 @@ ChangedInode Items(uint64_t ino) {
   return c;
 }
 
+// A header of one btrfs filesystem, its scan begun at `began`.
+IndexHeader OneFs(int64_t began) {
+  IndexHeader h;
+  h.created_ns = began;
+  h.filesystems = {test::BtrfsFs("u", 5, 40, "/")};
+  return h;
+}
+
+// `n` records of inode `ino` at as many paths (a damaged index, or a crafted one).
+std::vector<FileEntry> Links(uint64_t ino, size_t n) {
+  std::vector<FileEntry> out(n, Record(ino));
+  for (size_t i = 0; i < n; ++i) out[i].path += "-" + std::to_string(i);
+  return out;
+}
+
 TEST(QuietTest, ARecordAndItemsThatSayTheSameHaveOneDigest) {
   const QuietDigest a = QuietDigest::Of(Record(300)), b = QuietDigest::Of(Items(300));
   EXPECT_NE(a.stat, 0u);
@@ -259,11 +274,8 @@ TEST(QuietTest, RecordsThatDoNotFitAreJudgedInLaterPasses) {
 // and the reading ends there.
 TEST(QuietTest, MoreRecordsOfOneInodeThanFitAreRefused) {
   test::TempDir dir;
-  IndexHeader h;
-  h.created_ns = kBegan + 44;
-  h.filesystems = {test::BtrfsFs("u", 5, 40, "/")};
-  std::vector<FileEntry> records(6, Record(300));
-  for (size_t i = 0; i < records.size(); ++i) records[i].path += "-" + std::to_string(i);
+  const IndexHeader h = OneFs(kBegan + 44);
+  std::vector<FileEntry> records = Links(300, 6);
   records.push_back(Record(301));
   test::WriteIndex(dir.Join("prev.idx"), h, records);
   QuietRecords q;
@@ -282,11 +294,8 @@ TEST(QuietTest, MoreRecordsOfOneInodeThanFitAreRefused) {
 // make a pass of their own, and the higher numbers the next.
 TEST(QuietTest, TheLowestNumbersRecordsMayMakeAPassOfTheirOwn) {
   test::TempDir dir;
-  IndexHeader h;
-  h.created_ns = kBegan + 44;
-  h.filesystems = {test::BtrfsFs("u", 5, 40, "/")};
-  std::vector<FileEntry> records(4, Record(300));
-  for (size_t i = 0; i < records.size(); ++i) records[i].path += "-" + std::to_string(i);
+  const IndexHeader h = OneFs(kBegan + 44);
+  std::vector<FileEntry> records = Links(300, 4);
   records.push_back(Record(302));
   records.push_back(Record(301));
   test::WriteIndex(dir.Join("prev.idx"), h, records);
