@@ -256,9 +256,11 @@ struct IndexReading {
       OANS_RETURN_IF_ERROR(options.on_extents(header, ext));
     }
     seen.batches++;
+    RecordsChecked checked = RecordsChecked::kNo;
     if (options.keep_encoded) {
       IndexTotals counted;
       OANS_RETURN_IF_ERROR(CountBatch(b, name, header, &counted));
+      checked = RecordsChecked::kYes;
       if (options.keep_encoded(header, FrameBatchView(b.getFiles()))) {
         seen.records += counted.records;
         seen.errors += counted.errors;
@@ -267,7 +269,7 @@ struct IndexReading {
         return options.on_encoded(header, counted);
       }
     }
-    OANS_RETURN_IF_ERROR(DecodeBatch(b, name, header, &batch, &seen));
+    OANS_RETURN_IF_ERROR(DecodeBatch(b, name, header, &batch, &seen, checked));
     return on_batch(header, batch);
   }
 

@@ -25,8 +25,10 @@ Status CheckRecord(schema::FileRecord::Reader f, const std::string& name, const 
 Status CountBatch(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
                   IndexTotals* counted);
 // Decodes batch frame `b` into *batch (emptied first), counting its records in *seen.
+// Each record is checked first (CheckRecord), unless CountBatch already checked this batch.
+enum class RecordsChecked { kNo, kYes };
 Status DecodeBatch(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
-                   std::vector<FileEntry>* batch, IndexTotals* seen);
+                   std::vector<FileEntry>* batch, IndexTotals* seen, RecordsChecked checked = RecordsChecked::kNo);
 // Decodes the directory records of batch frame `b` into *dirs (emptied first), each with
 // a known filesystem and a clean absolute path.
 Status DecodeDirs(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
