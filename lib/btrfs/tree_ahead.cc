@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -87,6 +88,8 @@ struct Block {
   uint64_t physical;  // on its device, for the order
   uint64_t devid;
   BtrfsNodePtr ptr;   // where it is and the first key below it
+  // The first key past it: its next sibling's (none for the tree's last blocks).
+  std::optional<BtrfsKey> end;
 };
 
 // Reads the tree block `ptr` points to from its device, checks it is the one meant
@@ -112,13 +115,16 @@ Status ReadNode(const Reading& r, const Block& b, uint8_t level, BtrfsNode* out)
   return Status::Ok();
 }
 
-// The leaves of tree `tree_id` written in transaction `since` or later, each with its
-// first key, in the order of their places on disk: its internal nodes read level by
-// level (each level in disk order too), none older than `since`. An error when its
-// blocks take more than `budget` bytes; with `since`, only the blocks written since
-// count, and past the budget the leaves are cut to the first that fit (*cut set).
-Status LeavesOnDisk(const Reading& r, uint64_t tree_id, uint64_t since, uint64_t budget, std::vector<Block>* leaves,
-                    bool* cut) {
+// The leaves of tree `range.tree_id` written in transaction `since` or later that hold
+// keys of `range`, each with its first key, in the order of their places on disk: its
+// internal nodes read level by level (each level in disk order too), none older than
+// `since` and none wholly outside the range. An error when its blocks take more than
+// `budget` bytes; with `since`, only the blocks written since count, and past the budget
+// the leaves are cut to those of the lowest keys that fit (*cut set, *cut_at the first
+// key of the first leaf left out).
+Status LeavesOnDisk(const Reading& r, const BtrfsSearch& range, uint64_t since, uint64_t budget,
+                    std::vector<Block>* leaves, bool* cut, BtrfsKey* cut_at) {
+  const uint64_t tree_id = range.tree_id;
   const ChunkMap& chunks = r.chunks;
   const TreeAheadStop& stop = r.stop;
   const uint32_t node_size = r.info.node_size;
@@ -140,7 +146,7 @@ Status LeavesOnDisk(const Reading& r, uint64_t tree_id, uint64_t since, uint64_t
   std::vector<Block> level;
   leaves->clear();
   if (root.generation < since) return Status::Ok();  // nothing written since
-  Block top{0, 0, {BtrfsKey{}, root.bytenr, root.generation}};
+  Block top{0, 0, {BtrfsKey{}, root.bytenr, root.generation}, std::nullopt};
   if (!chunks.Map(root.bytenr, node_size, &top.devid, &top.physical))
     return Status::Invalid("the root block of tree " + std::to_string(tree_id) + " is in no mapped chunk");
   level.push_back(top);
@@ -152,9 +158,11 @@ Status LeavesOnDisk(const Reading& r, uint64_t tree_id, uint64_t since, uint64_t
       OANS_RETURN_IF_ERROR(ReadNode(r, b, uint8_t(l), &node));
       if (below.size() + node.ptrs.size() > most_blocks)
         return Status::Corrupt("tree " + std::to_string(tree_id) + " has more blocks than its root item says");
-      for (const BtrfsNodePtr& p : node.ptrs) {
+      for (size_t i = 0; i < node.ptrs.size(); ++i) {
+        const BtrfsNodePtr& p = node.ptrs[i];
         if (p.generation < since) continue;  // copy on write: nothing below changed
-        Block child{0, 0, p};
+        Block child{0, 0, p, i + 1 < node.ptrs.size() ? std::optional(node.ptrs[i + 1].key) : b.end};
+        if (range.max < p.key || (child.end && !(range.min < *child.end))) continue;  // outside the range
         if (!chunks.Map(p.bytenr, node_size, &child.devid, &child.physical))
           return Status::Invalid("a block of tree " + std::to_string(tree_id) + " is in no mapped chunk");
         below.push_back(child);
@@ -167,7 +175,13 @@ Status LeavesOnDisk(const Reading& r, uint64_t tree_id, uint64_t since, uint64_t
   }
   const size_t fit = budget / std::max<uint32_t>(node_size, 1);
   if (level.size() > fit) {
+    auto by_key = [](const Block& a, const Block& b) { return a.ptr.key < b.ptr.key; };
+    std::nth_element(level.begin(), level.begin() + fit, level.end(), by_key);
+    *cut_at = level[fit].ptr.key;
     level.resize(fit);
+    std::sort(level.begin(), level.end(), [](const Block& a, const Block& b) {
+      return std::tie(a.devid, a.physical) < std::tie(b.devid, b.physical);
+    });
     *cut = true;
   }
   *leaves = std::move(level);
@@ -183,11 +197,12 @@ struct LeafRead {
 // Adds the leaves of tree `whole.tree_id` to *reads, each with its first key. False, with
 // nothing added, when the tree cannot be laid out that way (a striped profile, a device
 // that cannot be opened, a block that is not the one its parent names) or is larger than
-// `budget` (with `since`: its blocks written since are cut to the budget, *cut set).
+// `budget` (with `since`: its blocks written since are cut to the budget, *cut set,
+// *cut_at where).
 bool LayOut(const Reading& r, const BtrfsSearch& whole, uint64_t since, uint64_t budget,
-            std::vector<LeafRead>* reads, bool* cut) {
+            std::vector<LeafRead>* reads, bool* cut, BtrfsKey* cut_at) {
   std::vector<Block> leaves;
-  if (!LeavesOnDisk(r, whole.tree_id, since, budget, &leaves, cut).ok()) return false;
+  if (!LeavesOnDisk(r, whole, since, budget, &leaves, cut, cut_at).ok()) return false;
   for (const Block& leaf : leaves)
     if (!(whole.max < leaf.ptr.key)) reads->push_back({leaf, &whole});
   return true;
@@ -218,6 +233,7 @@ Status ReadInDiskOrder(const Reading& r, std::vector<LeafRead>& reads, int reade
         BtrfsSearch one = *reads[i].tree;
         one.min = std::max(reads[i].leaf.ptr.key, reads[i].tree->min);
         one.max_items = 1;
+        one.buffer_bytes = 0;  // the least that holds one item
         Status s = r.sys.TreeSearch(r.fd, one, [](const BtrfsItem&) { return true; });
         if (!s.ok()) return fail(std::move(s));
         read++;
@@ -271,7 +287,10 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
   if (what == TreesFor::kChanges) {
     auto id = sys.Identify(fd);
     if (!id.ok()) return id.status();
-    trees.emplace_back().tree_id = id->subvolume;
+    BtrfsSearch& t = trees.emplace_back();
+    t.tree_id = id->subvolume;
+    t.min = {job.first_inode, kBtrfsInodeItem, 0};  // an inode's first item: none lies below
+    if (job.end_inode != 0 && job.end_inode != ~uint64_t(0)) t.max = {job.end_inode - 1, 255, ~uint64_t(0)};
     since = job.since;
   } else if (what == TreesFor::kScan) {
     auto id = sys.Identify(fd);
@@ -294,6 +313,7 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
   std::vector<LeafRead> reads;
   std::vector<const BtrfsSearch*> in_key_order;
   bool cut = false, laid_out = true;
+  BtrfsKey cut_at = kBtrfsKeyMax;
   for (const BtrfsSearch& s : trees) {
     if (stop && stop()) return Status::Ok();
     const uint64_t planned = stats->bytes + reads.size() * info->node_size;
@@ -301,7 +321,7 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
       cut = true;
       break;
     }
-    if (mapped && s.tree_id && LayOut(r, s, since, budget - planned, &reads, &cut)) {
+    if (mapped && s.tree_id && LayOut(r, s, since, budget - planned, &reads, &cut, &cut_at)) {
       stats->on_disk = true;
     } else {
       laid_out = false;
@@ -317,6 +337,10 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
   if (cut) stats->cut_short = true;
   OANS_RETURN_IF_ERROR(ReadInDiskOrder(r, reads, job.readers, stats));
   stats->whole = laid_out && !cut && in_key_order.empty();
+  if (what == TreesFor::kChanges)
+    stats->inodes_below = !laid_out || reads.empty() ? job.first_inode
+                          : cut                      ? std::max(job.first_inode, cut_at.objectid)
+                                                     : job.end_inode;
   for (const BtrfsSearch* s : in_key_order) {
     if (stop && stop()) break;
     if (stats->bytes >= budget) {

@@ -27,7 +27,8 @@
 // The blocks help only while they stay cached, so the reads stop at `budget` bytes
 // (leaves read in disk order count whole, items in key order by their size). For a
 // followed scan the budget counts the blocks written since, not the whole tree: past it
-// the first leaves by place are read.
+// the leaves of the lowest keys are read, and the scan asks again for the next inode
+// numbers once it has judged those (lib/scan/follow_state.h).
 // On an SSD a followed scan reads the leaves written since with several threads
 // (TreeAheadJob::readers): the kernel reads a search's blocks one at a time, and an SSD
 // serves many reads at once.
@@ -52,6 +53,10 @@ struct TreeAheadStats {
   uint64_t leaves = 0;     // leaves read in disk order
   bool on_disk = false;    // a tree was read in disk order
   bool cut_short = false;  // stopped at the budget
+  // Of the last kChanges call alone: the leaves written since of every inode from
+  // job.first_inode below this number were read (job.end_inode: all the call was asked
+  // for; job.first_inode: none).
+  uint64_t inodes_below = 0;
   // Of the last ReadTreesAhead alone: every tree it was asked for laid out on disk and
   // read in full (its blocks are in memory now).
   bool whole = false;
@@ -79,6 +84,9 @@ struct TreeAheadJob {
   int readers = 1;
   // Fewer bytes of leaves laid out than this: none is read (each read is a system call).
   uint64_t least = 0;
+  // kChanges: only the leaves holding items of inodes first_inode to end_inode - 1. Past
+  // the budget, the leaves of the lowest numbers are read (TreeAheadStats::inodes_below).
+  uint64_t first_inode = 0, end_inode = ~uint64_t(0);
 };
 
 // Reads the trees job.what names of the filesystem holding `fd`, at most job.budget bytes

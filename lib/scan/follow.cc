@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "lib/base/heap.h"
 #include "lib/base/paths.h"
 #include "lib/base/spill.h"
 #include "lib/base/storage.h"
@@ -222,11 +223,39 @@ void ReadChangesAhead(Sys& sys, const ScanOptions& o, std::vector<FollowRoot>& r
                            readers, policy.tree_ahead_least};
     Status s = ReadTreesAhead(sys, r.fd, job, &ahead);
     r.read_ahead_whole = s.ok() && ahead.whole;
+    r.read_ahead_below = s.ok() ? ahead.inodes_below : 0;
+    r.read_ahead_cut = s.ok() && ahead.cut_short;  // or spent by the roots before
     if (!s.ok()) observer->Notice("warning: " + r.path + ": btrfs tree blocks not read ahead: " + s.message());
   }
   stats->tree_ahead_bytes = ahead.bytes;
   stats->tree_ahead_leaves = ahead.leaves;
   stats->tree_ahead_cut = ahead.cut_short;
+  ReturnFreedMemory();  // the lists of leaves, the readers' buffers
+}
+
+// The same for root r's inodes numbered `from` to `upto` - 1 alone, the whole budget
+// theirs (FollowState::read_ahead_from): the judge reads ahead part by part what did
+// not fit at first.
+uint64_t ReadChangesAheadFrom(Sys& sys, const ScanOptions& o, FollowRoot& r, uint64_t from, uint64_t upto,
+                              const StoragePolicy& policy, Observer* observer, ScanStats* stats) {
+  const int readers = o.io_threads > 0 && policy.tree_readers > 1 ? std::min(o.io_threads, 32) : policy.tree_readers;
+  TreeAheadJob job{TreesFor::kChanges, o.memory, [&o] { return o.stop && o.stop->load(); }, r.since,
+                   readers, policy.tree_ahead_least};
+  job.first_inode = from;
+  job.end_inode = upto;
+  TreeAheadStats ahead;
+  Status s = ReadTreesAhead(sys, r.fd, job, &ahead);
+  if (!s.ok()) {
+    observer->Notice("warning: " + r.path + ": btrfs tree blocks not read ahead: " + s.message());
+    return from;
+  }
+  ReturnFreedMemory();
+  stats->tree_ahead_bytes += ahead.bytes;
+  stats->tree_ahead_leaves += ahead.leaves;
+  stats->tree_ahead_cut = stats->tree_ahead_cut || ahead.cut_short;
+  // One inode's blocks alone past the budget: the part is that inode, read as it is met.
+  if (ahead.inodes_below == from && ahead.leaves > 0) return from + 1;
+  return ahead.inodes_below;
 }
 
 }  // namespace
@@ -299,6 +328,9 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   f.judge_in_memory_only = spinning;
   if (!spinning) f.before_reading_many = read_ahead;
   else if (why.empty()) read_ahead();
+  f.read_ahead_from = [&](FollowRoot& r, uint64_t from, uint64_t upto) {
+    return ReadChangesAheadFrom(sys, o, r, from, upto, policy, observer, stats);
+  };
   if (why.empty()) why = f.FindChanges(prev);
   if (why.empty()) why = f.MapChanged();
   if (why.empty()) why = f.StreamPrevious(prev);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 
+#include "lib/base/heap.h"
 #include "lib/scan/entry.h"
 #include "lib/scan/previous.h"
 #include "lib/scan/quiet.h"
@@ -76,6 +77,7 @@ FollowWhy FollowState::FindChanges(const IndexHeader& prev) {
   if (quiet_) {
     quiet_->Done();
     stats_->extents_moved = quiet_->moved();
+    ReturnFreedMemory();  // the digests
   }
   return {};
 }
@@ -106,18 +108,39 @@ FollowWhy FollowState::JudgeInPasses(const IndexHeader& prev, const std::vector<
     }
     if (upto == UINT64_MAX) return {};
     from = upto;
+    ReturnFreedMemory();  // what judging the pass took and freed
   }
 }
 
+// Where the blocks written since did not all fit the read-ahead's budget, the numbers
+// are judged part by part, each part's blocks read ahead first (read_ahead_from): the
+// search then finds them in memory instead of reading them one by one, in key order.
 FollowWhy FollowState::JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t upto) {
+  for (uint64_t lo = from; lo < upto;) {
+    uint64_t hi = upto;
+    bool in_memory = r.read_ahead_whole;
+    if (!in_memory && r.read_ahead_cut && read_ahead_from) {
+      if (r.read_ahead_below <= lo) r.read_ahead_below = read_ahead_from(r, lo, upto);
+      // None read (too few to be worth it, or they cannot be laid out): judged as read.
+      in_memory = r.read_ahead_below > lo;
+      if (in_memory) hi = std::min(upto, r.read_ahead_below);
+    }
+    FollowWhy why = JudgeRange(r, lo, hi, in_memory);
+    if (!why.empty()) return why;
+    lo = hi;
+  }
+  return {};
+}
+
+FollowWhy FollowState::JudgeRange(FollowRoot& r, uint64_t from, uint64_t upto, bool in_memory) {
   QuietInode take = [this, &r](ChangedInode& c) { return quiet_->Take(r.fs, c); };
-  const size_t judges = judge_in_memory_only && !r.read_ahead_whole ? 1 : judge_threads;
+  const size_t judges = judge_in_memory_only && !in_memory ? 1 : judge_threads;
   // Both add to r.changes (a later pass's inodes have higher numbers: in inode order
   // still). The judge's limit counts what it keeps, the reading's all that is kept.
   const size_t held = r.changes.inodes.size();
   std::vector<uint64_t> rest;
   Status s = JudgeChangedInodes(sys_, r.fd, r.since, take, kMaxFollowedInodes - held, &rest, &r.changes,
-                                quiet_->Splits(r.fs, judges), from, upto - 1);
+                                quiet_->Splits(r.fs, judges, from, upto), from, upto - 1);
   if (s.ok() && !r.changes.too_many) s = ReadChangedInodes(sys_, r.fd, rest, take, kMaxFollowedInodes, &r.changes);
   if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
   return TooMany(r);

@@ -53,6 +53,9 @@ struct FollowRoot {
   uint32_t fs = 0;  // in the previous (and new) header's filesystems
   uint64_t since = 0;
   bool read_ahead_whole = false;  // its blocks written since are all in memory (ReadTreesAhead)
+  // Those holding the items of the inodes numbered below this are (0: none).
+  uint64_t read_ahead_below = 0;
+  bool read_ahead_cut = false;  // the budget held only some of them
   FsIdentity id;
   SubvolumeChanges changes;
   std::unordered_map<uint64_t, const ChangedInode*> changed;  // by inode
@@ -129,6 +132,12 @@ class FollowState {
   // Called once by FindChanges when more than kJudgeQuietFrom inodes changed, before
   // they are read (an SSD's read-ahead of the blocks written since). May be empty.
   std::function<void()> before_reading_many;
+  // Reads ahead the blocks written since that hold the items of r's inodes numbered
+  // `from` to `upto` - 1, as many as the budget holds (those of the lowest numbers);
+  // returns the number below which they are all in memory (`from`: none was read). The
+  // judge then takes the numbers part by part, each part's blocks read ahead before it
+  // is judged, where the first read-ahead did not hold them all. May be empty.
+  std::function<uint64_t(FollowRoot& r, uint64_t from, uint64_t upto)> read_ahead_from;
   // Threads that judge the changed inodes at once, each a slice of the inode numbers
   // (JudgeChangedInodes). On a spinning disk (judge_in_memory_only), more than one
   // only for a root whose blocks written since are all in memory: the head would seek
@@ -169,6 +178,8 @@ class FollowState {
   FollowWhy JudgeInPasses(const IndexHeader& prev, const std::vector<bool>& judged);
   // Root r's changed inodes numbered `from` to before `upto`, judged: a pass.
   FollowWhy JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t upto);
+  // Numbers `from` to `upto` - 1 of r, their blocks written since all in memory or not.
+  FollowWhy JudgeRange(FollowRoot& r, uint64_t from, uint64_t upto, bool in_memory);
   // The reason to walk when root r has more changed inodes than are followed.
   FollowWhy TooMany(const FollowRoot& r) const;
   // Root r's changed directories read, once its changed inodes are known.

@@ -191,16 +191,19 @@ void QuietRecords::AddMoved(Wanted* w, const ChangedInode& c) {
   moved_count_++;
 }
 
-std::vector<uint64_t> QuietRecords::Splits(uint32_t fs, size_t parts) const {
+std::vector<uint64_t> QuietRecords::Splits(uint32_t fs, size_t parts, uint64_t from, uint64_t upto) const {
   std::vector<uint64_t> cuts;
   const Wanted* w = Of(fs);
   if (!w || parts < 2) return cuts;
   // No slice of fewer than this many records: a thread costs more than it saves.
   constexpr size_t kLeast = 4096;
-  const size_t n = w->records.size();
+  auto below = [](const Record& r, uint64_t i) { return r.ino < i; };
+  const auto first = std::lower_bound(w->records.begin(), w->records.end(), from, below);
+  const auto end = std::lower_bound(first, w->records.end(), upto, below);
+  const size_t n = size_t(end - first);
   parts = std::min(parts, n / kLeast);
   for (size_t k = 1; k < parts; ++k) {
-    const uint64_t at = w->records[n * k / parts].ino;
+    const uint64_t at = first[n * k / parts].ino;
     if (cuts.empty() || at > cuts.back()) cuts.push_back(at);
   }
   return cuts;

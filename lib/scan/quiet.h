@@ -64,9 +64,10 @@ class QuietRecords {
   // its extents (true, and its extents are copied into Moved's list). May be
   // called from several threads at once (between Load and Done).
   bool Take(uint32_t fs, ChangedInode& c);
-  // Inode numbers that cut the records of `fs` into `parts` runs of about as many
-  // (fewer cuts when there are few records): where a judge split in slices cuts.
-  std::vector<uint64_t> Splits(uint32_t fs, size_t parts) const;
+  // Inode numbers that cut the records of `fs` numbered `from` to `upto` - 1 into
+  // `parts` runs of about as many (fewer cuts when there are few records): where a judge
+  // split in slices cuts.
+  std::vector<uint64_t> Splits(uint32_t fs, size_t parts, uint64_t from = 0, uint64_t upto = UINT64_MAX) const;
   // The digests are dropped; the moved extents stay.
   void Done();
   // The new extents of inode `ino` of `fs` when only they changed (after Done); none

@@ -7,7 +7,8 @@
 # Four times: the root a directory, the root a subvolume of its own, and the root a
 # directory holding a subvolume and a read-only snapshot of it (then a new snapshot
 # taken and the old one deleted); last, a directory of 48,000 files scanned with
-# --memory 16M, whose previous records do not fit in one pass of the judge.
+# --memory 16M, whose previous records do not fit in one pass of the judge, nor the
+# blocks written since in one read-ahead (with --storage=hdd).
 # WARM_FILES sets the number of files (default 20000), WARM_KINDS which of the four run.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
@@ -78,6 +79,18 @@ $(diff "$WORK/$name-cold.txt" "$WORK/$name.txt" | head -20)"
         fail "$name: $f $(json_field "$WORK/$name.json" $f) in passes, $(json_field "$WORK/$name-one.json" $f) in one"
     done
     [ "$(json_field "$WORK/$name-one.json" judge_passes)" = 1 ] || fail "$name: the default --memory took more than one pass"
+    # On a spinning disk the blocks written since are read ahead; more of them than
+    # --memory holds are read a part of the numbers at a time, each part then judged:
+    # more than --memory read ahead in all, the same records.
+    "$BIN/oans-scan" --json --storage=hdd $SCAN_OPTS --previous "$prev" "$T" -o "$WORK/$name-hdd.idx" \
+      > "$WORK/$name-hdd.json" 2>&1 || fail "$name: oans-scan --storage=hdd failed: $(cat "$WORK/$name-hdd.json")"
+    cat_files "$WORK/$name-hdd.idx" "$WORK/$name-hdd.txt"
+    cmp -s "$WORK/$name-hdd.txt" "$WORK/$name-cold.txt" || fail "$name: records with --storage=hdd differ from a cold scan's:
+$(diff "$WORK/$name-cold.txt" "$WORK/$name-hdd.txt" | head -20)"
+    local ahead
+    ahead=$(json_field "$WORK/$name-hdd.json" tree_ahead_bytes)
+    [ "$ahead" -gt $((16 << 20)) ] || fail "$name: $ahead bytes read ahead with --storage=hdd, not more than --memory"
+    echo "$name: $ahead bytes of tree blocks read ahead in parts with --storage=hdd"
   fi
   pass "$name: $n calls (at most $budget), $(wc -l < "$WORK/$name.txt") records equal to a cold scan's; $quiet files judged from their items, $moved of them moved, in $passes pass(es)"
 }

@@ -424,6 +424,64 @@ TEST(TreeAhead, ForChangesTheBudgetCountsTheBlocksWrittenSince) {
   EXPECT_TRUE(cut.cut_short);
 }
 
+// Past the budget, the leaves of the lowest keys are read (not the first by place), and
+// the number below which every inode's leaves were read is said.
+TEST(TreeAhead, ForChangesACutKeepsTheLowestKeys) {
+  FakeFs sys;
+  sys.Lay();
+  TreeAheadStats stats;
+  TreeAheadJob job{TreesFor::kChanges, kNode, {}, 1};  // room for one leaf of three
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, job, &stats).ok());
+  // 259's leaf is first on disk; 256's holds the lowest keys.
+  EXPECT_EQ(sys.Reads(), (std::vector<Read>{{kSubvol, {256, kBtrfsInodeItem, 0}, 1}}));
+  EXPECT_TRUE(stats.cut_short);
+  EXPECT_EQ(stats.inodes_below, 259u);
+  // Not cut: every number asked for.
+  FakeFs all;
+  all.Lay();
+  TreeAheadStats whole;
+  TreeAheadJob room{TreesFor::kChanges, 1 << 30, {}, 1};
+  ASSERT_TRUE(ReadTreesAhead(all, 3, room, &whole).ok());
+  EXPECT_EQ(whole.leaves, 3u);
+  EXPECT_EQ(whole.inodes_below, ~uint64_t(0));
+}
+
+// A range of inode numbers: only the leaves that may hold their items, each searched
+// from where the range begins; the budget is the range's own.
+TEST(TreeAhead, ForChangesARangeOfInodes) {
+  FakeFs sys;
+  sys.Lay();
+  TreeAheadStats stats;
+  TreeAheadJob job{TreesFor::kChanges, 1 << 30, {}, 1};
+  job.first_inode = 257;  // within the first leaf (256 to 258)
+  job.end_inode = 262;    // the third leaf begins with 262: left out
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, job, &stats).ok());
+  EXPECT_EQ(sys.Reads(), (std::vector<Read>{{kSubvol, {259, kBtrfsInodeItem, 0}, 1}, {kSubvol, {257, kBtrfsInodeItem, 0}, 1}}));
+  EXPECT_FALSE(stats.cut_short);
+  EXPECT_EQ(stats.inodes_below, 262u);
+  // From 259 up, cut to one leaf: 259's.
+  FakeFs cut;
+  cut.Lay();
+  TreeAheadStats some;
+  TreeAheadJob one{TreesFor::kChanges, kNode, {}, 1};
+  one.first_inode = 259;
+  ASSERT_TRUE(ReadTreesAhead(cut, 3, one, &some).ok());
+  EXPECT_EQ(cut.Reads(), (std::vector<Read>{{kSubvol, {259, kBtrfsInodeItem, 0}, 1}}));
+  EXPECT_TRUE(some.cut_short);
+  EXPECT_EQ(some.inodes_below, 262u);
+  // Nothing written since in the range: nothing read, and none said to be.
+  FakeFs old;
+  old.leaf_generation[kChunkLogical + 2 * kNode] = 30;
+  old.Lay();
+  TreeAheadStats none;
+  TreeAheadJob since{TreesFor::kChanges, 1 << 30, {}, 40};
+  since.first_inode = 259;
+  since.end_inode = 262;
+  ASSERT_TRUE(ReadTreesAhead(old, 3, since, &none).ok());
+  EXPECT_TRUE(old.Reads().empty());
+  EXPECT_EQ(none.inodes_below, 259u);
+}
+
 // Fewer bytes of leaves than `least`: none is read; as many: all are.
 TEST(TreeAhead, TooFewLeavesAreNotReadAhead) {
   for (uint64_t leaves : {4, 3}) {

@@ -379,6 +379,10 @@ TEST(QuietTest, SplitsCutTheRecordsEvenlyAndTakeServesManyThreads) {
   EXPECT_EQ(q.Splits(0, 3), (std::vector<uint64_t>{1000 + 4096, 1000 + 2 * 4096}));
   EXPECT_EQ(q.Splits(0, 8).size(), 2u);  // three slices of 4,096 at most
   EXPECT_EQ(q.Splits(1, 4), std::vector<uint64_t>{});  // not wanted
+  // A part of the numbers (a judge's part): its records alone are cut.
+  EXPECT_EQ(q.Splits(0, 2, 1000 + 4096, 1000 + 3 * 4096), (std::vector<uint64_t>{1000 + 2 * 4096}));
+  EXPECT_EQ(q.Splits(0, 2, 1000 + 4096, 1000 + 2 * 4096), std::vector<uint64_t>{});  // 4,096 records: one slice
+  EXPECT_EQ(q.Splits(0, 2, 5000, 1000 + 3 * 4096), (std::vector<uint64_t>{5000 + (1000 + 3 * 4096 - 5000) / 2}));
 
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
