@@ -4,6 +4,10 @@
 
 namespace oans {
 
-void ReturnFreedMemory() { malloc_trim(0); }
+void ReturnFreedMemory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
 
 }  // namespace oans

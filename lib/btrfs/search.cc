@@ -98,7 +98,8 @@ Status BtrfsTreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& vi
   // buffer is the thread's own, kept between calls and never cleared: the kernel writes
   // what it returns, and nothing past that is read.
   constexpr size_t kMaxItem = 64 * 1024;
-  // A search for an item or two (a read-ahead's, on many threads) needs no more room.
+  // A search for fewer than four items (a read-ahead's, on many threads) that asks for
+  // no more room gets what they take at most.
   const size_t kLeast = search.max_items > 0 && search.max_items < 4
                             ? search.max_items * (kMaxItem + sizeof(btrfs_ioctl_search_header))
                             : 256 * 1024;

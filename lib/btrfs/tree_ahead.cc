@@ -203,8 +203,7 @@ bool LayOut(const Reading& r, const BtrfsSearch& whole, uint64_t since, uint64_t
             std::vector<LeafRead>* reads, bool* cut, BtrfsKey* cut_at) {
   std::vector<Block> leaves;
   if (!LeavesOnDisk(r, whole, since, budget, &leaves, cut, cut_at).ok()) return false;
-  for (const Block& leaf : leaves)
-    if (!(whole.max < leaf.ptr.key)) reads->push_back({leaf, &whole});
+  for (const Block& leaf : leaves) reads->push_back({leaf, &whole});
   return true;
 }
 
@@ -276,6 +275,8 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
   const uint64_t budget = job.budget;
   const TreeAheadStop& stop = job.stop;
   stats->whole = false;
+  stats->cut = false;
+  stats->inodes_below = job.first_inode;
   auto info = sys.BtrfsInfoOf(fd);
   if (!info.ok()) return info.status();
   // Trees of the whole filesystem are read once per filesystem, whatever the roots.
@@ -334,13 +335,13 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
     // A budget under the least could never be worth reading: that is no cut.
     if (budget < job.least) cut = false;
   }
+  stats->cut = cut;
   if (cut) stats->cut_short = true;
   OANS_RETURN_IF_ERROR(ReadInDiskOrder(r, reads, job.readers, stats));
+  if (stop && stop()) return Status::Ok();  // not all read: none said to be
   stats->whole = laid_out && !cut && in_key_order.empty();
-  if (what == TreesFor::kChanges)
-    stats->inodes_below = !laid_out || reads.empty() ? job.first_inode
-                          : cut                      ? std::max(job.first_inode, cut_at.objectid)
-                                                     : job.end_inode;
+  if (what == TreesFor::kChanges && laid_out && !reads.empty())
+    stats->inodes_below = cut ? std::max(job.first_inode, cut_at.objectid) : job.end_inode;
   for (const BtrfsSearch* s : in_key_order) {
     if (stop && stop()) break;
     if (stats->bytes >= budget) {

@@ -53,13 +53,15 @@ struct TreeAheadStats {
   uint64_t leaves = 0;     // leaves read in disk order
   bool on_disk = false;    // a tree was read in disk order
   bool cut_short = false;  // stopped at the budget
-  // Of the last kChanges call alone: the leaves written since of every inode from
-  // job.first_inode below this number were read (job.end_inode: all the call was asked
-  // for; job.first_inode: none).
-  uint64_t inodes_below = 0;
   // Of the last ReadTreesAhead alone: every tree it was asked for laid out on disk and
-  // read in full (its blocks are in memory now).
+  // read in full (its blocks are in memory now);
   bool whole = false;
+  // it stopped at the budget, or found it spent;
+  bool cut = false;
+  // kChanges: the leaves written since of every inode from job.first_inode below this
+  // number were read (job.end_inode: all it was asked for; job.first_inode: none, or
+  // it was stopped).
+  uint64_t inodes_below = 0;
 };
 
 enum class TreesFor {

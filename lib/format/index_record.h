@@ -24,9 +24,10 @@ Status CheckRecord(schema::FileRecord::Reader f, const std::string& name, const 
 // Checks and counts the records of batch frame `b` without decoding them.
 Status CountBatch(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
                   IndexTotals* counted);
-// Decodes batch frame `b` into *batch (emptied first), counting its records in *seen.
-// Each record is checked first (CheckRecord), unless CountBatch already checked this batch.
+// Whether CountBatch already checked a batch's records.
 enum class RecordsChecked { kNo, kYes };
+// Decodes batch frame `b` into *batch (emptied first), counting its records in *seen,
+// each checked first (CheckRecord) unless `checked`.
 Status DecodeBatch(schema::IndexBatch::Reader b, const std::string& name, const IndexHeader& header,
                    std::vector<FileEntry>* batch, IndexTotals* seen, RecordsChecked checked = RecordsChecked::kNo);
 // Decodes the directory records of batch frame `b` into *dirs (emptied first), each with

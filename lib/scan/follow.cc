@@ -212,19 +212,23 @@ FollowWhy OpenSubvolumes(Sys& sys, const IndexHeader& prev, const ScanOptions& o
 // metadata in key order; on an SSD many at once, where the search would read them one by
 // one, once its first look found many inodes changed, and when they take enough bytes
 // to matter.
+// Reading root r's blocks written since ahead (tree_ahead.h): on an SSD, --io-threads
+// sets how many reads are in flight, these too (up to 32); a spinning disk keeps its one
+// sweep in disk order.
+TreeAheadJob ChangesJob(const ScanOptions& o, const StoragePolicy& policy, const FollowRoot& r) {
+  const int readers = o.io_threads > 0 && policy.tree_readers > 1 ? std::min(o.io_threads, 32) : policy.tree_readers;
+  return {TreesFor::kChanges, o.memory, [&o] { return o.stop && o.stop->load(); }, r.since, readers,
+          policy.tree_ahead_least};
+}
+
 void ReadChangesAhead(Sys& sys, const ScanOptions& o, std::vector<FollowRoot>& roots, const StoragePolicy& policy,
                       Observer* observer, ScanStats* stats) {
-  // On an SSD, --io-threads sets how many reads are in flight, these too (up to 32). A
-  // spinning disk keeps its one sweep in disk order.
-  const int readers = o.io_threads > 0 && policy.tree_readers > 1 ? std::min(o.io_threads, 32) : policy.tree_readers;
   TreeAheadStats ahead;
   for (auto& r : roots) {
-    const TreeAheadJob job{TreesFor::kChanges, o.memory, [&o] { return o.stop && o.stop->load(); }, r.since,
-                           readers, policy.tree_ahead_least};
-    Status s = ReadTreesAhead(sys, r.fd, job, &ahead);
+    Status s = ReadTreesAhead(sys, r.fd, ChangesJob(o, policy, r), &ahead);
     r.read_ahead_whole = s.ok() && ahead.whole;
+    r.read_ahead_cut = s.ok() && ahead.cut;  // or the roots before spent the budget
     r.read_ahead_below = s.ok() ? ahead.inodes_below : 0;
-    r.read_ahead_cut = s.ok() && ahead.cut_short;  // or spent by the roots before
     if (!s.ok()) observer->Notice("warning: " + r.path + ": btrfs tree blocks not read ahead: " + s.message());
   }
   stats->tree_ahead_bytes = ahead.bytes;
@@ -236,26 +240,26 @@ void ReadChangesAhead(Sys& sys, const ScanOptions& o, std::vector<FollowRoot>& r
 // The same for root r's inodes numbered `from` to `upto` - 1 alone, the whole budget
 // theirs (FollowState::read_ahead_from): the judge reads ahead part by part what did
 // not fit at first.
-uint64_t ReadChangesAheadFrom(Sys& sys, const ScanOptions& o, FollowRoot& r, uint64_t from, uint64_t upto,
-                              const StoragePolicy& policy, Observer* observer, ScanStats* stats) {
-  const int readers = o.io_threads > 0 && policy.tree_readers > 1 ? std::min(o.io_threads, 32) : policy.tree_readers;
-  TreeAheadJob job{TreesFor::kChanges, o.memory, [&o] { return o.stop && o.stop->load(); }, r.since,
-                   readers, policy.tree_ahead_least};
+PartAhead ReadChangesAheadFrom(Sys& sys, const ScanOptions& o, FollowRoot& r, uint64_t from, uint64_t upto,
+                               const StoragePolicy& policy, Observer* observer, ScanStats* stats) {
+  TreeAheadJob job = ChangesJob(o, policy, r);
   job.first_inode = from;
   job.end_inode = upto;
   TreeAheadStats ahead;
   Status s = ReadTreesAhead(sys, r.fd, job, &ahead);
-  if (!s.ok()) {
+  if (!s.ok()) {  // said once: the rest is judged as it is read
     observer->Notice("warning: " + r.path + ": btrfs tree blocks not read ahead: " + s.message());
-    return from;
+    r.read_ahead_cut = false;
+    return {upto, false};
   }
   ReturnFreedMemory();
   stats->tree_ahead_bytes += ahead.bytes;
   stats->tree_ahead_leaves += ahead.leaves;
-  stats->tree_ahead_cut = stats->tree_ahead_cut || ahead.cut_short;
+  if (ahead.leaves == 0) return {upto, false};  // none written since, or too few to be worth it
+  stats->tree_ahead_parts++;
   // One inode's blocks alone past the budget: the part is that inode, read as it is met.
-  if (ahead.inodes_below == from && ahead.leaves > 0) return from + 1;
-  return ahead.inodes_below;
+  if (ahead.inodes_below == from) return {from + 1, false};
+  return {ahead.inodes_below, true};
 }
 
 }  // namespace

@@ -117,17 +117,13 @@ FollowWhy FollowState::JudgeInPasses(const IndexHeader& prev, const std::vector<
 // search then finds them in memory instead of reading them one by one, in key order.
 FollowWhy FollowState::JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t upto) {
   for (uint64_t lo = from; lo < upto;) {
-    uint64_t hi = upto;
-    bool in_memory = r.read_ahead_whole;
-    if (!in_memory && r.read_ahead_cut && read_ahead_from) {
-      if (r.read_ahead_below <= lo) r.read_ahead_below = read_ahead_from(r, lo, upto);
-      // None read (too few to be worth it, or they cannot be laid out): judged as read.
-      in_memory = r.read_ahead_below > lo;
-      if (in_memory) hi = std::min(upto, r.read_ahead_below);
-    }
-    FollowWhy why = JudgeRange(r, lo, hi, in_memory);
+    if (o_.stop && o_.stop->load()) return {NoFollow::kStopped, "the scan was stopped"};
+    PartAhead part{upto, r.read_ahead_whole};
+    if (!part.in_memory && r.read_ahead_below > lo) part = {std::min(upto, r.read_ahead_below), true};
+    else if (!part.in_memory && r.read_ahead_cut && read_ahead_from) part = read_ahead_from(r, lo, upto);
+    FollowWhy why = JudgeRange(r, lo, part.end, part.in_memory);
     if (!why.empty()) return why;
-    lo = hi;
+    lo = part.end;
   }
   return {};
 }

@@ -53,14 +53,22 @@ struct FollowRoot {
   uint32_t fs = 0;  // in the previous (and new) header's filesystems
   uint64_t since = 0;
   bool read_ahead_whole = false;  // its blocks written since are all in memory (ReadTreesAhead)
-  // Those holding the items of the inodes numbered below this are (0: none).
+  // The first read-ahead held only some of them (the budget), those of the inodes
+  // numbered below read_ahead_below.
+  bool read_ahead_cut = false;
   uint64_t read_ahead_below = 0;
-  bool read_ahead_cut = false;  // the budget held only some of them
   FsIdentity id;
   SubvolumeChanges changes;
   std::unordered_map<uint64_t, const ChangedInode*> changed;  // by inode
   // Where each directory the changed inodes lie in is linked, up to the subvolume's root.
   std::map<uint64_t, DirLink> dir_links;
+};
+
+// A part of a root's inode numbers read ahead (FollowState::read_ahead_from): it ends
+// before `end`; `in_memory` when its blocks written since were all read.
+struct PartAhead {
+  uint64_t end;
+  bool in_memory;
 };
 
 // A snapshot created since the previous index of a subvolume that index holds. The
@@ -132,12 +140,12 @@ class FollowState {
   // Called once by FindChanges when more than kJudgeQuietFrom inodes changed, before
   // they are read (an SSD's read-ahead of the blocks written since). May be empty.
   std::function<void()> before_reading_many;
-  // Reads ahead the blocks written since that hold the items of r's inodes numbered
-  // `from` to `upto` - 1, as many as the budget holds (those of the lowest numbers);
-  // returns the number below which they are all in memory (`from`: none was read). The
-  // judge then takes the numbers part by part, each part's blocks read ahead before it
-  // is judged, where the first read-ahead did not hold them all. May be empty.
-  std::function<uint64_t(FollowRoot& r, uint64_t from, uint64_t upto)> read_ahead_from;
+  // Where the first read-ahead did not hold them all, the judge takes the inode numbers
+  // part by part, each part's blocks read ahead before it is judged: this reads ahead
+  // the blocks written since of r's inodes numbered `from` to `upto` - 1, as many as the
+  // budget holds (those of the lowest numbers), and says where the part ends. May be
+  // empty.
+  std::function<PartAhead(FollowRoot& r, uint64_t from, uint64_t upto)> read_ahead_from;
   // Threads that judge the changed inodes at once, each a slice of the inode numbers
   // (JudgeChangedInodes). On a spinning disk (judge_in_memory_only), more than one
   // only for a root whose blocks written since are all in memory: the head would seek

@@ -85,9 +85,10 @@ struct ScanStats {
   uint64_t reused = 0;         // files whose hashes came from the previous index
   uint64_t unopened = 0;       // of those, finished from a stat alone: extents known unchanged
   uint64_t tree_mapped = 0;    // files mapped and keyed from btrfs's trees, never opened (lib/btrfs/tree_map.h)
-  uint64_t tree_ahead_bytes = 0;   // on a spinning disk, btrfs tree blocks read before the walk (tree_ahead.h)
+  uint64_t tree_ahead_bytes = 0;   // btrfs tree blocks read ahead: on a spinning disk before the walk, and of a followed scan the blocks written since (tree_ahead.h)
   uint64_t tree_ahead_leaves = 0;  // of those, leaves read in disk order
-  bool tree_ahead_cut = false;     // that read stopped at --memory
+  bool tree_ahead_cut = false;     // the first read-ahead stopped at --memory
+  uint64_t tree_ahead_parts = 0;   // a followed scan's: parts of the inode numbers read ahead after it (one --memory each)
   uint64_t inode_tables_bytes = 0;   // on a spinning disk, XFS inode tables read before the walk (walk_ahead.h)
   uint64_t inode_tables_inodes = 0;  // the inodes in use they held
   uint64_t census_extents = 0;    // btrfs data extents whose references the index lists

@@ -44,6 +44,7 @@ Figures<S> Found() {
        [](const S& s) { return V(s.tree_ahead_leaves); }},
       {"tree_ahead_cut", Unit::kFlag, "trees read ahead up to --memory",
        [](const S& s) { return V(s.tree_ahead_cut); }},
+      {"tree_ahead_parts", Unit::kCount, "", [](const S& s) { return V(s.tree_ahead_parts); }},
       {"inode_tables_bytes", Unit::kBytes, "read XFS's inode tables ahead: {}",
        [](const S& s) { return V(s.inode_tables_bytes); }},
       {"inode_tables_inodes", Unit::kCount, "{} inodes in disk order",

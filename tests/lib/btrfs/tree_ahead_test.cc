@@ -275,6 +275,19 @@ TEST(TreeAhead, AStopEndsItBetweenReads) {
   ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kScan, 1 << 30, [&] { return ++asked > 2; }}, &stats).ok());
   EXPECT_LE(sys.Reads().size(), 1u);
   EXPECT_LE(stats.leaves, 1u);
+  // Stopped, the blocks written since are not said to be read, even after a call that
+  // read them all.
+  FakeFs changes;
+  changes.Lay();
+  TreeAheadStats twice;
+  ASSERT_TRUE(ReadTreesAhead(changes, 3, {TreesFor::kChanges, 1 << 30, {}, 1}, &twice).ok());
+  EXPECT_EQ(twice.inodes_below, ~uint64_t(0));
+  asked = 0;
+  TreeAheadJob stopped{TreesFor::kChanges, 1 << 30, [&] { return ++asked > 2; }, 1};
+  stopped.first_inode = 256;
+  ASSERT_TRUE(ReadTreesAhead(changes, 3, stopped, &twice).ok());
+  EXPECT_EQ(twice.inodes_below, 256u);
+  EXPECT_FALSE(twice.whole);
 }
 
 TEST(TreeAhead, AMirroredProfileMeansKeyOrder) {
@@ -435,7 +448,12 @@ TEST(TreeAhead, ForChangesACutKeepsTheLowestKeys) {
   // 259's leaf is first on disk; 256's holds the lowest keys.
   EXPECT_EQ(sys.Reads(), (std::vector<Read>{{kSubvol, {256, kBtrfsInodeItem, 0}, 1}}));
   EXPECT_TRUE(stats.cut_short);
+  EXPECT_TRUE(stats.cut);
   EXPECT_EQ(stats.inodes_below, 259u);
+  // A second root's call on the budget spent: cut too, none of its blocks read.
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, job, &stats).ok());
+  EXPECT_TRUE(stats.cut);
+  EXPECT_EQ(stats.inodes_below, 0u);
   // Not cut: every number asked for.
   FakeFs all;
   all.Lay();
@@ -443,6 +461,7 @@ TEST(TreeAhead, ForChangesACutKeepsTheLowestKeys) {
   TreeAheadJob room{TreesFor::kChanges, 1 << 30, {}, 1};
   ASSERT_TRUE(ReadTreesAhead(all, 3, room, &whole).ok());
   EXPECT_EQ(whole.leaves, 3u);
+  EXPECT_FALSE(whole.cut);
   EXPECT_EQ(whole.inodes_below, ~uint64_t(0));
 }
 
