@@ -130,6 +130,8 @@ struct Keeper {
   SubvolumeChanges* out;
   bool room = true;
   std::atomic<size_t>* kept_by_all = nullptr;  // slices judged at once count together
+  const std::atomic<bool>* stop = nullptr;     // set: no more room, and stopped says why
+  bool stopped = false;
 
   void Keep(ChangedInode c) {
     if (quiet && quiet(c)) {
@@ -142,8 +144,9 @@ struct Keeper {
     room = (kept_by_all ? ++*kept_by_all : out->inodes.size()) <= limit;
   }
   bool Room() {
+    if (stop && stop->load(std::memory_order_relaxed)) stopped = true;
     if (room && kept_by_all) room = kept_by_all->load() <= limit;
-    return room;
+    return room && !stopped;
   }
 };
 
@@ -287,7 +290,7 @@ Status JudgeSlice(Sys& sys, int fd, uint64_t since, uint64_t first, uint64_t las
 
 Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& quiet, size_t limit,
                           std::vector<uint64_t>* rest, SubvolumeChanges* out, const std::vector<uint64_t>& splits,
-                          uint64_t first, uint64_t last) {
+                          uint64_t first, uint64_t last, const std::atomic<bool>* stop) {
   first = std::max(first, kBtrfsFirstInode);
   last = std::min(last, kBtrfsLastInode);
   if (first > last) return Status::Ok();
@@ -303,7 +306,7 @@ Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& qu
   std::vector<Status> status(slices);
   std::atomic<size_t> kept{0};
   std::vector<Keeper> keepers;
-  for (size_t k = 0; k < slices; ++k) keepers.push_back({quiet, limit, &outs[k], true, slices > 1 ? &kept : nullptr});
+  for (size_t k = 0; k < slices; ++k) keepers.push_back({quiet, limit, &outs[k], true, slices > 1 ? &kept : nullptr, stop});
   auto judge = [&](size_t k) {
     const uint64_t from = k == 0 ? first : cuts[k - 1];
     const uint64_t to = k + 1 == slices ? last : cuts[k] - 1;
@@ -325,6 +328,7 @@ Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& qu
   for (auto& t : threads) t.join();
   for (size_t j = 0; j < slices; ++j) {
     OANS_RETURN_IF_ERROR(status[j]);
+    if (keepers[j].stopped) return Status::Interrupted("stopped");
     out->found += outs[j].found;
     out->quiet += outs[j].quiet;
     out->searches += outs[j].searches;

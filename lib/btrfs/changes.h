@@ -7,6 +7,7 @@
 // tree blocks written, not the inodes in them. Owns nothing; any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -76,11 +77,11 @@ Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, co
 // Only the inodes numbered `first` to `last` are looked at (a pass of the caller's).
 // `splits` (sorted inode numbers) cut them into slices, each judged by a thread of its
 // own, at once: `quiet` is then called from those threads. The limit counts the inodes
-// all slices keep.
+// all slices keep. Once `stop` (may be null) is set, returns Interrupted.
 Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& quiet, size_t limit,
                           std::vector<uint64_t>* rest, SubvolumeChanges* out,
                           const std::vector<uint64_t>& splits = {}, uint64_t first = kBtrfsFirstInode,
-                          uint64_t last = kBtrfsLastInode);
+                          uint64_t last = kBtrfsLastInode, const std::atomic<bool>* stop = nullptr);
 
 // Where a directory is linked: its parent directory's inode and its name there.
 struct DirLink {

@@ -268,6 +268,33 @@ Status ReadInKeyOrder(const Reading& r, const BtrfsSearch& s, uint64_t budget, T
   });
 }
 
+// The trees job.what names, each with its key range; with `fs_trees`, the trees of the
+// whole filesystem too.
+Result<std::vector<BtrfsSearch>> TreesOf(Sys& sys, int fd, const TreeAheadJob& job, bool fs_trees) {
+  std::vector<BtrfsSearch> trees;
+  if (job.what == TreesFor::kApply) {
+    if (fs_trees) {
+      trees.emplace_back().tree_id = kBtrfsExtentTree;
+      trees.emplace_back().tree_id = kBtrfsFreeSpaceTree;
+    }
+    return trees;
+  }
+  auto id = sys.Identify(fd);
+  if (!id.ok()) return id.status();
+  BtrfsSearch& t = trees.emplace_back();
+  t.tree_id = id->subvolume;
+  if (job.what == TreesFor::kChanges) {
+    t.min = {job.first_inode, kBtrfsInodeItem, 0};  // an inode's first item: none lies below
+    if (job.end_inode != 0 && job.end_inode != ~uint64_t(0)) t.max = {job.end_inode - 1, 255, ~uint64_t(0)};
+  } else if (fs_trees) {
+    BtrfsSearch& csums = trees.emplace_back();
+    csums.tree_id = kBtrfsCsumTree;
+    csums.min = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 0};
+    csums.max = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, ~uint64_t(0)};
+  }
+  return trees;
+}
+
 }  // namespace
 
 Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats* stats) {
@@ -283,30 +310,10 @@ Status ReadTreesAhead(Sys& sys, int fd, const TreeAheadJob& job, TreeAheadStats*
   const bool fs_trees = std::find(stats->filesystems.begin(), stats->filesystems.end(), info->uuid) ==
                         stats->filesystems.end();
   if (fs_trees) stats->filesystems.push_back(info->uuid);
-  std::vector<BtrfsSearch> trees;
-  uint64_t since = 0;
-  if (what == TreesFor::kChanges) {
-    auto id = sys.Identify(fd);
-    if (!id.ok()) return id.status();
-    BtrfsSearch& t = trees.emplace_back();
-    t.tree_id = id->subvolume;
-    t.min = {job.first_inode, kBtrfsInodeItem, 0};  // an inode's first item: none lies below
-    if (job.end_inode != 0 && job.end_inode != ~uint64_t(0)) t.max = {job.end_inode - 1, 255, ~uint64_t(0)};
-    since = job.since;
-  } else if (what == TreesFor::kScan) {
-    auto id = sys.Identify(fd);
-    if (!id.ok()) return id.status();
-    trees.emplace_back().tree_id = id->subvolume;
-    if (fs_trees) {
-      BtrfsSearch& csums = trees.emplace_back();
-      csums.tree_id = kBtrfsCsumTree;
-      csums.min = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 0};
-      csums.max = {kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, ~uint64_t(0)};
-    }
-  } else if (fs_trees) {
-    trees.emplace_back().tree_id = kBtrfsExtentTree;
-    trees.emplace_back().tree_id = kBtrfsFreeSpaceTree;
-  }
+  auto listed = TreesOf(sys, fd, job, fs_trees);
+  if (!listed.ok()) return listed.status();
+  const std::vector<BtrfsSearch>& trees = *listed;
+  const uint64_t since = what == TreesFor::kChanges ? job.since : 0;
   ChunkMap chunks;
   const bool mapped = chunks.Load(sys, fd).ok();
   Devices devices(sys, fd);

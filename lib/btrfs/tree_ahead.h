@@ -56,7 +56,7 @@ struct TreeAheadStats {
   // Of the last ReadTreesAhead alone: every tree it was asked for laid out on disk and
   // read in full (its blocks are in memory now);
   bool whole = false;
-  // it stopped at the budget, or found it spent;
+  // its reads in disk order stopped at the budget, or found it spent;
   bool cut = false;
   // kChanges: the leaves written since of every inode from job.first_inode below this
   // number were read (job.end_inode: all it was asked for; job.first_inode: none, or

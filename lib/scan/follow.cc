@@ -206,12 +206,6 @@ FollowWhy OpenSubvolumes(Sys& sys, const IndexHeader& prev, const ScanOptions& o
   return FindSources(f);
 }
 
-// The subvolumes' tree blocks written since are read first (lib/btrfs/tree_ahead.h): on a
-// spinning disk leaf by leaf in the order of their places on disk, before the change
-// search, which then finds them in memory instead of sending the head across the
-// metadata in key order; on an SSD many at once, where the search would read them one by
-// one, once its first look found many inodes changed, and when they take enough bytes
-// to matter.
 // Reading root r's blocks written since ahead (tree_ahead.h): on an SSD, --io-threads
 // sets how many reads are in flight, these too (up to 32); a spinning disk keeps its one
 // sweep in disk order.
@@ -221,6 +215,12 @@ TreeAheadJob ChangesJob(const ScanOptions& o, const StoragePolicy& policy, const
           policy.tree_ahead_least};
 }
 
+// The subvolumes' tree blocks written since are read first (lib/btrfs/tree_ahead.h): on a
+// spinning disk leaf by leaf in the order of their places on disk, before the change
+// search, which then finds them in memory instead of sending the head across the
+// metadata in key order; on an SSD many at once, where the search would read them one by
+// one, once its first look found many inodes changed, and when they take enough bytes
+// to matter.
 void ReadChangesAhead(Sys& sys, const ScanOptions& o, std::vector<FollowRoot>& roots, const StoragePolicy& policy,
                       Observer* observer, ScanStats* stats) {
   TreeAheadStats ahead;
@@ -255,7 +255,10 @@ PartAhead ReadChangesAheadFrom(Sys& sys, const ScanOptions& o, FollowRoot& r, ui
   ReturnFreedMemory();
   stats->tree_ahead_bytes += ahead.bytes;
   stats->tree_ahead_leaves += ahead.leaves;
-  if (ahead.leaves == 0) return {upto, false};  // none written since, or too few to be worth it
+  if (!ahead.on_disk) r.read_ahead_cut = false;  // cannot be laid out: no more tries
+  // None written since, too few to be worth it, not laid out, or stopped: the rest is
+  // judged as it is read.
+  if (ahead.leaves == 0) return {upto, false};
   stats->tree_ahead_parts++;
   // One inode's blocks alone past the budget: the part is that inode, read as it is met.
   if (ahead.inodes_below == from) return {from + 1, false};
@@ -339,6 +342,10 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   if (why.empty()) why = f.MapChanged();
   if (why.empty()) why = f.StreamPrevious(prev);
   if (why.empty()) why = f.FinishChanged();
+  if (why.kind == NoFollow::kStopped) {  // nothing is written: a walk would write a husk
+    stats->not_followed = why.kind;
+    return Status::Interrupted("stopped while following btrfs changes");
+  }
   if (!why.empty()) {
     observer->Notice("not following btrfs changes: " + why.text + "; walking the tree");
     stats->not_followed = why.kind;

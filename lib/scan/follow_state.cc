@@ -121,6 +121,7 @@ FollowWhy FollowState::JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t u
     PartAhead part{upto, r.read_ahead_whole};
     if (!part.in_memory && r.read_ahead_below > lo) part = {std::min(upto, r.read_ahead_below), true};
     else if (!part.in_memory && r.read_ahead_cut && read_ahead_from) part = read_ahead_from(r, lo, upto);
+    if (o_.stop && o_.stop->load()) return {NoFollow::kStopped, "the scan was stopped"};
     FollowWhy why = JudgeRange(r, lo, part.end, part.in_memory);
     if (!why.empty()) return why;
     lo = part.end;
@@ -136,7 +137,8 @@ FollowWhy FollowState::JudgeRange(FollowRoot& r, uint64_t from, uint64_t upto, b
   const size_t held = r.changes.inodes.size();
   std::vector<uint64_t> rest;
   Status s = JudgeChangedInodes(sys_, r.fd, r.since, take, kMaxFollowedInodes - held, &rest, &r.changes,
-                                quiet_->Splits(r.fs, judges, from, upto), from, upto - 1);
+                                quiet_->Splits(r.fs, judges, from, upto), from, upto - 1, o_.stop);
+  if (s.code() == Status::Code::kInterrupted) return {NoFollow::kStopped, "the scan was stopped"};
   if (s.ok() && !r.changes.too_many) s = ReadChangedInodes(sys_, r.fd, rest, take, kMaxFollowedInodes, &r.changes);
   if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
   return TooMany(r);

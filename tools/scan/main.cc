@@ -205,6 +205,14 @@ int main(int argc, char** argv) {
                     " (with a '/' a glob is matched against the path below each root, without against each name)");
   renderer.Finish();
   if (!st.ok() && st.code() != Status::Code::kInterrupted) return cli::Fail("oans-scan", st);
+  if (st.code() == Status::Code::kInterrupted && stats.not_followed == NoFollow::kStopped) {
+    // A followed scan writes at its end: stopped before, it wrote nothing to keep.
+    std::fprintf(stderr,
+                 "oans-scan: stopped while following btrfs changes; %s was not written. Run the scan again "
+                 "with the same --previous.\n",
+                 (*out)->name().c_str());
+    return cli::kStopped;
+  }
   if (st.code() == Status::Code::kInterrupted) {
     // Keep what was written: an index without a trailer, usable with --previous.
     Status c = (*out)->Commit();

@@ -209,6 +209,28 @@ TEST(FollowChangesTest, InodesWholeInTheBlocksWrittenSinceAreJudgedInOneSearch) 
   EXPECT_EQ(c.inodes[3].entries.size(), 2u);      // 304: both entries
 }
 
+// A stop ends the judge's search at the next item, in every slice: Interrupted.
+TEST(FollowChangesTest, AStopEndsTheJudge) {
+  ItemTree sys;
+  SixInodes(sys);
+  std::atomic<bool> stop{false};
+  std::vector<uint64_t> judged;
+  auto judge = [&](ChangedInode& c) {
+    judged.push_back(c.ino);
+    stop = true;  // as a signal would, while the first inode is judged
+    return false;
+  };
+  SubvolumeChanges c;
+  std::vector<uint64_t> rest;
+  Status s = JudgeChangedInodes(sys, -1, 40, judge, 100, &rest, &c, {}, kBtrfsFirstInode, kBtrfsLastInode, &stop);
+  EXPECT_EQ(s.code(), Status::Code::kInterrupted) << s.message();
+  EXPECT_LE(judged.size(), 1u);
+  SubvolumeChanges d;
+  Status sliced = JudgeChangedInodes(sys, -1, 40, judge, 100, &rest, &d, {302, 304}, kBtrfsFirstInode,
+                                     kBtrfsLastInode, &stop);
+  EXPECT_EQ(sliced.code(), Status::Code::kInterrupted) << sliced.message();
+}
+
 // Judged in slices, one thread each: the same inodes found, judged and kept, in inode
 // order, one search a slice.
 TEST(FollowChangesTest, SlicesJudgeAsOneSearchDoes) {
