@@ -98,12 +98,7 @@ Status BtrfsTreeSearch(int fd, const BtrfsSearch& search, const BtrfsVisitor& vi
   // buffer is the thread's own, kept between calls and never cleared: the kernel writes
   // what it returns, and nothing past that is read.
   constexpr size_t kMaxItem = 64 * 1024;
-  // A search for fewer than four items (a read-ahead's, on many threads) that asks for
-  // no more room gets what they take at most.
-  const size_t kLeast = search.max_items > 0 && search.max_items < 4
-                            ? search.max_items * (kMaxItem + sizeof(btrfs_ioctl_search_header))
-                            : 256 * 1024;
-  const size_t kBuffer = std::clamp<size_t>(search.buffer_bytes, kLeast, 16 << 20);
+  const size_t kBuffer = std::clamp<size_t>(search.buffer_bytes, 256 * 1024, 16 << 20);
   const uint32_t kItemsPerCall = uint32_t(kBuffer / 64);
   thread_local std::unique_ptr<uint64_t[]> mem;
   thread_local size_t mem_bytes = 0;

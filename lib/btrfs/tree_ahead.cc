@@ -232,7 +232,6 @@ Status ReadInDiskOrder(const Reading& r, std::vector<LeafRead>& reads, int reade
         BtrfsSearch one = *reads[i].tree;
         one.min = std::max(reads[i].leaf.ptr.key, reads[i].tree->min);
         one.max_items = 1;
-        one.buffer_bytes = 0;  // the least that holds one item
         Status s = r.sys.TreeSearch(r.fd, one, [](const BtrfsItem&) { return true; });
         if (!s.ok()) return fail(std::move(s));
         read++;

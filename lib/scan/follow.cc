@@ -226,9 +226,8 @@ void ReadChangesAhead(Sys& sys, const ScanOptions& o, std::vector<FollowRoot>& r
   TreeAheadStats ahead;
   for (auto& r : roots) {
     Status s = ReadTreesAhead(sys, r.fd, ChangesJob(o, policy, r), &ahead);
-    r.read_ahead_whole = s.ok() && ahead.whole;
     r.read_ahead_cut = s.ok() && ahead.cut;  // or the roots before spent the budget
-    r.read_ahead_below = s.ok() ? ahead.inodes_below : 0;
+    r.read_ahead_below = !s.ok() ? 0 : ahead.whole ? ~uint64_t(0) : ahead.inodes_below;
     if (!s.ok()) observer->Notice("warning: " + r.path + ": btrfs tree blocks not read ahead: " + s.message());
   }
   stats->tree_ahead_bytes = ahead.bytes;

@@ -117,10 +117,9 @@ FollowWhy FollowState::JudgeInPasses(const IndexHeader& prev, const std::vector<
 // search then finds them in memory instead of reading them one by one, in key order.
 FollowWhy FollowState::JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t upto) {
   for (uint64_t lo = from; lo < upto;) {
-    if (o_.stop && o_.stop->load()) return {NoFollow::kStopped, "the scan was stopped"};
-    PartAhead part{upto, r.read_ahead_whole};
-    if (!part.in_memory && r.read_ahead_below > lo) part = {std::min(upto, r.read_ahead_below), true};
-    else if (!part.in_memory && r.read_ahead_cut && read_ahead_from) part = read_ahead_from(r, lo, upto);
+    PartAhead part{upto, false};
+    if (r.read_ahead_below > lo) part = {std::min(upto, r.read_ahead_below), true};
+    else if (r.read_ahead_cut && read_ahead_from) part = read_ahead_from(r, lo, upto);
     if (o_.stop && o_.stop->load()) return {NoFollow::kStopped, "the scan was stopped"};
     FollowWhy why = JudgeRange(r, lo, part.end, part.in_memory);
     if (!why.empty()) return why;

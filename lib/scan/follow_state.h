@@ -52,11 +52,10 @@ struct FollowRoot {
   uint64_t dev = 0;
   uint32_t fs = 0;  // in the previous (and new) header's filesystems
   uint64_t since = 0;
-  bool read_ahead_whole = false;  // its blocks written since are all in memory (ReadTreesAhead)
-  // The first read-ahead held only some of them (the budget), those of the inodes
-  // numbered below read_ahead_below.
-  bool read_ahead_cut = false;
+  // Its blocks written since that hold the items of the inodes numbered below this are
+  // in memory (ReadTreesAhead; UINT64_MAX: all of them).
   uint64_t read_ahead_below = 0;
+  bool read_ahead_cut = false;  // the first read-ahead's budget held only some of them
   FsIdentity id;
   SubvolumeChanges changes;
   std::unordered_map<uint64_t, const ChangedInode*> changed;  // by inode
