@@ -4,6 +4,12 @@
 
 namespace oans {
 
+void SetUpHeap() {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+}
+
 void ReturnFreedMemory() {
 #ifdef __GLIBC__
   malloc_trim(0);

@@ -6,6 +6,13 @@
 
 namespace oans {
 
+// Blocks of 1 MiB or more mapped on their own, whatever was freed before: glibc would
+// otherwise raise that threshold each time such a block is freed, up to 32 MiB, and put
+// the next ones in the heap, where they leave holes that other blocks fill and that are
+// never given back. A pass's records, a read-ahead's lists and their like come and go
+// in blocks of megabytes. Call it first in main.
+void SetUpHeap();
+
 // Returns the unused pages of every heap to the system (malloc_trim). Costs a walk of
 // the free blocks: call it between phases, not per item.
 void ReturnFreedMemory();

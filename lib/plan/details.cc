@@ -3,22 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lib/base/extent_code.h"
 #include "lib/plan/ranges.h"
 
 namespace oans {
-namespace {
-
-void PutVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(char(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(char(v));
-}
-uint64_t Zigzag(uint64_t delta) { return (delta << 1) ^ uint64_t(int64_t(delta) >> 63); }
-uint64_t Unzigzag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
-
-}  // namespace
 
 void EncodeDetail(const Detail& d, std::string* out) {
   out->clear();
@@ -31,59 +19,20 @@ void EncodeDetail(const Detail& d, std::string* out) {
   out->append(mtime, sizeof mtime);
   PutVarint(out, d.path_at);
   PutVarint(out, d.nlink);
-  PutVarint(out, d.extents.size());
-  uint64_t logical = 0, physical = 0;  // where the previous extent ended
-  for (const auto& e : d.extents) {
-    PutVarint(out, Zigzag(e.logical - logical));
-    PutVarint(out, Zigzag(e.physical - physical));
-    PutVarint(out, e.length);
-    PutVarint(out, e.flags);
-    logical = e.logical + e.length;
-    physical = e.physical + e.length;
-  }
+  PutExtents(out, d.extents);
 }
 
 Status DecodeDetail(std::string_view in, Detail* d) {
-  const char* p = in.data();
-  const char* const end = p + in.size();
-  bool ok = true;
-  auto get = [&]() -> uint64_t {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64 && p < end; shift += 7) {
-      const uint8_t b = uint8_t(*p++);
-      v |= uint64_t(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
-    }
-    ok = false;
-    return 0;
-  };
-  const uint64_t fs = get();
-  d->fs = uint32_t(fs);
-  d->dev = get();
-  d->ino = get();
-  d->size = get();
-  if (!ok || fs > UINT32_MAX || end - p < ptrdiff_t(sizeof d->mtime_ns))
-    return Status::Corrupt("planner: damaged file record in the temporary store");
-  std::memcpy(&d->mtime_ns, p, sizeof d->mtime_ns);
-  p += sizeof d->mtime_ns;
-  d->path_at = get();
-  const uint64_t nlink = get();
-  d->nlink = uint32_t(nlink);
-  const uint64_t n = get();
-  if (!ok || nlink > UINT32_MAX || n > uint64_t(end - p) / 4) return Status::Corrupt("planner: damaged file record in the temporary store");
-  d->extents.resize(size_t(n));
-  uint64_t logical = 0, physical = 0;
-  for (auto& e : d->extents) {
-    e.logical = logical + Unzigzag(get());
-    e.physical = physical + Unzigzag(get());
-    e.length = get();
-    const uint64_t flags = get();
-    e.flags = uint32_t(flags);
-    if (flags > UINT32_MAX) ok = false;
-    logical = e.logical + e.length;
-    physical = e.physical + e.length;
-  }
-  if (!ok || p != end) return Status::Corrupt("planner: damaged file record in the temporary store");
+  CodeReader r(in);
+  d->fs = r.Varint32();
+  d->dev = r.Varint();
+  d->ino = r.Varint();
+  d->size = r.Varint();
+  r.Bytes(&d->mtime_ns, sizeof d->mtime_ns);
+  d->path_at = r.Varint();
+  d->nlink = r.Varint32();
+  r.Extents(&d->extents);
+  if (!r.ok() || !r.at_end()) return Status::Corrupt("planner: damaged file record in the temporary store");
   d->first_physical = PhysicalAt(d->extents, 0);
   return Status::Ok();
 }

@@ -34,9 +34,8 @@ struct Detail {
   std::vector<FiemapExtent> extents;  // sorted by logical offset
 };
 
-// Encoded as varints (LEB128), the mtime as 8 bytes, and each extent as its distance from
-// where the previous one ended (logical and physical, zigzag: contiguous fragments cost a
-// byte), length and flags. About a third of a fixed layout's size.
+// Encoded as varints, the mtime as 8 bytes, and the extents as lib/base/extent_code.h
+// writes them. About a third of a fixed layout's size.
 void EncodeDetail(const Detail& d, std::string* out);
 Status DecodeDetail(std::string_view in, Detail* d);
 

@@ -243,7 +243,7 @@ bool FollowState::CarriedAsIs(const R& e) const {
   const uint32_t fs = e.fs();
   if (e.ino() == 0 || fs >= root_of_fs_.size() || root_of_fs_[fs] < 0 || e.has_error() || e.unread()) return false;
   if (roots[root_of_fs_[fs]].changed.count(e.ino())) return false;
-  if (quiet_ && quiet_->Moved(fs, e.ino())) return false;
+  if (quiet_ && quiet_->IsMoved(fs, e.ino())) return false;
   const PathMap& moved = Moved(fs);
   auto linked = [&](std::string_view p) { return StillLinked(fs, p, e.ino()) && !moved.Moves(p); };
   if (!linked(e.path())) return false;
@@ -293,7 +293,7 @@ FollowWhy FollowState::CarryFile(FileEntry& e, bool* untouched) {
   }
   // The same data, moved by a dedupe: the same keys, the new extents.
   if (auto m = quiet_ ? quiet_->Moved(e.fs, e.ino) : std::nullopt) {
-    e.extents.assign(m->extents.begin(), m->extents.end());
+    e.extents = std::move(m->extents);
     e.inode_flags = m->inode_flags;
   }
   // Only an inode that is still there, unchanged, holds its recorded extents: the space

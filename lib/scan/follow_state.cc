@@ -94,11 +94,11 @@ FollowWhy FollowState::JudgeInPasses(const IndexHeader& prev, const std::vector<
   // Only the records of the roots judged: a snapshot unchanged since costs no pass.
   for (size_t i = 0; i < roots.size(); ++i)
     if (judged[i] && roots[i].fs < prev.filesystems.size()) quiet_->Want(roots[i].fs);  // not a new snapshot's
-  // The digests in a sixteenth of --memory at most: as many passes as that takes, each
-  // over the inode numbers whose records it holds.
+  // The digests and the moved files' extents in a sixteenth of --memory: as many passes
+  // as that takes, each over the inode numbers whose records it holds.
   for (uint64_t from = 0;;) {
     uint64_t upto = UINT64_MAX;
-    Status s = quiet_->Load(o_.previous, prev.created_ns, o_.memory / 16, from, &upto);
+    Status s = quiet_->Load(o_.previous, prev.created_ns, quiet_->PassRoom(o_.memory / 16), from, &upto);
     if (!s.ok()) return {NoFollow::kDamagedIndex, "the previous index cannot be read again: " + s.message()};
     stats_->judge_passes++;
     for (size_t i = 0; i < roots.size(); ++i) {

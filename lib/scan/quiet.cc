@@ -77,26 +77,34 @@ const QuietRecords::Wanted* QuietRecords::Of(uint32_t fs) const {
 }
 
 bool QuietRecords::DropHighest(uint64_t* upto) {
-  std::vector<uint64_t> inos;
   size_t n = 0;
   for (const auto& w : wanted_) n += w.records.size();
-  inos.reserve(n);
+  if (n == 0) return true;
+  // The cut is taken from a sample of at most kSample numbers, not a copy of them all
+  // (8 bytes a record, a third of the records' own memory).
+  const size_t stride = (n + kSample - 1) / kSample;
+  std::vector<uint64_t> inos;
+  inos.reserve(n / stride + 1);
+  size_t i = 0;
   for (const auto& w : wanted_)
-    for (const auto& r : w.records) inos.push_back(r.ino);
-  if (inos.empty()) return true;
-  // A quarter dropped: an index in inode order (as a walk writes it) fills three
-  // quarters of the room a pass.
+    for (const auto& r : w.records)
+      if (i++ % stride == 0) inos.push_back(r.ino);
+  // About a quarter dropped: an index in inode order (as a walk writes it) fills three
+  // quarters of the room a pass. The sample's own highest are at least dropped.
   auto at = inos.begin() + long(inos.size() * 3 / 4);
   std::nth_element(inos.begin(), at, inos.end());
   uint64_t cut = *at;
-  // Three quarters of them or more of the lowest number: that number's records are kept
-  // alone, and no higher number is taken in again.
-  if (std::none_of(inos.begin(), at, [cut](uint64_t i) { return i < cut; })) {
-    if (cut == UINT64_MAX || std::all_of(inos.begin(), inos.end(), [cut](uint64_t i) { return i == cut; }))
-      return false;
+  // Nothing below the cut: the lowest number's records are kept alone, and no higher
+  // number is taken in again.
+  auto below = [cut](const Record& r) { return r.ino < cut; };
+  auto none = [&](auto pred) {
+    return std::all_of(wanted_.begin(), wanted_.end(),
+                       [&](const Wanted& w) { return std::none_of(w.records.begin(), w.records.end(), pred); });
+  };
+  if (none(below)) {
+    if (cut == UINT64_MAX || none([cut](const Record& r) { return r.ino != cut; })) return false;
     cut++;
   }
-  std::vector<uint64_t>().swap(inos);
   for (auto& w : wanted_) std::erase_if(w.records, [cut](const Record& r) { return r.ino >= cut; });
   *upto = cut;
   return true;
@@ -105,8 +113,7 @@ bool QuietRecords::DropHighest(uint64_t* upto) {
 Status QuietRecords::Load(const std::string& path, int64_t created_ns, uint64_t most, uint64_t from, uint64_t* upto) {
   for (auto& w : wanted_) std::vector<Record>().swap(w.records);
   *upto = UINT64_MAX;
-  // Each record kept costs its 24 bytes, and 8 more while the highest are dropped.
-  const size_t room = std::max<size_t>(4, most / (sizeof(Record) + sizeof(uint64_t)));
+  const size_t room = std::max<size_t>(4, most / sizeof(Record));
   // One filesystem (the usual case) holds the room without growing past it.
   if (wanted_.size() == 1) wanted_[0].records.reserve(room + 1);
   size_t kept = 0;
@@ -177,17 +184,8 @@ bool QuietRecords::Take(uint32_t fs, ChangedInode& c) {
 }
 
 void QuietRecords::AddMoved(Wanted* w, const ChangedInode& c) {
-  const std::vector<FiemapExtent>& x = c.map.extents;
   std::lock_guard<std::mutex> lock(moved_mu_);
-  // A chunk is never grown past what it reserved: the extents given out stay in place.
-  if (moved_extents_.empty() || moved_extents_.back().capacity() - moved_extents_.back().size() < x.size()) {
-    moved_extents_.emplace_back();
-    moved_extents_.back().reserve(std::max(kChunk, x.size()));
-  }
-  auto& chunk = moved_extents_.back();
-  w->moved.push_back({c.ino, c.map.inode_flags, uint32_t(x.size()), uint32_t(moved_extents_.size() - 1),
-                      uint32_t(chunk.size())});
-  chunk.insert(chunk.end(), x.begin(), x.end());
+  w->moved.Add(c.ino, c.map.inode_flags, c.map.extents);
   moved_count_++;
 }
 
@@ -212,16 +210,24 @@ std::vector<uint64_t> QuietRecords::Splits(uint32_t fs, size_t parts, uint64_t f
 void QuietRecords::Done() {
   for (auto& w : wanted_) {
     std::vector<Record>().swap(w.records);
-    std::sort(w.moved.begin(), w.moved.end(), [](const MovedAt& a, const MovedAt& b) { return a.ino < b.ino; });
+    w.moved.Sort();
   }
 }
 
 std::optional<MovedExtents> QuietRecords::Moved(uint32_t fs, uint64_t ino) const {
   const Wanted* w = Of(fs);
-  if (!w || w->moved.empty()) return std::nullopt;
-  auto it = std::lower_bound(w->moved.begin(), w->moved.end(), ino, [](const MovedAt& m, uint64_t i) { return m.ino < i; });
-  if (it == w->moved.end() || it->ino != ino) return std::nullopt;
-  return MovedExtents{it->inode_flags, std::span<const FiemapExtent>(moved_extents_[it->chunk]).subspan(it->first, it->count)};
+  return w ? w->moved.Find(ino) : std::nullopt;
+}
+
+uint64_t QuietRecords::PassRoom(uint64_t share) const {
+  uint64_t moved = 0;
+  for (const auto& w : wanted_) moved += w.moved.bytes();
+  return std::max(share / 4, moved < share ? share - moved : 0);
+}
+
+bool QuietRecords::IsMoved(uint32_t fs, uint64_t ino) const {
+  const Wanted* w = Of(fs);
+  return w && w->moved.Has(ino);
 }
 
 }  // namespace oans

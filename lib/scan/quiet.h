@@ -14,7 +14,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -24,6 +23,7 @@
 #include "lib/base/status.h"
 #include "lib/btrfs/changes.h"
 #include "lib/format/index_file.h"
+#include "lib/scan/moved_files.h"
 
 namespace oans {
 
@@ -36,13 +36,6 @@ struct QuietDigest {
   static QuietDigest Of(const IndexDir& d);
   // Of a regular file's items (none when they do not map it), or a directory's.
   static QuietDigest Of(const ChangedInode& c);
-};
-
-// A file whose extents alone changed: its new extents and flags, from its items (valid
-// as long as the QuietRecords that gives it).
-struct MovedExtents {
-  uint32_t inode_flags = 0;
-  std::span<const FiemapExtent> extents;
 };
 
 // The previous index's records of the filesystems a change search looks at.
@@ -73,38 +66,33 @@ class QuietRecords {
   // The new extents of inode `ino` of `fs` when only they changed (after Done); none
   // otherwise.
   std::optional<MovedExtents> Moved(uint32_t fs, uint64_t ino) const;
+  bool IsMoved(uint32_t fs, uint64_t ino) const;
   uint64_t moved() const { return moved_count_; }
+  // What the next pass's records may take (Load's `most`) when they and the moved files
+  // share `share` bytes: what the moved files found so far leave of it (they stay until
+  // the records are carried), a quarter of it at least.
+  uint64_t PassRoom(uint64_t share) const;
 
  private:
   struct Record {
     uint64_t ino;
     QuietDigest digest;
   };
-  // A moved file: its extents are `count` from `first` in chunk `chunk` of moved_extents_.
-  struct MovedAt {
-    uint64_t ino;
-    uint32_t inode_flags, count, chunk, first;
-  };
   struct Wanted {
     uint32_t fs;
     std::vector<Record> records;  // by inode, after Load
-    // By inode, after Done. A deque: as a million files move (a dedupe of as many), the
-    // list grows in blocks, never copied whole into one twice its size.
-    std::deque<MovedAt> moved;
+    MovedFiles moved;             // sorted by Done
   };
   Wanted* Of(uint32_t fs);
   // Drops the records of the highest numbers, about a quarter of those kept, and lowers
   // *upto to the first number dropped; false when all are of one number.
   bool DropHighest(uint64_t* upto);
+  static constexpr size_t kSample = 1 << 16;  // numbers DropHighest looks at to cut
   // Keeps c's new extents as a moved file of `w`; takes moved_mu_ (Take runs on many threads).
   void AddMoved(Wanted* w, const ChangedInode& c);
   const Wanted* Of(uint32_t fs) const;
   std::vector<Wanted> wanted_;
-  // Every moved file's extents, one after another, in chunks of kChunk at least: 32
-  // bytes an extent, no vector of its own.
-  static constexpr size_t kChunk = 1 << 16;
-  std::vector<std::vector<FiemapExtent>> moved_extents_;
-  std::mutex moved_mu_;  // guards the moved lists, their extents and count while Take is called
+  std::mutex moved_mu_;  // guards the moved lists and their count while Take is called
   uint64_t moved_count_ = 0;
 };
 

@@ -9,6 +9,7 @@
 #include "lib/apply/apply_figures.h"
 #include "lib/apply/dir_ahead.h"
 #include "lib/apply/journal.h"
+#include "lib/base/heap.h"
 #include "lib/base/trust.h"
 #include "lib/base/units.h"
 #include "lib/base/version.h"
@@ -110,6 +111,7 @@ void PrintAdvice(const ApplyStats& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  oans::SetUpHeap();
   CLI::App app{
       "Execute a dedupe plan from oans-plan. Every file is re-opened without following symlinks\n"
       "and checked against the plan (filesystem UUID and subvolume, inode, size, mtime); files that changed\n"

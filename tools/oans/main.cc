@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/heap.h"
 #include "lib/base/units.h"
 #include "lib/base/version.h"
 #include "lib/format/versions.h"
@@ -374,6 +375,7 @@ int StatusMain(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  oans::SetUpHeap();
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     FILE* f = argc < 2 ? stderr : stdout;  // no command is an error: usage on stderr
     std::fputs(kUsage, f);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "lib/scan/dupe_list.h"
+#include "lib/base/heap.h"
 #include "lib/base/spill.h"
 #include "lib/base/sys.h"
 #include "lib/plan/dirs_report.h"
@@ -216,6 +217,7 @@ void RefsNote(const PlanStats& s, const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  oans::SetUpHeap();
   CLI::App app{
       "Read extent indexes (standard input when none is given; several are merged) and write a\n"
       "dedupe plan: whole-file duplicates and runs of identical blocks that do not share their\n"

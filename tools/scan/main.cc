@@ -15,6 +15,7 @@
 #include "lib/scan/scan.h"
 #include "lib/scan/scan_figures.h"
 #include "lib/scan/walk.h"
+#include "lib/base/heap.h"
 #include "lib/base/sys.h"
 #include "lib/base/version.h"
 #include "lib/format/versions.h"
@@ -162,6 +163,7 @@ std::vector<std::string> UnmatchedExcludes(const Args& a, const ScanStats& stats
 }  // namespace
 
 int main(int argc, char** argv) {
+  oans::SetUpHeap();
   CLI::App app{
       "Walk ROOT... (staying on each root's filesystem) and write an extent index: every regular\n"
       "file's identity, FIEMAP extents and XXH3-128 hashes of the whole file and of each block.\n"

@@ -198,6 +198,9 @@ TEST(QuietTest, TakesTheUnchangedAndTheMovedOnly) {
   EXPECT_FALSE(q.Take(0, same));       // a filesystem not wanted
   EXPECT_EQ(q.moved(), 1u);
   q.Done();
+  EXPECT_TRUE(q.IsMoved(1, 301));
+  EXPECT_FALSE(q.IsMoved(1, 300));
+  EXPECT_FALSE(q.IsMoved(0, 301));
   const auto m = q.Moved(1, 301);
   ASSERT_TRUE(m);
   ASSERT_EQ(m->extents.size(), 1u);
@@ -240,7 +243,7 @@ TEST(QuietTest, RecordsThatDoNotFitAreJudgedInLaterPasses) {
   QuietRecords q;
   q.Want(0);
   q.Want(1);
-  const uint64_t most = 4 * 32;  // four records, and their numbers while the highest are dropped
+  const uint64_t most = 4 * 24;  // four records
   std::vector<uint64_t> taken;
   int passes = 0;
   for (uint64_t from = 0; from != UINT64_MAX; ++passes) {
@@ -281,10 +284,10 @@ TEST(QuietTest, MoreRecordsOfOneInodeThanFitAreRefused) {
   QuietRecords q;
   q.Want(0);
   uint64_t upto = 0;
-  EXPECT_EQ(q.Load(dir.Join("prev.idx"), kBegan + 44, 4 * 32, 0, &upto).message(),
+  EXPECT_EQ(q.Load(dir.Join("prev.idx"), kBegan + 44, 4 * 24, 0, &upto).message(),
             "more records of inode 300 than --memory holds");
   // From above that number, the rest is read.
-  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 44, 4 * 32, 301, &upto).ok());
+  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 44, 4 * 24, 301, &upto).ok());
   EXPECT_EQ(upto, UINT64_MAX);
   ChangedInode c = Items(301);
   EXPECT_TRUE(q.Take(0, c));
@@ -302,17 +305,43 @@ TEST(QuietTest, TheLowestNumbersRecordsMayMakeAPassOfTheirOwn) {
   QuietRecords q;
   q.Want(0);
   uint64_t upto = 0;
-  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 44, 4 * 32, 0, &upto).ok());
+  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 44, 4 * 24, 0, &upto).ok());
   EXPECT_EQ(upto, 301u);
   ChangedInode c300 = Items(300), c301 = Items(301);
   EXPECT_FALSE(q.Take(0, c300));  // four records: nothing certain
   EXPECT_FALSE(q.Take(0, c301));  // not in this pass
-  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 44, 4 * 32, upto, &upto).ok());
+  ASSERT_TRUE(q.Load(dir.Join("prev.idx"), kBegan + 44, 4 * 24, upto, &upto).ok());
   EXPECT_EQ(upto, UINT64_MAX);
   ChangedInode c302 = Items(302);
   c301 = Items(301);
   EXPECT_TRUE(q.Take(0, c301));
   EXPECT_TRUE(q.Take(0, c302));
+}
+
+// The moved files stay until the records are carried: the next pass's records get what
+// they leave of the share, a quarter of it at least.
+TEST(QuietTest, MovedFilesTakeTheNextPassesRoom) {
+  test::TempDir dir;
+  const IndexHeader h = OneFs(kBegan + 44);
+  std::vector<FileEntry> records;
+  for (uint64_t ino = 300; ino < 400; ++ino) records.push_back(Record(ino));
+  test::WriteIndex(dir.Join("prev.idx"), h, records);
+  QuietRecords q;
+  q.Want(0);
+  uint64_t upto = 0;
+  ASSERT_OK(q.Load(dir.Join("prev.idx"), kBegan + 44, 1 << 20, 0, &upto));
+  const uint64_t share = 8 << 20;
+  EXPECT_EQ(q.PassRoom(share), share);
+  for (uint64_t ino = 300; ino < 400; ++ino) {
+    ChangedInode c = Items(ino);
+    c.map.extents[0].physical = (ino + 1) << 20;
+    ASSERT_TRUE(q.Take(0, c)) << ino;
+  }
+  // A chunk of their entries (1 MiB) and a number and place for each.
+  const uint64_t held = MovedFiles::kChunkBytes + 100 * 16;
+  EXPECT_LE(q.PassRoom(share), share - held);
+  EXPECT_GE(q.PassRoom(share), share - held - (64 << 10));
+  EXPECT_EQ(q.PassRoom(1 << 20), uint64_t(1 << 18));  // they hold more than the share
 }
 
 // A record whose ctime lies within a second before its scan began may share it with a
@@ -423,7 +452,7 @@ TEST(QuietTest, MovedExtentsComeBackEachFilesOwn) {
     return c;
   };
   // Records say 10000 bytes; the digest of the stat does not look at the extents' sizes.
-  const std::vector<size_t> counts = {1, 30000, 40000, 1, 70000, 2};  // 70000: more than a chunk
+  const std::vector<size_t> counts = {1, 100000, 150000, 1, 300000, 2};  // 300000: more than a chunk
   for (size_t i = 0; i < counts.size(); ++i) {
     ChangedInode c = moved(339 - i, counts[i]);  // taken out of inode order
     ASSERT_TRUE(q.Take(0, c)) << i;

@@ -1,0 +1,54 @@
+// Files whose extents alone changed since the previous index (a dedupe moved their
+// data): each one's new extents and inode flags, by inode number, for the record carried
+// with them. A dedupe of a million files moves as many, so they are held compactly:
+// 16 bytes a file (its number and where its entry starts), then the entry, its flags and
+// extents as lib/base/extent_code.h writes them (about 12 bytes for one extent), in
+// chunks of 1 MiB. Not thread-safe: one thread adds at a time.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/base/file_sys.h"
+
+namespace oans {
+
+// A file whose extents alone changed: its new extents and flags.
+struct MovedExtents {
+  uint32_t inode_flags = 0;
+  std::vector<FiemapExtent> extents;
+};
+
+class MovedFiles {
+ public:
+  void Add(uint64_t ino, uint32_t inode_flags, std::span<const FiemapExtent> extents);
+  // After the last Add, before Has and Find.
+  void Sort();
+  bool Has(uint64_t ino) const;
+  std::optional<MovedExtents> Find(uint64_t ino) const;
+  size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  // The memory they take.
+  uint64_t bytes() const;
+
+  static constexpr size_t kChunkBytes = 1 << 20;
+
+ private:
+  struct Entry {
+    uint64_t ino;
+    uint32_t chunk, at;  // the entry's first byte: chunks_[chunk][at]
+  };
+  const Entry* Lookup(uint64_t ino) const;
+  // A deque: as a million files move, the list grows in blocks, never copied whole into
+  // one twice its size.
+  std::deque<Entry> entries_;
+  // An entry never spans two chunks; one longer than a chunk has a chunk of its own.
+  std::vector<std::string> chunks_;
+  std::string encoded_;  // Add's buffer
+};
+
+}  // namespace oans

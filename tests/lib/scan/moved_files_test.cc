@@ -1,0 +1,59 @@
+#include "lib/scan/moved_files.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+namespace oans {
+namespace {
+
+// Every file gets its own extents and flags back, added in any order: one extent, many,
+// enough to cross into a new chunk, and more than a chunk holds.
+TEST(MovedFiles, EachFileGetsItsOwnBack) {
+  std::mt19937_64 rng(3);
+  std::vector<uint64_t> inos(2000);
+  std::iota(inos.begin(), inos.end(), 256);
+  std::shuffle(inos.begin(), inos.end(), rng);
+  auto extents_of = [](uint64_t ino) {
+    // Contiguous 4 KiB extents encode in 5 bytes: 300,000 are more than a chunk.
+    const size_t n = ino == 700 ? 300000 : ino % 97 == 0 ? 40000 : 1 + ino % 3;
+    std::vector<FiemapExtent> x;
+    for (size_t k = 0; k < n; ++k) x.push_back({k * 4096, (ino << 36) + k * 4096, 4096, uint32_t(k == n - 1)});
+    return x;
+  };
+  MovedFiles m;
+  for (uint64_t ino : inos) m.Add(ino, uint32_t(ino * 7), extents_of(ino));
+  m.Sort();
+  ASSERT_EQ(m.size(), inos.size());
+  for (uint64_t ino = 256; ino < 2256; ++ino) {
+    ASSERT_TRUE(m.Has(ino)) << ino;
+    const auto got = m.Find(ino);
+    ASSERT_TRUE(got) << ino;
+    EXPECT_EQ(got->inode_flags, uint32_t(ino * 7)) << ino;
+    const auto want = extents_of(ino);
+    ASSERT_EQ(got->extents.size(), want.size()) << ino;
+    for (size_t k = 0; k < want.size(); ++k) {
+      ASSERT_EQ(got->extents[k].logical, want[k].logical) << ino << " " << k;
+      ASSERT_EQ(got->extents[k].physical, want[k].physical) << ino << " " << k;
+      ASSERT_EQ(got->extents[k].length, want[k].length) << ino << " " << k;
+      ASSERT_EQ(got->extents[k].flags, want[k].flags) << ino << " " << k;
+    }
+  }
+  for (uint64_t ino : {uint64_t(0), uint64_t(255), uint64_t(2256), UINT64_MAX}) {
+    EXPECT_FALSE(m.Has(ino)) << ino;
+    EXPECT_FALSE(m.Find(ino)) << ino;
+  }
+}
+
+TEST(MovedFiles, NoneAddedFindsNone) {
+  MovedFiles m;
+  m.Sort();
+  EXPECT_TRUE(m.empty());
+  EXPECT_FALSE(m.Has(1));
+  EXPECT_FALSE(m.Find(1));
+}
+
+}  // namespace
+}  // namespace oans
