@@ -292,13 +292,14 @@ FollowWhy FollowState::CarryFile(FileEntry& e, bool* untouched) {
     return {};
   }
   // The same data, moved by a dedupe: the same keys, the new extents.
-  if (auto m = quiet_ ? quiet_->Moved(e.fs, e.ino) : std::nullopt) {
-    e.extents = std::move(m->extents);
-    e.inode_flags = m->inode_flags;
+  auto moved = quiet_ ? quiet_->Moved(e.fs, e.ino) : std::nullopt;
+  if (moved) {
+    e.extents = std::move(moved->extents);
+    e.inode_flags = moved->inode_flags;
   }
   // Only an inode that is still there, unchanged, holds its recorded extents: the space
   // of a changed or removed one may have been freed and written again with other data.
-  if (CarriedAsIs(EntryAt{e})) {
+  if (!moved && CarriedAsIs(EntryAt{e})) {
     if (!by_first_physical_.empty()) MatchExtents(e);
     *untouched = true;  // the caller counts and writes it
     return {};

@@ -1,39 +1,48 @@
 #include "lib/scan/moved_files.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "lib/base/extent_code.h"
 
 namespace oans {
 
-void MovedFiles::Add(uint64_t ino, uint32_t inode_flags, std::span<const FiemapExtent> extents) {
-  encoded_.clear();
-  PutVarint(&encoded_, inode_flags);
-  PutExtents(&encoded_, extents);
-  // A chunk is never grown past what it reserved: its bytes stay where they are.
-  if (chunks_.empty() || chunks_.back().capacity() - chunks_.back().size() < encoded_.size()) {
-    chunks_.emplace_back();
-    chunks_.back().reserve(std::max(kChunkBytes, encoded_.size()));
+void MovedFiles::Encode(uint32_t inode_flags, std::span<const FiemapExtent> extents, std::string* out) {
+  out->clear();
+  PutVarint(out, inode_flags);
+  PutExtents(out, extents);
+}
+
+void MovedFiles::Add(uint64_t ino, std::string_view encoded) {
+  if (encoded.size() > kChunkBytes) {  // a chunk of its own
+    chunks_.emplace_back(encoded);
+    entries_.push_back({ino, uint32_t(chunks_.size() - 1), 0});
+    return;
   }
-  std::string& chunk = chunks_.back();
-  entries_.push_back({ino, uint32_t(chunks_.size() - 1), uint32_t(chunk.size())});
-  chunk += encoded_;
+  // A chunk is never grown past what it reserved: its pages are written once, in order.
+  if (filling_ == SIZE_MAX || chunks_[filling_].capacity() - chunks_[filling_].size() < encoded.size()) {
+    chunks_.emplace_back();
+    chunks_.back().reserve(kChunkBytes);
+    filling_ = chunks_.size() - 1;
+  }
+  std::string& chunk = chunks_[filling_];
+  entries_.push_back({ino, uint32_t(filling_), uint32_t(chunk.size())});
+  chunk.append(encoded);
 }
 
 void MovedFiles::Sort() {
   std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.ino < b.ino; });
-  std::string().swap(encoded_);
+}
+
+uint64_t MovedFiles::bytes() const {
+  uint64_t n = entries_.size() * sizeof(Entry);
+  for (const auto& c : chunks_) n += c.size();
+  return n;
 }
 
 const MovedFiles::Entry* MovedFiles::Lookup(uint64_t ino) const {
   auto it = std::lower_bound(entries_.begin(), entries_.end(), ino, [](const Entry& e, uint64_t i) { return e.ino < i; });
   return it == entries_.end() || it->ino != ino ? nullptr : &*it;
-}
-
-uint64_t MovedFiles::bytes() const {
-  uint64_t n = entries_.size() * sizeof(Entry);
-  for (const auto& c : chunks_) n += c.capacity();
-  return n;
 }
 
 bool MovedFiles::Has(uint64_t ino) const { return Lookup(ino) != nullptr; }
@@ -45,7 +54,10 @@ std::optional<MovedExtents> MovedFiles::Find(uint64_t ino) const {
   MovedExtents m;
   m.inode_flags = r.Varint32();
   r.Extents(&m.extents);
-  return m;  // written by Add from memory: it reads back whole
+  // Written by Add in memory, it reads back whole. Were it not, the record would be
+  // carried with its old extents (it counts as moved): better to stop.
+  if (!r.ok()) std::abort();
+  return m;
 }
 
 }  // namespace oans

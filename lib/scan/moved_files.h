@@ -3,7 +3,7 @@
 // with them. A dedupe of a million files moves as many, so they are held compactly:
 // 16 bytes a file (its number and where its entry starts), then the entry, its flags and
 // extents as lib/base/extent_code.h writes them (about 12 bytes for one extent), in
-// chunks of 1 MiB. Not thread-safe: one thread adds at a time.
+// chunks of 1 MiB.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lib/base/file_sys.h"
@@ -25,14 +26,17 @@ struct MovedExtents {
 
 class MovedFiles {
  public:
-  void Add(uint64_t ino, uint32_t inode_flags, std::span<const FiemapExtent> extents);
+  // A file's entry, encoded into *out (which it replaces); then Add it. Encoding needs
+  // no lock: Add is the only part that must be called by one thread at a time.
+  static void Encode(uint32_t inode_flags, std::span<const FiemapExtent> extents, std::string* out);
+  void Add(uint64_t ino, std::string_view encoded);
   // After the last Add, before Has and Find.
   void Sort();
   bool Has(uint64_t ino) const;
   std::optional<MovedExtents> Find(uint64_t ino) const;
   size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }
-  // The memory they take.
+  // The memory their entries take (chunks counted as far as written).
   uint64_t bytes() const;
 
   static constexpr size_t kChunkBytes = 1 << 20;
@@ -46,9 +50,10 @@ class MovedFiles {
   // A deque: as a million files move, the list grows in blocks, never copied whole into
   // one twice its size.
   std::deque<Entry> entries_;
-  // An entry never spans two chunks; one longer than a chunk has a chunk of its own.
+  // An entry never spans two chunks; one longer than a chunk has a chunk of its own,
+  // and the chunk being filled stays the one it was.
   std::vector<std::string> chunks_;
-  std::string encoded_;  // Add's buffer
+  size_t filling_ = SIZE_MAX;  // the chunk being filled
 };
 
 }  // namespace oans

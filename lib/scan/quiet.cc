@@ -76,32 +76,37 @@ const QuietRecords::Wanted* QuietRecords::Of(uint32_t fs) const {
   return const_cast<QuietRecords*>(this)->Of(fs);
 }
 
+uint64_t QuietRecords::QuarterCut() {
+  // One filesystem, the usual case: its records are put in place around the cut (they
+  // are sorted after Load anyway). Several: their numbers are copied, 8 bytes a record.
+  if (wanted_.size() == 1) {
+    auto& v = wanted_[0].records;
+    auto at = v.begin() + long(v.size() * 3 / 4);
+    std::nth_element(v.begin(), at, v.end(), [](const Record& a, const Record& b) { return a.ino < b.ino; });
+    return at->ino;
+  }
+  std::vector<uint64_t> inos;
+  for (const auto& w : wanted_)
+    for (const auto& r : w.records) inos.push_back(r.ino);
+  auto at = inos.begin() + long(inos.size() * 3 / 4);
+  std::nth_element(inos.begin(), at, inos.end());
+  return *at;
+}
+
 bool QuietRecords::DropHighest(uint64_t* upto) {
   size_t n = 0;
   for (const auto& w : wanted_) n += w.records.size();
   if (n == 0) return true;
-  // The cut is taken from a sample of at most kSample numbers, not a copy of them all
-  // (8 bytes a record, a third of the records' own memory).
-  const size_t stride = (n + kSample - 1) / kSample;
-  std::vector<uint64_t> inos;
-  inos.reserve(n / stride + 1);
-  size_t i = 0;
-  for (const auto& w : wanted_)
-    for (const auto& r : w.records)
-      if (i++ % stride == 0) inos.push_back(r.ino);
-  // About a quarter dropped: an index in inode order (as a walk writes it) fills three
-  // quarters of the room a pass. The sample's own highest are at least dropped.
-  auto at = inos.begin() + long(inos.size() * 3 / 4);
-  std::nth_element(inos.begin(), at, inos.end());
-  uint64_t cut = *at;
-  // Nothing below the cut: the lowest number's records are kept alone, and no higher
-  // number is taken in again.
-  auto below = [cut](const Record& r) { return r.ino < cut; };
+  // A quarter dropped: an index in inode order (as a walk writes it) fills three
+  // quarters of the room a pass.
+  uint64_t cut = QuarterCut();
   auto none = [&](auto pred) {
     return std::all_of(wanted_.begin(), wanted_.end(),
                        [&](const Wanted& w) { return std::none_of(w.records.begin(), w.records.end(), pred); });
   };
-  if (none(below)) {
+  // Three quarters of them or more of the lowest number: that number's records are kept
+  // alone, and no higher number is taken in again.
+  if (none([cut](const Record& r) { return r.ino < cut; })) {
     if (cut == UINT64_MAX || none([cut](const Record& r) { return r.ino != cut; })) return false;
     cut++;
   }
@@ -113,7 +118,9 @@ bool QuietRecords::DropHighest(uint64_t* upto) {
 Status QuietRecords::Load(const std::string& path, int64_t created_ns, uint64_t most, uint64_t from, uint64_t* upto) {
   for (auto& w : wanted_) std::vector<Record>().swap(w.records);
   *upto = UINT64_MAX;
-  const size_t room = std::max<size_t>(4, most / sizeof(Record));
+  // Each record kept costs its 24 bytes, and with several filesystems 8 more while the
+  // highest are dropped (QuarterCut).
+  const size_t room = std::max<size_t>(4, most / (sizeof(Record) + (wanted_.size() > 1 ? sizeof(uint64_t) : 0)));
   // One filesystem (the usual case) holds the room without growing past it.
   if (wanted_.size() == 1) wanted_[0].records.reserve(room + 1);
   size_t kept = 0;
@@ -184,9 +191,14 @@ bool QuietRecords::Take(uint32_t fs, ChangedInode& c) {
 }
 
 void QuietRecords::AddMoved(Wanted* w, const ChangedInode& c) {
-  std::lock_guard<std::mutex> lock(moved_mu_);
-  w->moved.Add(c.ino, c.map.inode_flags, c.map.extents);
-  moved_count_++;
+  thread_local std::string encoded;
+  MovedFiles::Encode(c.map.inode_flags, c.map.extents, &encoded);
+  {
+    std::lock_guard<std::mutex> lock(moved_mu_);
+    w->moved.Add(c.ino, encoded);
+    moved_count_++;
+  }
+  if (encoded.capacity() > MovedFiles::kChunkBytes) std::string().swap(encoded);  // a file of many extents
 }
 
 std::vector<uint64_t> QuietRecords::Splits(uint32_t fs, size_t parts, uint64_t from, uint64_t upto) const {

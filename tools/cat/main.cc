@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "lib/base/heap.h"
 #include "lib/base/json.h"
 #include "lib/format/index_file.h"
 #include "lib/format/kind.h"
@@ -248,6 +249,7 @@ int CatPlan(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  oans::SetUpHeap();
   CLI::App app{"Print an oans extent index or dedupe plan as JSON lines, one object per line:\n"
                "a header, then one line per file (index) or per round (plan), then an end line.\n"
                "\n"

@@ -1,6 +1,7 @@
 // oans-diff OLD NEW: what changed between two generations of an index.
 #include <cstdio>
 
+#include "lib/base/heap.h"
 #include "lib/plan/diff.h"
 #include "lib/plan/plan_figures.h"
 #include "lib/base/json.h"
@@ -12,6 +13,7 @@
 using namespace oans;
 
 int main(int argc, char** argv) {
+  oans::SetUpHeap();
   CLI::App app{"List the files added, removed, changed (same inode, new size, mtime or ctime) and renamed\n"
                "(same inode, new path) between two indexes of the same trees, one per line (a newline in a\n"
                "name is written \\n and a backslash \\\\; --json gives the exact bytes).\n"

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "lib/base/extent_code.h"
 #include "tests/lib/test_util.h"
 
 namespace oans {
@@ -41,6 +42,28 @@ TEST(Details, RecordsRoundTrip) {
     // Cut short anywhere: refused, never read past the end.
     for (size_t n = 0; n < rec.size(); ++n)
       EXPECT_FALSE(DecodeDetail(std::string_view(rec.data(), n), &back).ok()) << "record " << i << " cut at " << n;
+  }
+}
+
+// Damaged in other ways: a byte too many, and a filesystem or link count past 32 bits.
+TEST(Details, DamagedRecordsAreRefused) {
+  Detail d = Sample(3);
+  std::string rec;
+  EncodeDetail(d, &rec);
+  Detail back;
+  EXPECT_TRUE(test::StatusIs(DecodeDetail(rec + '\0', &back), Status::Code::kCorrupt, "damaged file record"));
+  for (const bool fs : {true, false}) {
+    // The record again with one field widened: fs first, nlink after path_at.
+    std::string wide;
+    PutVarint(&wide, fs ? uint64_t(UINT32_MAX) + 1 : d.fs);
+    PutVarint(&wide, d.dev);
+    PutVarint(&wide, d.ino);
+    PutVarint(&wide, d.size);
+    wide.append(reinterpret_cast<const char*>(&d.mtime_ns), sizeof d.mtime_ns);
+    PutVarint(&wide, d.path_at);
+    PutVarint(&wide, fs ? d.nlink : uint64_t(UINT32_MAX) + 1);
+    PutExtents(&wide, d.extents);
+    EXPECT_TRUE(test::StatusIs(DecodeDetail(wide, &back), Status::Code::kCorrupt, "damaged file record")) << fs;
   }
 }
 

@@ -24,7 +24,11 @@ TEST(MovedFiles, EachFileGetsItsOwnBack) {
     return x;
   };
   MovedFiles m;
-  for (uint64_t ino : inos) m.Add(ino, uint32_t(ino * 7), extents_of(ino));
+  std::string encoded;
+  for (uint64_t ino : inos) {
+    MovedFiles::Encode(uint32_t(ino * 7), extents_of(ino), &encoded);
+    m.Add(ino, encoded);
+  }
   m.Sort();
   ASSERT_EQ(m.size(), inos.size());
   for (uint64_t ino = 256; ino < 2256; ++ino) {
@@ -45,6 +49,24 @@ TEST(MovedFiles, EachFileGetsItsOwnBack) {
     EXPECT_FALSE(m.Has(ino)) << ino;
     EXPECT_FALSE(m.Find(ino)) << ino;
   }
+}
+
+// What they take is what their entries take: an entry larger than a chunk, with a chunk
+// of its own, leaves the chunk being filled as it was.
+TEST(MovedFiles, TheirBytesAreTheirEntries) {
+  std::vector<FiemapExtent> many;
+  for (uint64_t k = 0; k < 300000; ++k) many.push_back({k * 4096, (uint64_t(1) << 40) + k * 4096, 4096, 0});
+  const std::vector<FiemapExtent> one = {{0, uint64_t(1) << 40, 4096, 0}};
+  std::string small, large;
+  MovedFiles::Encode(0, one, &small);
+  MovedFiles::Encode(0, many, &large);
+  ASSERT_GT(large.size(), MovedFiles::kChunkBytes);
+  MovedFiles m;
+  for (uint64_t ino = 1; ino <= 10; ++ino) m.Add(ino, ino % 2 ? std::string_view(small) : std::string_view(large));
+  EXPECT_EQ(m.bytes(), 5 * small.size() + 5 * large.size() + 10 * 16);
+  m.Sort();
+  EXPECT_EQ(m.Find(3)->extents.size(), 1u);
+  EXPECT_EQ(m.Find(4)->extents.size(), many.size());
 }
 
 TEST(MovedFiles, NoneAddedFindsNone) {

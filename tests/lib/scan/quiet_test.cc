@@ -337,11 +337,10 @@ TEST(QuietTest, MovedFilesTakeTheNextPassesRoom) {
     c.map.extents[0].physical = (ino + 1) << 20;
     ASSERT_TRUE(q.Take(0, c)) << ino;
   }
-  // A chunk of their entries (1 MiB) and a number and place for each.
-  const uint64_t held = MovedFiles::kChunkBytes + 100 * 16;
-  EXPECT_LE(q.PassRoom(share), share - held);
-  EXPECT_GE(q.PassRoom(share), share - held - (64 << 10));
-  EXPECT_EQ(q.PassRoom(1 << 20), uint64_t(1 << 18));  // they hold more than the share
+  // Each a number and place (16 bytes), then its flags and one extent encoded (5 to 40).
+  EXPECT_LE(q.PassRoom(share), share - 100 * (16 + 5));
+  EXPECT_GE(q.PassRoom(share), share - 100 * (16 + 40));
+  EXPECT_EQ(q.PassRoom(2048), 512u);  // they hold more than the share
 }
 
 // A record whose ctime lies within a second before its scan began may share it with a
