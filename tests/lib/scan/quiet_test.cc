@@ -55,6 +55,18 @@ IndexHeader OneFs(int64_t began) {
   return h;
 }
 
+// Records of inodes [first, end) on one filesystem, written as the previous index in
+// `dir` and loaded into `q` in one pass.
+void LoadRecords(const test::TempDir& dir, uint64_t first, uint64_t end, QuietRecords* q) {
+  std::vector<FileEntry> records;
+  for (uint64_t ino = first; ino < end; ++ino) records.push_back(Record(ino));
+  test::WriteIndex(dir.Join("prev.idx"), OneFs(kBegan + 42), records);
+  q->Want(0);
+  uint64_t upto = 0;
+  ASSERT_OK(q->Load(dir.Join("prev.idx"), kBegan + 42, 1 << 20, 0, &upto));
+  ASSERT_EQ(upto, UINT64_MAX);
+}
+
 // `n` records of inode `ino` at as many paths (a damaged index, or a crafted one).
 std::vector<FileEntry> Links(uint64_t ino, size_t n) {
   std::vector<FileEntry> out(n, Record(ino));
@@ -322,14 +334,8 @@ TEST(QuietTest, TheLowestNumbersRecordsMayMakeAPassOfTheirOwn) {
 // they leave of the share, a quarter of it at least.
 TEST(QuietTest, MovedFilesTakeTheNextPassesRoom) {
   test::TempDir dir;
-  const IndexHeader h = OneFs(kBegan + 44);
-  std::vector<FileEntry> records;
-  for (uint64_t ino = 300; ino < 400; ++ino) records.push_back(Record(ino));
-  test::WriteIndex(dir.Join("prev.idx"), h, records);
   QuietRecords q;
-  q.Want(0);
-  uint64_t upto = 0;
-  ASSERT_OK(q.Load(dir.Join("prev.idx"), kBegan + 44, 1 << 20, 0, &upto));
+  ASSERT_NO_FATAL_FAILURE(LoadRecords(dir, 300, 400, &q));
   const uint64_t share = 8 << 20;
   EXPECT_EQ(q.PassRoom(share), share);
   for (uint64_t ino = 300; ino < 400; ++ino) {
@@ -432,16 +438,8 @@ TEST(QuietTest, SplitsCutTheRecordsEvenlyAndTakeServesManyThreads) {
 // chunk holds.
 TEST(QuietTest, MovedExtentsComeBackEachFilesOwn) {
   test::TempDir dir;
-  IndexHeader h;
-  h.created_ns = kBegan + 42;
-  h.filesystems = {test::BtrfsFs("u", 5, 40, "/")};
-  std::vector<FileEntry> records;
-  for (uint64_t ino = 300; ino < 340; ++ino) records.push_back(Record(ino));
-  test::WriteIndex(dir.Join("prev.idx"), h, records);
   QuietRecords q;
-  q.Want(0);
-  uint64_t upto = 0;
-  ASSERT_OK(q.Load(dir.Join("prev.idx"), kBegan + 42, 1 << 20, 0, &upto));
+  ASSERT_NO_FATAL_FAILURE(LoadRecords(dir, 300, 340, &q));
   // The same size in as many extents as `n`, numbered by the inode.
   auto moved = [](uint64_t ino, size_t n) {
     ChangedInode c = Items(ino);
