@@ -243,7 +243,6 @@ bool FollowState::CarriedAsIs(const R& e) const {
   const uint32_t fs = e.fs();
   if (e.ino() == 0 || fs >= root_of_fs_.size() || root_of_fs_[fs] < 0 || e.has_error() || e.unread()) return false;
   if (roots[root_of_fs_[fs]].changed.count(e.ino())) return false;
-  if (quiet_ && quiet_->IsMoved(fs, e.ino())) return false;
   const PathMap& moved = Moved(fs);
   auto linked = [&](std::string_view p) { return StillLinked(fs, p, e.ino()) && !moved.Moves(p); };
   if (!linked(e.path())) return false;
@@ -257,6 +256,7 @@ bool FollowState::KeepEncoded(const BatchView& batch, uint64_t* hardlinks) {
   *hardlinks = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!CarriedAsIs(ViewAt{batch, i}) || !ClonesOf(batch.fs(i)).empty()) return false;
+    if (quiet_ && quiet_->IsMoved(batch.fs(i), batch.ino(i))) return false;  // new extents to write
     if (!by_first_physical_.empty()) {
       auto first = batch.first_physical(i);
       if (first && by_first_physical_.count(*first)) return false;
@@ -292,7 +292,9 @@ FollowWhy FollowState::CarryFile(FileEntry& e, bool* untouched) {
     return {};
   }
   // The same data, moved by a dedupe: the same keys, the new extents.
-  auto moved = quiet_ ? quiet_->Moved(e.fs, e.ino) : std::nullopt;
+  auto moved = quiet_ ? quiet_->Moved(e.fs, e.ino) : std::optional<MovedExtents>();
+  if (moved && moved->damaged)  // never written so: memory went bad, or a bug
+    return {NoFollow::kDamagedIndex, "the new extents kept for " + e.path + " read back damaged"};
   if (moved) {
     e.extents = std::move(moved->extents);
     e.inode_flags = moved->inode_flags;

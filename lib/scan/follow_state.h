@@ -209,7 +209,8 @@ class FollowState {
   FollowWhy CarryFile(FileEntry& e, bool* untouched);
   // Whether a previous record is carried exactly as it was: its inode unchanged and read
   // without error, each of its paths still a link to it, none below a renamed, moved or
-  // removed directory. R: a decoded record (EntryAt) or one read in place (ViewAt).
+  // removed directory. R: a decoded record (EntryAt) or one read in place (ViewAt). A
+  // file whose extents alone moved (QuietRecords::Moved) is not: its callers look it up.
   template <typename R>
   bool CarriedAsIs(const R& e) const;
   // Whether recorded path `p` still names inode `ino` as far as its directory says: the

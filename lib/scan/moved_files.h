@@ -22,6 +22,7 @@ namespace oans {
 struct MovedExtents {
   uint32_t inode_flags = 0;
   std::vector<FiemapExtent> extents;
+  bool damaged = false;  // its entry did not read back whole (no extents then)
 };
 
 class MovedFiles {
@@ -39,7 +40,10 @@ class MovedFiles {
   // The memory their entries take (chunks counted as far as written).
   uint64_t bytes() const;
 
+  // The chunks being 1 MiB, each is mapped on its own (base/heap.h), and only the
+  // pages written count: so does bytes().
   static constexpr size_t kChunkBytes = 1 << 20;
+  size_t chunks() const { return chunks_.size(); }
 
  private:
   struct Entry {

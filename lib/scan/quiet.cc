@@ -76,7 +76,7 @@ const QuietRecords::Wanted* QuietRecords::Of(uint32_t fs) const {
   return const_cast<QuietRecords*>(this)->Of(fs);
 }
 
-uint64_t QuietRecords::QuarterCut() {
+uint64_t QuietRecords::QuarterCut(size_t n) {
   // One filesystem, the usual case: its records are put in place around the cut (they
   // are sorted after Load anyway). Several: their numbers are copied, 8 bytes a record.
   if (wanted_.size() == 1) {
@@ -86,6 +86,7 @@ uint64_t QuietRecords::QuarterCut() {
     return at->ino;
   }
   std::vector<uint64_t> inos;
+  inos.reserve(n);
   for (const auto& w : wanted_)
     for (const auto& r : w.records) inos.push_back(r.ino);
   auto at = inos.begin() + long(inos.size() * 3 / 4);
@@ -99,7 +100,7 @@ bool QuietRecords::DropHighest(uint64_t* upto) {
   if (n == 0) return true;
   // A quarter dropped: an index in inode order (as a walk writes it) fills three
   // quarters of the room a pass.
-  uint64_t cut = QuarterCut();
+  uint64_t cut = QuarterCut(n);
   auto none = [&](auto pred) {
     return std::all_of(wanted_.begin(), wanted_.end(),
                        [&](const Wanted& w) { return std::none_of(w.records.begin(), w.records.end(), pred); });
@@ -198,7 +199,7 @@ void QuietRecords::AddMoved(Wanted* w, const ChangedInode& c) {
     w->moved.Add(c.ino, encoded);
     moved_count_++;
   }
-  if (encoded.capacity() > MovedFiles::kChunkBytes) std::string().swap(encoded);  // a file of many extents
+  if (encoded.capacity() > (64 << 10)) std::string().swap(encoded);  // a file of many extents
 }
 
 std::vector<uint64_t> QuietRecords::Splits(uint32_t fs, size_t parts, uint64_t from, uint64_t upto) const {

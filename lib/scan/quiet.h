@@ -87,8 +87,8 @@ class QuietRecords {
   // Drops the records of the highest numbers, about a quarter of those kept, and lowers
   // *upto to the first number dropped; false when all are of one number.
   bool DropHighest(uint64_t* upto);
-  // The number three quarters up the records kept (they may be reordered).
-  uint64_t QuarterCut();
+  // The number three quarters up the `n` records kept (they may be reordered).
+  uint64_t QuarterCut(size_t n);
   // Keeps c's new extents as a moved file of `w`; takes moved_mu_ (Take runs on many threads).
   void AddMoved(Wanted* w, const ChangedInode& c);
   const Wanted* Of(uint32_t fs) const;

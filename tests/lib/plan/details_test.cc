@@ -52,8 +52,9 @@ TEST(Details, DamagedRecordsAreRefused) {
   EncodeDetail(d, &rec);
   Detail back;
   EXPECT_TRUE(test::StatusIs(DecodeDetail(rec + '\0', &back), Status::Code::kCorrupt, "damaged file record"));
-  for (const bool fs : {true, false}) {
-    // The record again with one field widened: fs first, nlink after path_at.
+  for (const int widened : {0, 1, 2}) {
+    // The record again (0), with fs widened (1), with nlink widened (2).
+    const bool fs = widened == 1;
     std::string wide;
     PutVarint(&wide, fs ? uint64_t(UINT32_MAX) + 1 : d.fs);
     PutVarint(&wide, d.dev);
@@ -61,9 +62,13 @@ TEST(Details, DamagedRecordsAreRefused) {
     PutVarint(&wide, d.size);
     wide.append(reinterpret_cast<const char*>(&d.mtime_ns), sizeof d.mtime_ns);
     PutVarint(&wide, d.path_at);
-    PutVarint(&wide, fs ? d.nlink : uint64_t(UINT32_MAX) + 1);
+    PutVarint(&wide, widened == 2 ? uint64_t(UINT32_MAX) + 1 : d.nlink);
     PutExtents(&wide, d.extents);
-    EXPECT_TRUE(test::StatusIs(DecodeDetail(wide, &back), Status::Code::kCorrupt, "damaged file record")) << fs;
+    if (widened == 0) {
+      EXPECT_EQ(wide, rec) << "the record's layout";
+      continue;
+    }
+    EXPECT_TRUE(test::StatusIs(DecodeDetail(wide, &back), Status::Code::kCorrupt, "damaged file record")) << widened;
   }
 }
 

@@ -64,9 +64,26 @@ TEST(MovedFiles, TheirBytesAreTheirEntries) {
   MovedFiles m;
   for (uint64_t ino = 1; ino <= 10; ++ino) m.Add(ino, ino % 2 ? std::string_view(small) : std::string_view(large));
   EXPECT_EQ(m.bytes(), 5 * small.size() + 5 * large.size() + 10 * 16);
+  EXPECT_EQ(m.chunks(), 1u + 5);  // the small ones share one
   m.Sort();
   EXPECT_EQ(m.Find(3)->extents.size(), 1u);
   EXPECT_EQ(m.Find(4)->extents.size(), many.size());
+}
+
+// An entry that does not read back whole says so, with no extents.
+TEST(MovedFiles, ADamagedEntryIsSaidDamaged) {
+  std::string encoded;
+  MovedFiles::Encode(5, std::vector<FiemapExtent>{{0, 1 << 30, 4096, 1}, {4096, 3u << 30, 4096, 1}}, &encoded);
+  MovedFiles m;
+  m.Add(7, encoded);
+  m.Add(8, std::string_view(encoded).substr(0, encoded.size() - 3));
+  m.Sort();
+  EXPECT_FALSE(m.Find(7)->damaged);
+  EXPECT_EQ(m.Find(7)->extents.size(), 2u);
+  const auto cut = m.Find(8);
+  ASSERT_TRUE(cut);
+  EXPECT_TRUE(cut->damaged);
+  EXPECT_TRUE(cut->extents.empty());
 }
 
 TEST(MovedFiles, NoneAddedFindsNone) {

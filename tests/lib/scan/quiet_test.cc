@@ -285,6 +285,37 @@ TEST(QuietTest, RecordsThatDoNotFitAreJudgedInLaterPasses) {
   EXPECT_EQ(taken, want);
 }
 
+// The same on one filesystem, whose records are reordered in place to find the cut.
+TEST(QuietTest, OneFilesystemsRecordsThatDoNotFitAreJudgedInLaterPasses) {
+  test::TempDir dir;
+  std::vector<FileEntry> records;
+  for (uint64_t ino : {309, 300, 305, 302, 308, 301, 307, 303, 306, 304, 311, 310}) records.push_back(Record(ino));
+  test::WriteIndex(dir.Join("prev.idx"), OneFs(kBegan + 44), records, 3);
+  QuietRecords q;
+  q.Want(0);
+  std::vector<uint64_t> taken;
+  int passes = 0;
+  for (uint64_t from = 0; from != UINT64_MAX; ++passes) {
+    ASSERT_LT(passes, 14);
+    uint64_t upto = 0;
+    ASSERT_OK(q.Load(dir.Join("prev.idx"), kBegan + 44, 4 * 24, from, &upto));
+    ASSERT_GT(upto, from);
+    size_t held = 0;
+    for (uint64_t ino = 290; ino < 320; ++ino) {
+      ChangedInode c = Items(ino);
+      if (!q.Take(0, c)) continue;
+      EXPECT_GE(ino, from);
+      EXPECT_LT(ino, upto);
+      taken.push_back(ino);
+      ++held;
+    }
+    EXPECT_LE(held, 4u);
+    from = upto;
+  }
+  EXPECT_GT(passes, 2);
+  EXPECT_EQ(taken, (std::vector<uint64_t>{300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311}));
+}
+
 // An index that holds more records of one inode number than memory: damaged, refused,
 // and the reading ends there.
 TEST(QuietTest, MoreRecordsOfOneInodeThanFitAreRefused) {
