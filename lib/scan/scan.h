@@ -104,7 +104,7 @@ struct ScanStats {
   NoFollow not_followed = NoFollow::kNone;  // why not, when --previous was given
   uint64_t changed_inodes = 0;  // inodes in tree blocks written since the previous index
   uint64_t quiet_inodes = 0;    // of those, files whose items say what their records say, or all but the extents
-  uint64_t judge_passes = 0;    // passes over the previous index that judged them (one each --memory / 16 of records)
+  uint64_t judge_passes = 0;    // passes over the previous index that judged them (QuietRecords::PassRoom)
   uint64_t extents_moved = 0;   // of those, files whose extents alone changed (a dedupe)
   uint64_t same_extents = 0;    // of the files reused, those given the hashes of a record with the same extents
   uint64_t previous_records = 0, previous_bytes = 0;  // the previous index's totals (walk estimate)
