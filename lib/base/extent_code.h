@@ -23,6 +23,7 @@ void PutExtents(std::string* out, std::span<const FiemapExtent> extents);
 class CodeReader {
  public:
   explicit CodeReader(std::string_view in) : p_(in.data()), end_(in.data() + in.size()) {}
+  explicit CodeReader(std::string&&) = delete;  // it keeps no copy: the bytes must outlive it
   uint64_t Varint();
   // Of at most UINT32_MAX; past it, not ok.
   uint32_t Varint32();

@@ -73,7 +73,8 @@ TEST(ExtentCode, ShortOrDamagedInputIsNotOk) {
   r.Extents(&back);
   EXPECT_FALSE(r.ok());
   // A varint of more than 64 bits, and a number over 32 bits where 32 are wanted.
-  CodeReader longer(std::string(11, char(0x80)) + '\1');
+  const std::string eleven = std::string(11, char(0x80)) + '\1';  // the reader only looks at it
+  CodeReader longer(eleven);
   longer.Varint();
   EXPECT_FALSE(longer.ok());
   std::string wide;
@@ -82,7 +83,7 @@ TEST(ExtentCode, ShortOrDamagedInputIsNotOk) {
   EXPECT_EQ(r32.Varint32(), 0u);
   EXPECT_FALSE(r32.ok());
   char raw[4];
-  CodeReader few("ab");
+  CodeReader few(std::string_view("ab"));
   few.Bytes(raw, sizeof raw);
   EXPECT_FALSE(few.ok());
 }
