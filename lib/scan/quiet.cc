@@ -197,7 +197,6 @@ void QuietRecords::AddMoved(Wanted* w, const ChangedInode& c) {
   {
     std::lock_guard<std::mutex> lock(moved_mu_);
     w->moved.Add(c.ino, encoded);
-    moved_count_++;
   }
   if (encoded.capacity() > (64 << 10)) std::string().swap(encoded);  // a file of many extents
 }
@@ -230,6 +229,12 @@ void QuietRecords::Done() {
 std::optional<MovedExtents> QuietRecords::Moved(uint32_t fs, uint64_t ino) const {
   const Wanted* w = Of(fs);
   return w ? w->moved.Find(ino) : std::nullopt;
+}
+
+uint64_t QuietRecords::moved() const {
+  uint64_t n = 0;
+  for (const auto& w : wanted_) n += w.moved.size();
+  return n;
 }
 
 uint64_t QuietRecords::PassRoom(uint64_t share) const {

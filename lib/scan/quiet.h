@@ -67,7 +67,7 @@ class QuietRecords {
   // otherwise.
   std::optional<MovedExtents> Moved(uint32_t fs, uint64_t ino) const;
   bool IsMoved(uint32_t fs, uint64_t ino) const;
-  uint64_t moved() const { return moved_count_; }
+  uint64_t moved() const;  // files found moved (not while Take is being called)
   // What the next pass's records may take (Load's `most`) when they and the moved files
   // share `share` bytes: what the moved files found so far leave of it (they stay until
   // the records are carried), a quarter of it at least.
@@ -93,8 +93,7 @@ class QuietRecords {
   void AddMoved(Wanted* w, const ChangedInode& c);
   const Wanted* Of(uint32_t fs) const;
   std::vector<Wanted> wanted_;
-  std::mutex moved_mu_;  // guards the moved lists and their count while Take is called
-  uint64_t moved_count_ = 0;
+  std::mutex moved_mu_;  // guards the moved lists while Take is called
 };
 
 }  // namespace oans
