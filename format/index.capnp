@@ -93,6 +93,10 @@ struct FileRecord {
                                  # else derived from sector sums of this kind (equal to sumKind)
   uid @21 :UInt32;               # owner (valid when IndexHeader.owners)
   gid @22 :UInt32;               # group (valid when IndexHeader.owners)
+  sizePaired @23 :Bool;          # left unread (hashed false, no error) by a whole-files-only
+                                 # scan because exactly one other file of its filesystem has
+                                 # its size: a whole-file plan pairs the two unread, and
+                                 # apply's compare decides (docs/format.md)
 }
 
 struct DirRecord {

@@ -45,6 +45,9 @@ struct PlanFile {
   mtimeNs @5 :Int64;
   nlink @6 :UInt32;              # st_nlink when scanned (0: not recorded, an older plan)
   otherPaths @7 :List(Data);     # the file's other hardlinks seen by the scan
+  unread @8 :Bool;               # the scan did not read it (FileRecord.sizePaired): its
+                                 # operations pair it by size alone, and a difference apply's
+                                 # compare finds is expected, not a change since the scan
 }
 
 struct Dest {

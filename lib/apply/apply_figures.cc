@@ -21,6 +21,8 @@ Figures<S> Done() {
       {"bytes_rewritten", Unit::kBytes, "rewrote {} into new extents", [](const S& s) { return V(s.bytes_rewritten); }},
       {"files_linked", Unit::kCount, "linked {} files", [](const S& s) { return V(s.files_linked); }},
       {"bytes_linked", Unit::kBytes, "{} held by the linked copies", [](const S& s) { return V(s.bytes_linked); }},
+      {"bytes_differed", Unit::kBytes, "{} paired by size alone differed (left as they were)",
+       [](const S& s) { return V(s.bytes_differed); }},
       {"bytes_prefetched", Unit::kBytes, "", [](const S& s) { return V(s.bytes_prefetched); }},
       {"files_checked", Unit::kCount, "", [](const S& s) { return V(s.files_checked); }},
       {"open_ahead", Unit::kFlag, "", [](const S& s) { return V(s.open_ahead); }},

@@ -62,6 +62,22 @@ class Leases {
   std::vector<int> held_;
 };
 
+// The compare's verdict when the bytes differ.
+constexpr char kContentDiffers[] = "differs (changed since scan)";
+
+// A destination not linked, counted: skipped, an error, or, paired by size alone
+// (`by_size`) and found different by the compare, as expected.
+void CountNotLinked(const Status& ls, bool by_size, bool transient, const PlanFileRef& df, RoundResult* out) {
+  if (by_size && ls.message() == kContentDiffers) {
+    out->bytes_differed += df.size;
+    return;
+  }
+  const bool io = ls.code() == Status::Code::kIoError;
+  out->Skip(io ? ReasonFor(ls.errnum()) : ls.message(), df.size, transient || (io && Transient(ls.errnum())));
+  if (io) out->errors++;
+  out->Notice(df.path, "not linked, " + ls.message());
+}
+
 }  // namespace
 
 HardlinkExecutor::HardlinkExecutor(PacedSys& sys, LinkPolicy policy, LinkIntentLog* log)
@@ -130,10 +146,7 @@ void HardlinkExecutor::Run(const PreparedRound& r, RoundResult* out, const std::
         continue;
       }
       if (transient) linked_.erase({df.fs, df.ino});  // a later round may link it
-      const bool io = ls.code() == Status::Code::kIoError;
-      out->Skip(io ? ReasonFor(ls.errnum()) : ls.message(), df.size, transient || (io && Transient(ls.errnum())));
-      if (io) out->errors++;
-      out->Notice(df.path, "not linked, " + ls.message());
+      CountNotLinked(ls, df.unread || files[r.round.ops[k].source].unread, transient, df, out);
     }
     out->bytes_done += op_bytes[k];
     tick(op_bytes[k]);
@@ -284,7 +297,7 @@ Status HardlinkExecutor::Compare(int src_fd, int dst_fd, uint64_t size, bool pac
     if (!x.ok()) return x.status();
     if (!y.ok()) return y.status();
     if (*x != want || *y != want) return Status::Mismatch("changed while being compared");
-    if (std::memcmp(a_.data(), b_.data(), want) != 0) return Status::Mismatch("differs (changed since scan)");
+    if (std::memcmp(a_.data(), b_.data(), want) != 0) return Status::Mismatch(kContentDiffers);
     off += want;
     if (!sys_.LeaseHeld(src_fd) || !sys_.LeaseHeld(dst_fd)) {
       *transient = true;

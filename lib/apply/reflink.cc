@@ -137,7 +137,9 @@ void ReflinkExecutor::Finish(const PreparedRound& r, const PlanOp& op, int src, 
   for (;;) {
     const uint64_t left = op.length - done;
     if (d.status == kDedupeDiffers) {
-      out->Skip("differs (changed since scan)", left, false);
+      // Files paired by size alone may differ: that is what the compare is for.
+      if (r.round.files[op.source].unread || r.round.files[dest.file].unread) out->bytes_differed += left;
+      else out->Skip("differs (changed since scan)", left, false);
       return;
     }
     if (d.status != kDedupeSame) {

@@ -23,6 +23,9 @@ struct ApplyStats {
   uint64_t bytes_prefetched = 0;
   uint64_t files_checked = 0;
   uint64_t files_changed = 0;  // files skipped: changed since the scan
+  // Destinations paired by size alone (unread by the scan) that the compare found
+  // different: left as they were, as expected; no error, not skipped.
+  uint64_t bytes_differed = 0;
   bool open_ahead = false;  // the next round opened while one was read (SSD)
   uint64_t tree_ahead_bytes = 0;  // extent and free space tree blocks read in disk order first (HDD)
   uint64_t dirs_ahead = 0;  // directories above the plan's files listed first (HDD; dir_ahead.h)
@@ -66,6 +69,7 @@ struct RoundResult {
   uint64_t bytes_deduped = 0;
   uint64_t bytes_rewritten = 0;
   uint64_t files_linked = 0, bytes_linked = 0;
+  uint64_t bytes_differed = 0;  // paired by size alone, found different
   uint64_t errors = 0;
   uint64_t bytes_done = 0;  // planned bytes handled, for progress
   std::map<std::string, uint64_t> skipped;
@@ -85,6 +89,7 @@ struct RoundResult {
     s->bytes_rewritten += bytes_rewritten;
     s->files_linked += files_linked;
     s->bytes_linked += bytes_linked;
+    s->bytes_differed += bytes_differed;
     s->errors += errors;
     for (const auto& [k, v] : skipped) s->skipped[k] += v;
     for (const auto& [k, v] : not_rewritten) s->not_rewritten[k] += v;

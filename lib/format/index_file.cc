@@ -170,6 +170,7 @@ Status IndexWriter::FlushBatch() {
     }
     f.setHashed(e.hashed);
     f.setReused(e.reused);
+    f.setSizePaired(e.size_paired);
     f.setHashHi(e.hash.hi);
     f.setHashLo(e.hash.lo);
     if (!e.block_hashes.empty()) {

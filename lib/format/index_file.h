@@ -131,6 +131,9 @@ struct FileEntry {
   std::string error;
   int32_t errnum = 0;
   std::vector<std::string> other_paths;
+  // Left unread, hashed false: exactly one other file of its filesystem has its size
+  // (a whole-files-only scan). A whole-file plan pairs the two; apply's compare decides.
+  bool size_paired = false;
 };
 
 // What decides whether a file seen again is unchanged (--since, oans-diff; --previous

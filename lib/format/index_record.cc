@@ -82,6 +82,7 @@ void DecodeRecord(schema::FileRecord::Reader f, FileEntry* e) {
   e->error = f.getError();
   e->errnum = f.getErrnum();
   for (auto p : f.getOtherPaths()) e->other_paths.push_back(FromData(p));
+  e->size_paired = f.getSizePaired();
 }
 
 }  // namespace
@@ -95,7 +96,7 @@ void FrameBatchView::StatOf(size_t i, FileEntry* e) const {
 
 // The checks a record must pass, made on the frame's bytes: a known filesystem, paths
 // that are absolute and clean (lib/base/paths.h), block hashes and sector sums that fit
-// the file's size, known kinds of sums and keys.
+// the file's size, known kinds of sums and keys, a record paired by size left unread.
 Status CheckRecord(schema::FileRecord::Reader f, const std::string& name, const IndexHeader& header) {
   constexpr uint8_t kLastKind = uint8_t(kLastSumKind);
   if (f.getFs() >= header.filesystems.size())
@@ -117,6 +118,9 @@ Status CheckRecord(schema::FileRecord::Reader f, const std::string& name, const 
   const size_t sums = f.getSectorSums().size();
   if (sums != 0 && (sum_kind == 0 || sums != (size + 4095) / 4096 * 4))
     return Status::Corrupt(name + " is damaged (sector sums do not match the file size)");
+  // Paired by size means left unread: no keys, no error.
+  if (f.getSizePaired() && (f.getHashed() || f.getError().size() != 0))
+    return Status::Corrupt(name + " is damaged (a record paired by size alone is also read, or failed)");
   return Status::Ok();
 }
 

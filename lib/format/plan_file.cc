@@ -32,6 +32,7 @@ Status DecodeRound(schema::Round::Reader r, const std::string& name, uint64_t ex
     ref.size = f.getSize();
     ref.mtime_ns = f.getMtimeNs();
     ref.nlink = f.getNlink();
+    ref.unread = f.getUnread();
     for (auto o : f.getOtherPaths()) ref.other_paths.push_back(FromData(o));
     bool names_ok = true;
     for (const auto& o : ref.other_paths) names_ok &= !o.empty() && o[0] == '/';
@@ -121,6 +122,7 @@ void PlanWriter::BuildRound(const PlanRound& r, capnp::MessageBuilder& msg) {
     files[i].setSize(f.size);
     files[i].setMtimeNs(f.mtime_ns);
     files[i].setNlink(f.nlink);
+    files[i].setUnread(f.unread);
     if (!f.other_paths.empty()) {
       auto names = files[i].initOtherPaths(unsigned(f.other_paths.size()));
       for (unsigned j = 0; j < f.other_paths.size(); ++j) names.set(j, Bytes(f.other_paths[j]));

@@ -42,6 +42,7 @@ struct PlanFileRef {
   int64_t mtime_ns = 0;
   uint32_t nlink = 0;                    // when scanned; 0 in an older plan
   std::vector<std::string> other_paths;  // its other hardlinks the scan saw
+  bool unread = false;  // paired by size alone (the scan did not read it): apply's compare decides
 };
 
 struct PlanDest {

@@ -19,6 +19,7 @@ void EncodeDetail(const Detail& d, std::string* out) {
   out->append(mtime, sizeof mtime);
   PutVarint(out, d.path_at);
   PutVarint(out, d.nlink);
+  PutVarint(out, d.unread ? 1 : 0);
   PutExtents(out, d.extents);
 }
 
@@ -31,8 +32,10 @@ Status DecodeDetail(std::string_view in, Detail* d) {
   r.Bytes(&d->mtime_ns, sizeof d->mtime_ns);
   d->path_at = r.Varint();
   d->nlink = r.Varint32();
+  const uint32_t unread = r.Varint32();
+  d->unread = unread == 1;
   r.Extents(&d->extents);
-  if (!r.ok() || !r.at_end()) return Status::Corrupt("planner: damaged file record in the temporary store");
+  if (!r.ok() || !r.at_end() || unread > 1) return Status::Corrupt("planner: damaged file record in the temporary store");
   d->first_physical = PhysicalAt(d->extents, 0);
   return Status::Ok();
 }

@@ -30,6 +30,7 @@ struct Detail {
   uint64_t dev = 0, ino = 0, size = 0;
   int64_t mtime_ns = 0;
   uint32_t nlink = 0;
+  bool unread = false;  // paired by size alone (FileEntry::size_paired)
   uint64_t first_physical = UINT64_MAX;  // PhysicalAt(extents, 0)
   std::vector<FiemapExtent> extents;  // sorted by logical offset
 };

@@ -7,10 +7,10 @@
 namespace oans {
 namespace {
 
-using GroupVisit = std::function<Status(const std::vector<uint32_t>& ids, bool one_layout, uint64_t size)>;
+using GroupVisit = std::function<Status(const std::vector<uint32_t>& ids, bool one_layout, const WholeKey& head)>;
 
-// Walks the groups: `visit(ids, one_layout, size)` for every group of two or more files
-// not dropped. The last walk (`take`) gives the keys' memory back as it goes.
+// Walks the groups: `visit(ids, one_layout, head)` for every group of two or more files
+// not dropped (head: the first member's key). The last walk (`take`) gives the keys' memory back as it goes.
 Status WalkGroups(PlanState& st, const GroupVisit& visit, bool take) {
   const uint64_t total = st.whole.size();
   OANS_ASSIGN_OR_RETURN(auto keys, take ? st.whole.Take() : st.whole.Read());
@@ -20,7 +20,7 @@ Status WalkGroups(PlanState& st, const GroupVisit& visit, bool take) {
   bool one_layout = true;
   uint64_t done = 0;
   auto flush = [&]() -> Status {
-    Status r = group.size() >= 2 ? visit(group, one_layout, head.size) : Status::Ok();
+    Status r = group.size() >= 2 ? visit(group, one_layout, head) : Status::Ok();
     group.clear();
     return r;
   };
@@ -71,28 +71,33 @@ Status DropDuplicateInodes(PlanState& st) {
 
 Status GroupWholeFiles(PlanState& st, std::vector<GroupReport>* reports) {
   // Groups where every member already shares one extent layout need no details.
+  // Files paired by size alone are not known to be duplicates: a report leaves them out.
+  auto wanted = [&](const WholeKey& head) { return !(reports && PairedBySize(head.pair)); };
   auto needs_details = [&](const std::vector<uint32_t>& ids, bool one_layout) {
     return !(one_layout && !reports) && AnyChanged(st, ids);
   };
   if (st.details.spilled()) {
     // The details went to disk: fetch those the groups need in one sequential pass.
     std::vector<bool> needed(st.details.size(), false);
-    OANS_RETURN_IF_ERROR(WalkGroups(st, [&](const std::vector<uint32_t>& ids, bool one_layout, uint64_t) {
-      if (needs_details(ids, one_layout))
+    OANS_RETURN_IF_ERROR(WalkGroups(st, [&](const std::vector<uint32_t>& ids, bool one_layout, const WholeKey& head) {
+      if (wanted(head) && needs_details(ids, one_layout))
         for (uint32_t m : ids) needed[m] = true;
       return Status::Ok();
     }, false));
     OANS_RETURN_IF_ERROR(st.details.Preload(needed, st.budget[Use::kPreload], reports != nullptr, st.o.stop));
   }
   st.grouped.assign(st.details.size(), false);
-  return WalkGroups(st, [&](const std::vector<uint32_t>& ids, bool one_layout, uint64_t size) -> Status {
+  return WalkGroups(st, [&](const std::vector<uint32_t>& ids, bool one_layout, const WholeKey& head) -> Status {
+    if (!wanted(head)) return Status::Ok();
     for (uint32_t m : ids) st.grouped[m] = true;
+    const uint64_t dest_bytes = head.size * (ids.size() - 1);
+    if (PairedBySize(head.pair) && AnyChanged(st, ids)) st.stats->size_paired_bytes += dest_bytes;
     if (needs_details(ids, one_layout)) return PlanWholeGroup(st, ids, reports);
     if (!AnyChanged(st, ids)) return Status::Ok();
     st.stats->whole_groups++;
     for (size_t i = 1; i < ids.size(); ++i) st.is_dest[ids[i]] = true;
-    st.stats->duplicate_bytes += size * (ids.size() - 1);
-    st.stats->shared_bytes += size * (ids.size() - 1);
+    st.stats->duplicate_bytes += dest_bytes;
+    st.stats->shared_bytes += dest_bytes;
     return Status::Ok();
   }, true);
 }

@@ -13,6 +13,13 @@
 
 namespace oans {
 
+// A pairing id is a base (filesystem, nodatacow, owner) times kKeyKinds plus the kind
+// of key: of lib/format/sector_sum_encoding.h, or kSizePairedKind for files a scan left
+// unread, paired by size alone (FileEntry::size_paired).
+inline constexpr uint32_t kKeyKinds = 8;
+inline constexpr uint32_t kSizePairedKind = kKeyKinds - 1;
+inline bool PairedBySize(uint32_t pair) { return pair % kKeyKinds == kSizePairedKind; }
+
 struct WholeKey {  // whole-file grouping: equal pair, size and hash; members in id order
   uint32_t pair, id;
   uint64_t size;

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "lib/format/sector_sum_encoding.h"
 #include "lib/plan/anchors.h"
 #include "lib/plan/ranges.h"
 #include "lib/plan/since.h"
@@ -14,7 +15,7 @@ namespace {
 
 constexpr uint32_t kNoCowFlag = 0x00800000;  // FS_NOCOW_FL
 constexpr uint64_t kMaxCensusExtent = 128u << 20;  // btrfs's largest data extent
-constexpr uint32_t kKinds = 8;               // key and sum kinds (lib/format/sector_sum_encoding.h) fit below
+static_assert(kSizePairedKind > uint32_t(kLastSumKind));
 
 class Loader {
  public:
@@ -93,7 +94,9 @@ Status Loader::BlockKeys(const FileEntry& e, const Detail& d, uint32_t pair, uin
 }
 
 Status Loader::File(FileEntry& e) {
-  if (!e.error.empty() || !e.hashed) {
+  if (e.size_paired) {
+    st_.stats->size_paired++;
+  } else if (!e.error.empty() || !e.hashed) {
     // Hashed false without an error: left unread by a scan, its size unique. Never paired.
     (e.error.empty() ? st_.stats->skipped_unread : st_.stats->skipped_errors)++;
     return Status::Ok();
@@ -111,6 +114,7 @@ Status Loader::File(FileEntry& e) {
   d.mtime_ns = e.mtime_ns;
   d.nlink = e.nlink;
   d.extents = std::move(e.extents);
+  d.unread = e.size_paired;
   st_.max_ino[d.fs] = std::max(st_.max_ino[d.fs], d.ino);
   std::sort(d.extents.begin(), d.extents.end(),
             [](const FiemapExtent& a, const FiemapExtent& b) { return a.logical < b.logical; });
@@ -119,7 +123,8 @@ Status Loader::File(FileEntry& e) {
   // pair only with keys of the same kind: the kind is part of the pairing.
   uint32_t base = pairs_of_section_[e.fs] * 2 + ((e.inode_flags & kNoCowFlag) ? 1 : 0);
   if (st_.o.same_owner) base = owner_bases_.emplace(std::make_pair(base, e.uid), uint32_t(owner_bases_.size())).first->second;
-  const uint32_t pair = base * kKinds + e.key_kind;
+  // Files paired by size alone have no keys: they group by size, apart from keyed files.
+  const uint32_t pair = base * kKeyKinds + (e.size_paired ? kSizePairedKind : e.key_kind);
   st_.changed.push_back(!listed_ || listed_->Changed(e.fs, e.ino));
   if (since_) OANS_RETURN_IF_ERROR(since_->AddNew(ids_of_section_[e.fs], e.ino, id, FileIdentity::Of(e)));
   OANS_RETURN_IF_ERROR(st_.whole.Add({pair, id, d.size, e.hash, LayoutOf(d.extents)}));
@@ -129,7 +134,7 @@ Status Loader::File(FileEntry& e) {
   const bool anchors = st_.o.blocks && !e.sector_sums.empty() && e.sum_kind != 0;
   if (anchors) {
     OANS_RETURN_IF_ERROR(st_.AddSums(id, e.sector_sums));
-    OANS_RETURN_IF_ERROR(AddAnchors(st_, e.sector_sums, base * kKinds + e.sum_kind, id));
+    OANS_RETURN_IF_ERROR(AddAnchors(st_, e.sector_sums, base * kKeyKinds + e.sum_kind, id));
   } else if (st_.o.blocks) {
     OANS_RETURN_IF_ERROR(BlockKeys(e, d, pair, id));
   }

@@ -87,6 +87,8 @@ struct PlanStats {
   uint64_t files = 0;            // usable records (hashed, not inline)
   uint64_t skipped_errors = 0;   // records the scan could not read
   uint64_t skipped_unread = 0;   // records the scan left unread (a unique size)
+  uint64_t size_paired = 0;      // records the scan left unread, paired by size alone
+  uint64_t size_paired_bytes = 0;  // of duplicate_bytes, destinations paired by size alone
   uint64_t skipped_inline = 0;   // data stored inline in metadata: nothing to share
   uint64_t duplicate_inodes = 0; // records of an inode met before (in this index or another)
   uint64_t whole_groups = 0;

@@ -46,7 +46,7 @@ class RoundBuilder {
     const Detail& p = *d;
     OANS_ASSIGN_OR_RETURN(auto names, st_.details.Names(f));
     std::vector<std::string> others(std::make_move_iterator(names.begin() + 1), std::make_move_iterator(names.end()));
-    PlanFileRef ref{std::move(names[0]), p.fs, p.dev, p.ino, p.size, p.mtime_ns, p.nlink, std::move(others)};
+    PlanFileRef ref{std::move(names[0]), p.fs, p.dev, p.ino, p.size, p.mtime_ns, p.nlink, std::move(others), p.unread};
     round_.files.push_back(std::move(ref));
     const uint32_t id = uint32_t(round_.files.size() - 1);
     local_.emplace(f, id);

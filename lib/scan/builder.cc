@@ -78,6 +78,10 @@ Built RecordBuilder::Build(const FileAt& at, FileEntry* e) const {
   return b;
 }
 
+void RecordBuilder::MapOnly(const FileAt& at, FileEntry* e) const {
+  if (Refresh(sys_, at, e)) e->size_paired = true;
+}
+
 // Step 1.
 bool RecordBuilder::Reuse(const FileAt& at, FileEntry* e) const {
   if (at.same_data) return TakeKeys(*at.same_data, e), true;

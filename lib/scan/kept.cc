@@ -50,23 +50,48 @@ uint64_t FirstPhysical(const std::vector<FiemapExtent>& extents) {
   return UINT64_MAX;
 }
 
-std::vector<FileEntry> SetAsideUnique(std::vector<Candidate>* kept, std::vector<uint64_t> written) {
+SetAside SetAsideUnique(std::vector<Candidate>* kept, std::vector<uint64_t> written,
+                        const PairedBefore& paired_before) {
   for (const auto& c : *kept) written.push_back(c.entry.st.size);
   std::sort(written.begin(), written.end());
-  std::vector<FileEntry> unread;
+  auto others = [&](uint64_t size) {
+    auto same = std::equal_range(written.begin(), written.end(), size);
+    return size_t(same.second - same.first);
+  };
+  // The kept files by size: a size met twice in all, both times here, is a pair.
+  std::vector<uint32_t> by_size(kept->size());
+  for (uint32_t i = 0; i < by_size.size(); ++i) by_size[i] = i;
+  std::sort(by_size.begin(), by_size.end(),
+            [&](uint32_t a, uint32_t b) { return (*kept)[a].entry.st.size < (*kept)[b].entry.st.size; });
+  enum Fate : uint8_t { kRead, kUnread, kPaired };
+  std::vector<Fate> fate(kept->size(), kRead);
+  for (size_t i = 0; i < by_size.size(); ++i) {
+    const Candidate& c = (*kept)[by_size[i]];
+    const size_t n = others(c.entry.st.size);
+    if (n == 1) {
+      fate[by_size[i]] = kUnread;
+    } else if (n == 2 && i + 1 < by_size.size() && (*kept)[by_size[i + 1]].entry.st.size == c.entry.st.size) {
+      const Candidate& d = (*kept)[by_size[i + 1]];
+      if (d.fs == c.fs && !paired_before(c) && !paired_before(d)) fate[by_size[i]] = fate[by_size[i + 1]] = kPaired;
+      ++i;
+    }
+  }
+  SetAside aside;
   std::vector<Candidate> rest;
   rest.reserve(kept->size());
-  for (auto& c : *kept) {
-    auto same = std::equal_range(written.begin(), written.end(), c.entry.st.size);
-    if (same.second - same.first > 1) {
+  for (size_t i = 0; i < kept->size(); ++i) {
+    Candidate& c = (*kept)[i];
+    if (fate[i] == kRead) {
       rest.push_back(std::move(c));
-      continue;
+    } else if (fate[i] == kPaired) {
+      aside.paired.push_back(std::move(c));
+    } else {
+      aside.unread.push_back(EntryOf(c.entry, c.fs));
+      aside.unread.back().other_paths = std::move(c.other_paths);
     }
-    unread.push_back(EntryOf(c.entry, c.fs));
-    unread.back().other_paths = std::move(c.other_paths);
   }
   kept->swap(rest);
-  return unread;
+  return aside;
 }
 
 void PlaceKept(Sys& sys, std::vector<Candidate>* kept) {
@@ -81,15 +106,30 @@ void PlaceKept(Sys& sys, std::vector<Candidate>* kept) {
   });
 }
 
-Status WriteUnread(Sys& sys, std::vector<Candidate>* kept, std::vector<uint64_t> written, IndexWriter* writer,
-                   ScanStats* stats) {
-  std::vector<FileEntry> unread = SetAsideUnique(kept, std::move(written));
-  if (stats->order == ReadOrder::kPhysical) PlaceKept(sys, kept);
-  for (auto& e : unread) {
-    stats->unread++;
-    stats->files++;
-    stats->bytes += e.size;
-    OANS_RETURN_IF_ERROR(writer->Add(std::move(e)));
+Status WriteUnread(const KeptRun& job, std::vector<Candidate>* kept, std::vector<uint64_t> written,
+                   const PairedBefore& paired_before) {
+  SetAside aside = SetAsideUnique(kept, std::move(written), paired_before);
+  if (job.stats->order == ReadOrder::kPhysical) PlaceKept(job.sys, kept);
+  for (auto& e : aside.unread) {
+    job.stats->unread++;
+    CountRecord(e, job.stats, job.observer);
+    OANS_RETURN_IF_ERROR(job.writer->Add(std::move(e)));
+  }
+  for (auto& c : aside.paired) {
+    if (job.o.stop && job.o.stop->load()) return Status::Ok();  // the rest are left for the next scan
+    FileEntry e = EntryOf(c.entry, c.fs);
+    e.other_paths = std::move(c.other_paths);
+    auto fd = Own(job.sys, job.sys.OpenNoFollow(c.entry.path));
+    if (fd.ok()) {
+      FileAt at(job.filesystems.Key(c.fs), job.filesystems.IsBtrfs(c.fs));
+      at.fd = fd->get();
+      job.builder.MapOnly(at, &e);
+    } else {
+      FailEntry(&e, fd.status());
+    }
+    if (e.size_paired) job.stats->size_paired++;
+    CountRecord(e, job.stats, job.observer);
+    OANS_RETURN_IF_ERROR(job.writer->Add(std::move(e)));
   }
   return Status::Ok();
 }
@@ -166,14 +206,7 @@ Status ReadKept(const KeptRun& job, std::vector<Candidate>& kept, KeptProgress* 
     std::unique_ptr<Item> own(it);
     progress->done += kept[it->i].entry.st.size;
     if (!it->finished) return;
-    if (it->e.reused) stats->reused++;
-    else if (it->e.hashed) stats->hashed++;
-    if (!it->e.error.empty()) {
-      stats->errors++;
-      observer->FileNotice(it->e.path, it->e.error);
-    }
-    stats->files++;
-    stats->bytes += it->e.size;
+    CountRecord(it->e, stats, observer);
     if (write_status.ok()) write_status = job.writer->Add(std::move(it->e));
     if (!write_status.ok()) write_failed.store(true);
     auto now = std::chrono::steady_clock::now();

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,19 +41,24 @@ std::vector<Candidate> MergeKept(std::vector<WalkEntry>* walked, Filesystems& fi
 // The first physical byte of a file mapped as `extents` (UINT64_MAX: none), for disk order.
 uint64_t FirstPhysical(const std::vector<FiemapExtent>& extents);
 
-// Whole files only: takes out of `kept` each file whose size no other kept file and no
-// record already written (`written`: their sizes) has. Returns their records, unread:
-// hashed false, no error. They are never opened.
-std::vector<FileEntry> SetAsideUnique(std::vector<Candidate>* kept, std::vector<uint64_t> written);
+// Whole files only: what of `kept` needs no reading. `written`: the sizes of the
+// records already written.
+struct SetAside {
+  // Files whose size no other file has: recorded unread (hashed false, no error), never
+  // opened.
+  std::vector<FileEntry> unread;
+  // Two files of one size, both kept, on one filesystem, neither already paired so
+  // unchanged (`paired_before`): they are mapped but not read; a whole-file plan pairs
+  // them and apply's compare decides.
+  std::vector<Candidate> paired;
+};
+using PairedBefore = std::function<bool(const Candidate&)>;
+SetAside SetAsideUnique(std::vector<Candidate>* kept, std::vector<uint64_t> written,
+                        const PairedBefore& paired_before);
 
 // For kept files the walk did not open: maps each one's start (FIEMAP) and sorts them
 // in disk order. A file that cannot be opened stays; its read reports it.
 void PlaceKept(Sys& sys, std::vector<Candidate>* kept);
-
-// SetAsideUnique, then the records set aside written to `writer` (counted in stats),
-// and on HDD the others placed in disk order (PlaceKept).
-Status WriteUnread(Sys& sys, std::vector<Candidate>* kept, std::vector<uint64_t> written, IndexWriter* writer,
-                   ScanStats* stats);
 
 // Bytes of the kept files read so far and in all, for the "hash" progress.
 struct KeptProgress {
@@ -71,6 +77,12 @@ struct KeptRun {
   ScanStats* stats;
   uint64_t found;  // files the walk found, for progress
 };
+
+// SetAsideUnique, then the records set aside written to `job.writer` (counted in its
+// stats; the pairs mapped, in disk order on HDD), and on HDD the others placed in disk
+// order (PlaceKept).
+Status WriteUnread(const KeptRun& job, std::vector<Candidate>* kept, std::vector<uint64_t> written,
+                   const PairedBefore& paired_before);
 
 // Reads `kept` in order, each record filled by job.builder, and writes the records to
 // job.writer, until done, a write fails or options.stop is set. Returns the first write

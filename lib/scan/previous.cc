@@ -63,6 +63,17 @@ Status PreviousIndex::Add(uint32_t fs, const FileEntry& f) {
   return Status::Ok();
 }
 
+Status PreviousIndex::AddPaired(uint32_t fs, const FileEntry& f) {
+  Fixed x;
+  std::memset(static_cast<void*>(&x), 0, sizeof x);
+  x.id = FileIdentity::Of(f);
+  std::string rec;
+  Put(&rec, &x, 1);
+  OANS_ASSIGN_OR_RETURN(uint64_t at, store_.Add(rec));
+  keys_.push_back({f.ino, at, fs, kPaired});
+  return Status::Ok();
+}
+
 Status PreviousIndex::Load(const std::string& path, uint32_t block_size, bool read_data, ScanStats* stats,
                            Observer* observer) {
   bool said = false;
@@ -93,6 +104,11 @@ Status PreviousIndex::Load(const std::string& path, uint32_t block_size, bool re
         // data: keys of the other kind would never pair with the new ones.
         const bool other_kind = h.read_data != read_data;
         for (auto& f : batch) {
+          // A pair holds no hash that a racy change could make stale: kept as it is.
+          if (f.size_paired && f.error.empty()) {
+            OANS_RETURN_IF_ERROR(AddPaired(fs_of[f.fs], f));
+            continue;
+          }
           if (!f.hashed || !Settled(f, h.created_ns)) continue;  // a racy record is hashed again
           if (other_kind && h.filesystems[f.fs].type == "btrfs") {
             if (!said)
@@ -153,18 +169,32 @@ std::vector<uint64_t> PreviousIndex::InodeSlices(const std::string& fs_key, int 
   return b;
 }
 
-bool PreviousIndex::Reuse(const std::string& fs_key, FileEntry* e, bool unopened, bool extents_unchanged) const {
-  const Key* k = Find(fs_key, e->ino);
-  if (!k) return false;
-  if (unopened && !(k->flags & kInlineOnly) && !(extents_unchanged && (k->flags & kMapped))) return false;
-  std::string rec;
-  Fixed x;
+bool PreviousIndex::FixedOf(const Key& k, std::string* rec) const {
   // The store is this scan's own: a record it cannot give back is a failing temporary
   // file; the file is then read as if it had no record, and RunScan says how many were.
-  if (!store_.Get(k->at, &rec).ok() || rec.size() < sizeof x) {
+  if (!store_.Get(k.at, rec).ok() || rec->size() < sizeof(Fixed)) {
     unreadable_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
+  return true;
+}
+
+bool PreviousIndex::PairedBefore(const std::string& fs_key, const FileEntry& e) const {
+  const Key* k = Find(fs_key, e.ino);
+  std::string rec;
+  if (!k || !(k->flags & kPaired) || !FixedOf(*k, &rec)) return false;
+  Fixed x;
+  std::memcpy(&x, rec.data(), sizeof x);
+  return FileIdentity::Of(e).HashesStillValid(x.id);
+}
+
+bool PreviousIndex::Reuse(const std::string& fs_key, FileEntry* e, bool unopened, bool extents_unchanged) const {
+  const Key* k = Find(fs_key, e->ino);
+  if (!k || (k->flags & kPaired)) return false;
+  if (unopened && !(k->flags & kInlineOnly) && !(extents_unchanged && (k->flags & kMapped))) return false;
+  std::string rec;
+  Fixed x;
+  if (!FixedOf(*k, &rec)) return false;
   std::memcpy(&x, rec.data(), sizeof x);
   const size_t need = sizeof x + size_t(x.extents) * sizeof(FiemapExtent) + size_t(x.blocks) * sizeof(Hash128) +
                       size_t(x.sums) * 4;

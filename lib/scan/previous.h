@@ -1,5 +1,5 @@
 // The previous index (--previous) of a scan, held compact: the records of files it
-// hashed, looked up by (filesystem key, inode), and the btrfs subvolume generations its
+// hashed (and the identity of those it left unread, paired by size), looked up by (filesystem key, inode), and the btrfs subvolume generations its
 // headers knew. In memory only a sorted array of 24-byte keys; the records themselves
 // (identity, hashes, extents, sector sums) go to a RecordStore, in memory up to
 // ScanOptions::memory and then in an unnamed temporary file, read back one record per
@@ -70,6 +70,10 @@ class PreviousIndex {
   // the previous scan) and a complete extent map in the record.
   bool Reuse(const std::string& fs_key, FileEntry* e, bool unopened = false, bool extents_unchanged = false) const;
 
+  // Whether the previous index left this file unread, paired by size with another
+  // (FileEntry::size_paired), and it has not changed since: its pair was planned once.
+  bool PairedBefore(const std::string& fs_key, const FileEntry& e) const;
+
   // Whether the records went to the temporary file (more than `memory` bytes of them).
   bool spilled() const { return store_.spilled(); }
   // Lookups whose record could not be read back from that file (its files were read).
@@ -80,6 +84,7 @@ class PreviousIndex {
  private:
   static constexpr uint8_t kInlineOnly = 1;  // extents hold inline data only
   static constexpr uint8_t kMapped = 2;      // a complete extent map (no delayed allocation)
+  static constexpr uint8_t kPaired = 4;      // left unread, paired by size (its identity only)
   // Sorted by (fs, ino) for lookups; `at` is where the record is in store_ (records are
   // added in the order read, so a later record of an inode has a greater `at`).
   struct Key {
@@ -90,6 +95,10 @@ class PreviousIndex {
   };
   static_assert(sizeof(Key) == 24);
   Status Add(uint32_t fs, const FileEntry& f);
+  // A record paired by size: its identity only, flagged kPaired, never reused.
+  Status AddPaired(uint32_t fs, const FileEntry& f);
+  // The fixed part of k's record; false when it cannot be read back (counted).
+  bool FixedOf(const Key& k, std::string* rec) const;
   const Key* Find(const std::string& fs_key, uint64_t ino) const;
   uint32_t FsId(const std::string& key) { return fs_ids_.emplace(key, uint32_t(fs_ids_.size())).first->second; }
   std::string damage_;

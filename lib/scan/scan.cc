@@ -287,6 +287,14 @@ void PrepareWalk(WalkState& state, const IndexHeader& header, Observer* observer
   state.skip_unique = o.whole_files_only && (o.read_data || !all_btrfs);
 }
 
+// Pairs already planned once and unchanged are read this time: their plan found them
+// different, or was not applied.
+PairedBefore PairedBeforeIn(const PreviousIndex& prev, Filesystems& filesystems) {
+  return [&prev, &filesystems](const Candidate& c) {
+    return prev.PairedBefore(filesystems.Key(c.fs), EntryOf(c.entry, c.fs));
+  };
+}
+
 }  // namespace
 
 Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observer, ScanStats* stats) {
@@ -347,9 +355,10 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   std::vector<Candidate> kept = MergeKept(&w.files, filesystems, stats);
   IndexWriter writer(out);
   OANS_RETURN_IF_ERROR(WriteStart(sys, header, filesystems, sink, &census, &writer));
-  if (state.skip_unique) OANS_RETURN_IF_ERROR(WriteUnread(sys, &kept, std::move(state.written), &writer, stats));
+  const KeptRun job{sys, o, builder, filesystems, &writer, observer, stats, found};
+  if (state.skip_unique) OANS_RETURN_IF_ERROR(WriteUnread(job, &kept, std::move(state.written), PairedBeforeIn(*prev, filesystems)));
   KeptProgress progress;
-  Status written = ReadKept({sys, o, builder, filesystems, &writer, observer, stats, found}, kept, &progress);
+  Status written = ReadKept(job, kept, &progress);
   stats->bytes_read = state.bytes_read.load();
   stats->checksums = checksums.counts();
   OANS_RETURN_IF_ERROR(written);

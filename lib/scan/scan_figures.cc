@@ -28,6 +28,8 @@ Figures<S> Found() {
       {"tree_mapped", Unit::kCount, "{} files mapped from btrfs's trees, not opened",
        [](const S& s) { return V(s.tree_mapped); }},
       {"unread", Unit::kCount, "left {} files of a unique size unread", [](const S& s) { return V(s.unread); }},
+      {"size_paired", Unit::kCount, "{} files paired by size unread (apply compares them)",
+       [](const S& s) { return V(s.size_paired); }},
       {"reused", Unit::kCount, "reused {} files from the previous index", [](const S& s) { return V(s.reused); }},
       {"unopened", Unit::kCount, "{} of them not opened", [](const S& s) { return V(s.unopened); }},
       {"same_extents", Unit::kCount, "{} of them proven by their extents",

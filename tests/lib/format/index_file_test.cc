@@ -292,6 +292,31 @@ TEST(IndexFile, BlockHashesDisagreeingWithSizeAreCorrupt) {
   EXPECT_TRUE(StatusIs(ReadIndexFile(dir.Join("x")).status(), Status::Code::kCorrupt, "block hashes"));
 }
 
+// A record paired by size (left unread) reads back as written; one that is also hashed,
+// or failed, is damage.
+TEST(IndexFile, SizePairedRecords) {
+  TempDir dir;
+  FileEntry e = SampleEntry(1, 64 * 1024);
+  e.hashed = false;
+  e.block_hashes.clear();
+  e.size_paired = true;
+  test::WriteIndex(dir.Join("ok"), SampleHeader(), {e});
+  auto got = ReadIndexFile(dir.Join("ok"));
+  ASSERT_OK(got.status());
+  ASSERT_EQ(got->files.size(), 1u);
+  EXPECT_TRUE(got->files[0].size_paired);
+  EXPECT_FALSE(got->files[0].hashed);
+  EXPECT_EQ(got->files[0].extents.size(), e.extents.size());
+  FileEntry hashed = SampleEntry(1, 64 * 1024);
+  hashed.size_paired = true;
+  FileEntry failed = e;
+  failed.error = "EIO";
+  for (const FileEntry& bad : {hashed, failed}) {
+    test::WriteIndex(dir.Join("x"), SampleHeader(), {bad});
+    EXPECT_TRUE(StatusIs(ReadIndexFile(dir.Join("x")).status(), Status::Code::kCorrupt, "paired by size"));
+  }
+}
+
 TEST(IndexFile, TruncatedWithoutTrailer) {
   TempDir dir;
   std::vector<FileEntry> files;

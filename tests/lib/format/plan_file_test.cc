@@ -46,7 +46,8 @@ PlanRound SampleRound(uint64_t index, int nfiles, int nops) {
   for (int i = 0; i < nfiles; ++i)
     r.files.push_back({"/data/r" + std::to_string(index) + "/f" + std::to_string(i) + (i == 1 ? "\n\xFE" : ""),
                        uint32_t(i % 2), 77, 1000 + uint64_t(i), 1 << 20, 123456789 + i, uint32_t(1 + i % 3),
-                       i % 3 ? std::vector<std::string>{"/data/other" + std::to_string(i)} : std::vector<std::string>{}});
+                       i % 3 ? std::vector<std::string>{"/data/other" + std::to_string(i)} : std::vector<std::string>{},
+                       i % 4 == 2});
   for (int k = 0; k < nops; ++k) {
     PlanOp op;
     op.source = uint32_t(k % nfiles);
@@ -69,6 +70,7 @@ void ExpectSameRound(const PlanRound& a, const PlanRound& b) {
     EXPECT_EQ(a.files[i].path, b.files[i].path);
     EXPECT_EQ(a.files[i].nlink, b.files[i].nlink);
     EXPECT_EQ(a.files[i].other_paths, b.files[i].other_paths);
+    EXPECT_EQ(a.files[i].unread, b.files[i].unread);
     EXPECT_EQ(a.files[i].fs, b.files[i].fs);
     EXPECT_EQ(a.files[i].dev, b.files[i].dev);
     EXPECT_EQ(a.files[i].ino, b.files[i].ino);

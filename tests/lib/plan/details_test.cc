@@ -52,8 +52,9 @@ TEST(Details, DamagedRecordsAreRefused) {
   EncodeDetail(d, &rec);
   Detail back;
   EXPECT_TRUE(test::StatusIs(DecodeDetail(rec + '\0', &back), Status::Code::kCorrupt, "damaged file record"));
-  for (const int widened : {0, 1, 2}) {
-    // The record again (0), with fs widened (1), with nlink widened (2).
+  for (const int widened : {0, 1, 2, 3}) {
+    // The record again (0), with fs widened (1), with nlink widened (2), with a flag
+    // neither 0 nor 1 for unread (3).
     const bool fs = widened == 1;
     std::string wide;
     PutVarint(&wide, fs ? uint64_t(UINT32_MAX) + 1 : d.fs);
@@ -63,6 +64,7 @@ TEST(Details, DamagedRecordsAreRefused) {
     wide.append(reinterpret_cast<const char*>(&d.mtime_ns), sizeof d.mtime_ns);
     PutVarint(&wide, d.path_at);
     PutVarint(&wide, widened == 2 ? uint64_t(UINT32_MAX) + 1 : d.nlink);
+    PutVarint(&wide, widened == 3 ? 2 : d.unread);
     PutExtents(&wide, d.extents);
     if (widened == 0) {
       EXPECT_EQ(wide, rec) << "the record's layout";

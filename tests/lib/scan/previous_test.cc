@@ -190,4 +190,39 @@ TEST(PreviousIndex, ManyThreadsReadSpilledRecordsAtOnce) {
 }
 
 }  // namespace
+// A record paired by size is never reused (it holds no keys); PairedBefore says it was
+// paired, while the file keeps its identity, in memory and past the budget alike.
+TEST(PreviousIndex, PairedRecordsAreKnownNeverReused) {
+  TempDir dir;
+  FileEntry read = File(256, 1, 4);
+  FileEntry paired = Stat(File(257, 2, 4));
+  paired.size_paired = true;
+  paired.extents = File(257, 2, 4).extents;
+  const std::string path = dir.Join("prev.idx");
+  WriteIndex(path, {read, paired});
+  for (uint64_t memory : {uint64_t(1) << 30, uint64_t(64)}) {
+    SCOPED_TRACE("memory " + std::to_string(memory));
+    PreviousIndex prev(dir.path(), memory);
+    ScanStats stats;
+    Observer quiet;
+    ASSERT_OK(prev.Load(path, kBs, false, &stats, &quiet));
+    FileEntry e = Stat(paired);
+    EXPECT_TRUE(prev.PairedBefore(Fs().Key(), e));
+    EXPECT_FALSE(prev.Reuse(Fs().Key(), &e));
+    EXPECT_FALSE(prev.Reuse(Fs().Key(), &e, true, true));
+    EXPECT_FALSE(prev.MayFinishUnopened(Fs().Key(), paired.ino, true));
+    EXPECT_FALSE(e.hashed);
+    // Changed since: not the pair planned before.
+    FileEntry changed = Stat(paired);
+    changed.mtime_ns += 1;
+    EXPECT_FALSE(prev.PairedBefore(Fs().Key(), changed));
+    // A read record is not a pair; an unknown inode or filesystem is neither.
+    EXPECT_FALSE(prev.PairedBefore(Fs().Key(), Stat(read)));
+    FileEntry other = Stat(paired);
+    other.ino = 999;
+    EXPECT_FALSE(prev.PairedBefore(Fs().Key(), other));
+    EXPECT_FALSE(prev.PairedBefore("elsewhere", Stat(paired)));
+  }
+}
+
 }  // namespace oans

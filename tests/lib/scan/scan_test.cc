@@ -173,7 +173,8 @@ TEST_F(ScanTest, IndexesEveryFileOnce) {
 }
 
 // Whole files only, without btrfs checksums (--read-data): files of a unique size are
-// recorded unread, in walk order and in disk order alike.
+// recorded unread, and the two of one size mapped, not read (paired by size), in walk
+// order and in disk order alike.
 TEST_F(ScanTest, WholeFilesOnlyLeavesUniqueSizesUnread) {
   for (StorageChoice storage : {StorageChoice::kSsd, StorageChoice::kHdd}) {
     ScanOptions o = Options();
@@ -185,11 +186,18 @@ TEST_F(ScanTest, WholeFilesOnlyLeavesUniqueSizesUnread) {
     ASSERT_OK(Scan(DefaultSys(), o, index, &stats));
     EXPECT_EQ(stats.files, 4u);
     EXPECT_EQ(stats.unread, 2u);
-    EXPECT_EQ(stats.hashed, 2u);
-    EXPECT_EQ(stats.bytes_read, 200000u);
+    EXPECT_EQ(stats.size_paired, 2u);
+    EXPECT_EQ(stats.hashed, 0u);
+    EXPECT_EQ(stats.bytes_read, 0u);
     auto files = ReadByPath(index);
-    ExpectHashedLike(files[P("a")], contents_["a"]);
-    ExpectHashedLike(files[P("b")], contents_["b"]);
+    for (const char* rel : {"a", "b"}) {
+      const FileEntry& e = files[P(rel)];
+      EXPECT_TRUE(e.size_paired) << rel;
+      EXPECT_FALSE(e.hashed) << rel;
+      EXPECT_TRUE(e.error.empty()) << rel;
+      EXPECT_FALSE(e.extents.empty()) << rel;  // mapped, for the plan's disk order
+      EXPECT_EQ(e.size, contents_[rel].size()) << rel;
+    }
     for (const char* rel : {"c", "sub/d"}) {
       const FileEntry& e = files[P(rel)];
       EXPECT_FALSE(e.hashed) << rel;

@@ -1,0 +1,62 @@
+// What a whole-files-only scan leaves unread (lib/scan/kept.h, SetAsideUnique): a file
+// whose size no other has; two files of one size, both to be read, on one filesystem,
+// not paired before (mapped, not read); every other file stays to be read.
+#include "lib/scan/kept.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+namespace oans {
+namespace {
+
+Candidate Kept(const std::string& path, uint64_t size, uint32_t fs = 0) {
+  Candidate c;
+  c.entry.path = path;
+  c.entry.st.size = size;
+  c.entry.st.ino = std::hash<std::string>()(path);
+  c.fs = fs;
+  return c;
+}
+
+std::set<std::string> Paths(const std::vector<Candidate>& cs) {
+  std::set<std::string> out;
+  for (const auto& c : cs) out.insert(c.entry.path);
+  return out;
+}
+
+const PairedBefore kNever = [](const Candidate&) { return false; };
+
+TEST(SetAsideUnique, UniqueUnreadPairsMappedTheRestRead) {
+  std::vector<Candidate> kept = {Kept("/r/u", 10),  Kept("/r/p1", 20), Kept("/r/t1", 30), Kept("/r/p2", 20),
+                                 Kept("/r/t2", 30), Kept("/r/t3", 30), Kept("/r/w", 40),  Kept("/r/x", 50),
+                                 Kept("/r/y", 50, 1)};
+  // Size 40 is also a record already written (reused): /r/w is read, not paired.
+  SetAside aside = SetAsideUnique(&kept, {40, 7}, kNever);
+  ASSERT_EQ(aside.unread.size(), 1u);
+  EXPECT_EQ(aside.unread[0].path, "/r/u");
+  EXPECT_FALSE(aside.unread[0].hashed);
+  EXPECT_TRUE(aside.unread[0].error.empty());
+  EXPECT_EQ(Paths(aside.paired), (std::set<std::string>{"/r/p1", "/r/p2"}));
+  // Three of one size, one shared with a written record, and a size on two filesystems.
+  EXPECT_EQ(Paths(kept), (std::set<std::string>{"/r/t1", "/r/t2", "/r/t3", "/r/w", "/r/x", "/r/y"}));
+  // The files to read keep their order.
+  std::vector<std::string> order;
+  for (const auto& c : kept) order.push_back(c.entry.path);
+  EXPECT_TRUE(std::is_sorted(order.begin(), order.end()));
+}
+
+TEST(SetAsideUnique, APairPlannedBeforeIsRead) {
+  for (const char* before : {"/r/a", "/r/b"}) {
+    std::vector<Candidate> kept = {Kept("/r/a", 20), Kept("/r/b", 20), Kept("/r/c", 30), Kept("/r/d", 30)};
+    SetAside aside =
+        SetAsideUnique(&kept, {}, [&](const Candidate& c) { return c.entry.path == before; });
+    EXPECT_TRUE(aside.unread.empty());
+    EXPECT_EQ(Paths(aside.paired), (std::set<std::string>{"/r/c", "/r/d"})) << before;
+    EXPECT_EQ(Paths(kept), (std::set<std::string>{"/r/a", "/r/b"})) << before;
+  }
+}
+
+}  // namespace
+}  // namespace oans
