@@ -84,7 +84,8 @@ void AddOptions(CLI::App& app, Args& a) {
   app.add_flag("--whole-files-only", o.whole_files_only,
                "Only whole files will be shared (oans-apply --link=hard, oans-plan --whole-files-only): where no "
                "btrfs checksums key the files (ext4, XFS, --read-data), a file whose size no other file has is "
-               "recorded unread and never opened");
+               "recorded unread and never opened, and two files of one size are mapped but not read (apply's "
+               "compare reads them)");
   cli::AddSize(app, "--block-size", &block_size, "Bytes per block hash, a multiple of 4K (default 128K)");
   cli::AddSize(app, "--min-size", &o.min_size, "Skip files smaller than SIZE (default: keep every non-empty file)");
   app.add_option("--exclude", o.excludes,
@@ -174,7 +175,7 @@ int main(int argc, char** argv) {
       "  oans-scan /srv/data | oans-plan > plan.capnp      scan and plan in one pipe\n"
       "  oans-scan -o data.idx /srv/data /home             an index of two trees\n"
       "  oans-scan --previous data.idx -o new.idx /srv/data   read only what changed\n"
-      "  oans-scan --whole-files-only -o data.idx /srv/ext4   read only files whose size another has\n"
+      "  oans-scan --whole-files-only -o data.idx /srv/ext4   read only files whose size two others have\n"
       "  oans-scan --exclude '*.tmp' --min-size 64K -o data.idx /srv/data   no *.tmp, nothing under 64K\n"
       "  oans-scan --exclude-preset nas --exclude photos/cache -o data.idx /srv/data   NAS metadata and\n"
       "                                                    ROOT/photos/cache left out\n"
