@@ -62,9 +62,6 @@ class Leases {
   std::vector<int> held_;
 };
 
-// The compare's verdict when the bytes differ.
-constexpr char kContentDiffers[] = "differs (changed since scan)";
-
 // A destination not linked, counted: skipped, an error, or, paired by size alone
 // (`by_size`) and found different by the compare, as expected.
 void CountNotLinked(const Status& ls, bool by_size, bool transient, const PlanFileRef& df, RoundResult* out) {
@@ -81,7 +78,7 @@ void CountNotLinked(const Status& ls, bool by_size, bool transient, const PlanFi
 }  // namespace
 
 HardlinkExecutor::HardlinkExecutor(PacedSys& sys, LinkPolicy policy, LinkIntentLog* log)
-    : sys_(sys), unpaced_(sys.inner()), policy_(policy), log_(log), a_(1u << 20), b_(1u << 20), reach_(sys) {}
+    : sys_(sys), unpaced_(sys.inner()), policy_(policy), log_(log), reach_(sys) {}
 
 std::string HardlinkExecutor::PolicyRefusal(const LinkPolicy& p, const FileStat& a, const FileStat& b,
                                             const std::vector<std::pair<std::string, std::string>>* xa,
@@ -227,17 +224,28 @@ Status HardlinkExecutor::LinkOne(const PreparedRound& r, uint32_t src, uint32_t 
     xs = std::move(*a);
     xd = std::move(*b);
   }
+  // A round read ahead was paced by the prefetch: its compare is not paced again.
+  Sys& reads = r.prefetched == 0 ? sys_ : unpaced_;
+  // Files paired by size alone that a rule refuses: the refusal is told only of equal
+  // ones; the others differ, as such pairs may.
+  const bool by_size = dst.unread || r.round.files[src].unread;
+  auto refuse = [&](Status why) {
+    bool ignored = false;
+    Status same = by_size ? compare_.Equal(reads, src_fd, dst_fd, s0->size, [] { return true; }, &ignored) : why;
+    return same.message() == kContentDiffers ? same : why;
+  };
   std::string refusal = PolicyRefusal(policy_, *s0, *d0, &xs, &xd);
-  if (!refusal.empty()) return Status::Mismatch(refusal);
-  if (d0->nlink > 1)
-    return Status::Mismatch("has other hardlinks: linking one name would split them");
+  if (!refusal.empty()) return refuse(Status::Mismatch(refusal));
+  if (d0->nlink > 1) return refuse(Status::Mismatch("has other hardlinks: linking one name would split them"));
   if (sys_.InodeFlags(src_fd) & (kImmutableFlag | kAppendFlag))
-    return Status::Mismatch("its source is immutable or append-only (never linked to)");
-  if (policy_.same_reach) OANS_RETURN_IF_ERROR(SameReach(r.round.files[src], *s0, dst));
+    return refuse(Status::Mismatch("its source is immutable or append-only (never linked to)"));
+  if (policy_.same_reach)
+    if (Status reach = SameReach(r.round.files[src], *s0, dst); !reach.ok()) return refuse(reach);
   Leases leases(sys_);
   OANS_RETURN_IF_ERROR(leases.Take(src_fd, transient));
   OANS_RETURN_IF_ERROR(leases.Take(dst_fd, transient));
-  OANS_RETURN_IF_ERROR(Compare(src_fd, dst_fd, s0->size, r.prefetched == 0, transient));
+  auto held = [&] { return sys_.LeaseHeld(src_fd) && sys_.LeaseHeld(dst_fd); };
+  OANS_RETURN_IF_ERROR(compare_.Equal(reads, src_fd, dst_fd, s0->size, held, transient));
   if (!leases.Intact()) {
     *transient = true;
     return Status::Mismatch("opened for writing by another process during the compare");
@@ -283,26 +291,6 @@ Status HardlinkExecutor::SameReach(const PlanFileRef& src, const FileStat& s0, c
     auto got = reach_.Of(name);
     if (!got.ok()) return Status::Mismatch(std::string("who can reach its source cannot be decided") + relax);
     if (*got != *want) return Status::Mismatch(std::string("other users can reach its source than can reach it") + relax);
-  }
-  return Status::Ok();
-}
-
-Status HardlinkExecutor::Compare(int src_fd, int dst_fd, uint64_t size, bool paced, bool* transient) {
-  for (uint64_t off = 0; off < size;) {
-    size_t want = size_t(std::min<uint64_t>(a_.size(), size - off));
-    // A round read ahead was paced by the prefetch: its compare is not paced again.
-    Sys& reads = paced ? sys_ : unpaced_;
-    auto x = reads.Pread(src_fd, a_.data(), want, off);
-    auto y = reads.Pread(dst_fd, b_.data(), want, off);
-    if (!x.ok()) return x.status();
-    if (!y.ok()) return y.status();
-    if (*x != want || *y != want) return Status::Mismatch("changed while being compared");
-    if (std::memcmp(a_.data(), b_.data(), want) != 0) return Status::Mismatch(kContentDiffers);
-    off += want;
-    if (!sys_.LeaseHeld(src_fd) || !sys_.LeaseHeld(dst_fd)) {
-      *transient = true;
-      return Status::Mismatch("opened for writing by another process during the compare");
-    }
   }
   return Status::Ok();
 }

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/apply/compare.h"
 #include "lib/apply/executor.h"
 #include "lib/apply/link_intent.h"
 #include "lib/apply/prefetch.h"
@@ -73,9 +74,6 @@ class HardlinkExecutor : public Executor {
   LinkIntent IntentFor(const PreparedRound& r, uint32_t src, uint32_t dst);
   // Whether the same users reach every name of the source and the destination.
   Status SameReach(const PlanFileRef& src, const FileStat& s0, const PlanFileRef& dst);
-  // Compares the two files byte for byte; `paced`: count the reads against the rate
-  // (a round read ahead was paced by the prefetch).
-  Status Compare(int src_fd, int dst_fd, uint64_t size, bool paced, bool* transient);
   Status Replace(int src_fd, int dst_fd, const PlanFileRef& dst, const FileStat& d0, const LinkIntent& in,
                  bool* transient, bool* keep);
   // Syncs each directory Replace changed this round, if it is still that directory;
@@ -85,7 +83,7 @@ class HardlinkExecutor : public Executor {
   Sys& unpaced_;  // sys_ without the pace
   const LinkPolicy policy_;
   LinkIntentLog* log_;
-  std::vector<char> a_, b_;
+  FileCompare compare_;
   Reach reach_;
   uint64_t freed_ = 0;  // bytes the destination LinkOne replaced held on disk
   std::set<std::pair<uint32_t, uint64_t>> linked_;  // destinations handled, (fs, inode) as planned

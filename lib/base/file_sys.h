@@ -172,6 +172,13 @@ class FileSys {
     (void)fd, (void)stop, (void)out;
     return Status::Unsupported("reading inode tables");
   }
+  // Reads the data blocks of the directory open as fd in disk order ahead of its
+  // listing, and leaves it at its start: XFS (lib/base/xfs.h). The extents read that
+  // way (0: in order already). Unsupported elsewhere, as by this default.
+  virtual Result<uint32_t> ReadDirectoryInDiskOrder(int fd) {
+    (void)fd;
+    return Status::Unsupported("reading a directory in disk order");
+  }
   // MemAvailable of /proc/meminfo, in bytes; 0 when not known, as by this default.
   virtual uint64_t MemoryAvailable() { return 0; }
   // lseek(SEEK_DATA) (hole = false) or lseek(SEEK_HOLE) (hole = true) from `offset`;

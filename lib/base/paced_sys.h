@@ -64,6 +64,7 @@ class PacedSys final : public Sys {
   Status ReadInodeTables(int fd, const std::function<bool()>& stop, InodeTables* out) override {
     return inner_.ReadInodeTables(fd, stop, out);
   }
+  Result<uint32_t> ReadDirectoryInDiskOrder(int fd) override { return inner_.ReadDirectoryInDiskOrder(fd); }
   uint64_t MemoryAvailable() override { return inner_.MemoryAvailable(); }
   Result<DeviceMounts> MountsOf(uint64_t dev) override { return inner_.MountsOf(dev); }
   Status Syncfs(int fd) override { return inner_.Syncfs(fd); }

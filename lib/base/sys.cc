@@ -201,6 +201,7 @@ class PosixSys final : public Sys {
   Status ReadInodeTables(int fd, const std::function<bool()>& stop, InodeTables* out) override {
     return XfsReadInodeTables(fd, stop, out);
   }
+  Result<uint32_t> ReadDirectoryInDiskOrder(int fd) override { return XfsReadDirectoryInDiskOrder(fd); }
   uint64_t MemoryAvailable() override { return MemAvailableBytes(); }
   Result<SpaceUse> MeasureSpace(int fd) override { return oans::MeasureSpace(fd); }
   Status ChangedInodes(int fd, uint64_t since, uint64_t first, uint64_t last, std::vector<uint64_t>* inodes) override {

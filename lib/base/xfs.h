@@ -1,4 +1,5 @@
-// XFS's own ioctls: its geometry and bulkstat, which reads the inode tables in disk order.
+// XFS's own ioctls: its geometry, bulkstat, which reads the inode tables in disk order,
+// and a directory's block map, by which its blocks are read in disk order.
 // Everything oans knows of XFS's interfaces is here; lib/base/sys.cc calls it.
 #pragma once
 
@@ -18,5 +19,14 @@ Result<uint32_t> XfsInodeSize(int fd);
 // stays in XFS's buffer cache, so later stat and open calls need no read of their own.
 // The records bulkstat returns are counted and dropped. Needs CAP_SYS_ADMIN (EPERM).
 Status XfsReadInodeTables(int fd, const std::function<bool()>& stop, InodeTables* out);
+
+// Reads the data blocks of the directory open as `fd` in disk order, ahead of its
+// listing: XFS often lays a growing directory's blocks out downwards, so a listing in
+// logical order steps back on the disk for each block. Each data extent out of order is
+// listed from its own position (XFS's directory cookies are byte offsets / 8) and the
+// entries dropped; the blocks stay in XFS's buffer cache. The directory is left at its
+// start. Returns the extents so read (0 when they were in order already). Unsupported
+// off XFS.
+Result<uint32_t> XfsReadDirectoryInDiskOrder(int fd);
 
 }  // namespace oans

@@ -119,7 +119,8 @@ Status CheckRecord(schema::FileRecord::Reader f, const std::string& name, const 
   if (sums != 0 && (sum_kind == 0 || sums != (size + 4095) / 4096 * 4))
     return Status::Corrupt(name + " is damaged (sector sums do not match the file size)");
   // Paired by size means left unread: no keys, no error.
-  if (f.getSizePaired() && (f.getHashed() || f.getError().size() != 0))
+  const bool keys = f.getHashHi() || f.getHashLo() || hash_bytes != 0 || sums != 0;
+  if (f.getSizePaired() && (f.getHashed() || keys || f.getError().size() != 0))
     return Status::Corrupt(name + " is damaged (a record paired by size alone is also read, or failed)");
   return Status::Ok();
 }

@@ -7,7 +7,8 @@
 namespace oans {
 namespace {
 
-using GroupVisit = std::function<Status(const std::vector<uint32_t>& ids, bool one_layout, const WholeKey& head)>;
+using GroupVisit =
+    std::function<Status(const std::vector<uint32_t>& ids, bool one_layout, const WholeKey& head)>;
 
 // Walks the groups: `visit(ids, one_layout, head)` for every group of two or more files
 // not dropped (head: the first member's key). The last walk (`take`) gives the keys' memory back as it goes.
@@ -79,11 +80,12 @@ Status GroupWholeFiles(PlanState& st, std::vector<GroupReport>* reports) {
   if (st.details.spilled()) {
     // The details went to disk: fetch those the groups need in one sequential pass.
     std::vector<bool> needed(st.details.size(), false);
-    OANS_RETURN_IF_ERROR(WalkGroups(st, [&](const std::vector<uint32_t>& ids, bool one_layout, const WholeKey& head) {
+    auto mark = [&](const std::vector<uint32_t>& ids, bool one_layout, const WholeKey& head) {
       if (wanted(head) && needs_details(ids, one_layout))
         for (uint32_t m : ids) needed[m] = true;
       return Status::Ok();
-    }, false));
+    };
+    OANS_RETURN_IF_ERROR(WalkGroups(st, mark, false));
     OANS_RETURN_IF_ERROR(st.details.Preload(needed, st.budget[Use::kPreload], reports != nullptr, st.o.stop));
   }
   st.grouped.assign(st.details.size(), false);

@@ -94,9 +94,7 @@ Status Loader::BlockKeys(const FileEntry& e, const Detail& d, uint32_t pair, uin
 }
 
 Status Loader::File(FileEntry& e) {
-  if (e.size_paired) {
-    st_.stats->size_paired++;
-  } else if (!e.error.empty() || !e.hashed) {
+  if (!e.size_paired && (!e.error.empty() || !e.hashed)) {
     // Hashed false without an error: left unread by a scan, its size unique. Never paired.
     (e.error.empty() ? st_.stats->skipped_unread : st_.stats->skipped_errors)++;
     return Status::Ok();
@@ -106,6 +104,7 @@ Status Loader::File(FileEntry& e) {
       st_.stats->skipped_inline++;
       return Status::Ok();
     }
+  if (e.size_paired) st_.stats->size_paired++;
   Detail d;
   d.fs = remap_[e.fs];
   d.dev = e.dev;  // written to the plan as it was; never used for identity

@@ -51,29 +51,29 @@ uint64_t FirstPhysical(const std::vector<FiemapExtent>& extents) {
 }
 
 SetAside SetAsideUnique(std::vector<Candidate>* kept, std::vector<uint64_t> written,
-                        const PairedBefore& paired_before) {
+                        const KnownBefore& known_before) {
   for (const auto& c : *kept) written.push_back(c.entry.st.size);
   std::sort(written.begin(), written.end());
   auto others = [&](uint64_t size) {
     auto same = std::equal_range(written.begin(), written.end(), size);
     return size_t(same.second - same.first);
   };
-  // The kept files by size: a size met twice in all, both times here, is a pair.
-  std::vector<uint32_t> by_size(kept->size());
-  for (uint32_t i = 0; i < by_size.size(); ++i) by_size[i] = i;
-  std::sort(by_size.begin(), by_size.end(),
-            [&](uint32_t a, uint32_t b) { return (*kept)[a].entry.st.size < (*kept)[b].entry.st.size; });
+  // The kept files by size, (size, position): a size met twice in all, both times
+  // here, is a pair.
+  std::vector<std::pair<uint64_t, uint32_t>> by_size(kept->size());
+  for (uint32_t i = 0; i < by_size.size(); ++i) by_size[i] = {(*kept)[i].entry.st.size, i};
+  std::sort(by_size.begin(), by_size.end());
   enum Fate : uint8_t { kRead, kUnread, kPaired };
   std::vector<Fate> fate(kept->size(), kRead);
   for (size_t i = 0; i < by_size.size(); ++i) {
-    const Candidate& c = (*kept)[by_size[i]];
-    const size_t n = others(c.entry.st.size);
+    const auto [size, at] = by_size[i];
+    const size_t n = others(size);
     if (n == 1) {
-      fate[by_size[i]] = kUnread;
-    } else if (n == 2 && i + 1 < by_size.size() && (*kept)[by_size[i + 1]].entry.st.size == c.entry.st.size) {
-      const Candidate& d = (*kept)[by_size[i + 1]];
-      if (d.fs == c.fs && !paired_before(c) && !paired_before(d)) fate[by_size[i]] = fate[by_size[i + 1]] = kPaired;
-      ++i;
+      fate[at] = kUnread;
+    } else if (n == 2 && i + 1 < by_size.size() && by_size[i + 1].first == size) {
+      const uint32_t other = by_size[++i].second;
+      const Candidate &c = (*kept)[at], &d = (*kept)[other];
+      if (d.fs == c.fs && !known_before(c) && !known_before(d)) fate[at] = fate[other] = kPaired;
     }
   }
   SetAside aside;
@@ -107,8 +107,8 @@ void PlaceKept(Sys& sys, std::vector<Candidate>* kept) {
 }
 
 Status WriteUnread(const KeptRun& job, std::vector<Candidate>* kept, std::vector<uint64_t> written,
-                   const PairedBefore& paired_before) {
-  SetAside aside = SetAsideUnique(kept, std::move(written), paired_before);
+                   const KnownBefore& known_before) {
+  SetAside aside = SetAsideUnique(kept, std::move(written), known_before);
   if (job.stats->order == ReadOrder::kPhysical) PlaceKept(job.sys, kept);
   for (auto& e : aside.unread) {
     job.stats->unread++;

@@ -47,14 +47,14 @@ struct SetAside {
   // Files whose size no other file has: recorded unread (hashed false, no error), never
   // opened.
   std::vector<FileEntry> unread;
-  // Two files of one size, both kept, on one filesystem, neither already paired so
-  // unchanged (`paired_before`): they are mapped but not read; a whole-file plan pairs
-  // them and apply's compare decides.
+  // Two files of one size, both kept, on one filesystem, neither held unchanged by the
+  // previous index (`known_before`: a pair planned once, or a file with keys): they are
+  // mapped but not read; a whole-file plan pairs them and apply's compare decides.
   std::vector<Candidate> paired;
 };
-using PairedBefore = std::function<bool(const Candidate&)>;
+using KnownBefore = std::function<bool(const Candidate&)>;
 SetAside SetAsideUnique(std::vector<Candidate>* kept, std::vector<uint64_t> written,
-                        const PairedBefore& paired_before);
+                        const KnownBefore& known_before);
 
 // For kept files the walk did not open: maps each one's start (FIEMAP) and sorts them
 // in disk order. A file that cannot be opened stays; its read reports it.
@@ -79,10 +79,10 @@ struct KeptRun {
 };
 
 // SetAsideUnique, then the records set aside written to `job.writer` (counted in its
-// stats; the pairs mapped, in disk order on HDD), and on HDD the others placed in disk
+// stats; the pairs mapped in the order kept), and on HDD the others placed in disk
 // order (PlaceKept).
 Status WriteUnread(const KeptRun& job, std::vector<Candidate>* kept, std::vector<uint64_t> written,
-                   const PairedBefore& paired_before);
+                   const KnownBefore& known_before);
 
 // Reads `kept` in order, each record filled by job.builder, and writes the records to
 // job.writer, until done, a write fails or options.stop is set. Returns the first write

@@ -179,10 +179,10 @@ bool PreviousIndex::FixedOf(const Key& k, std::string* rec) const {
   return true;
 }
 
-bool PreviousIndex::PairedBefore(const std::string& fs_key, const FileEntry& e) const {
+bool PreviousIndex::HoldsUnchanged(const std::string& fs_key, const FileEntry& e) const {
   const Key* k = Find(fs_key, e.ino);
   std::string rec;
-  if (!k || !(k->flags & kPaired) || !FixedOf(*k, &rec)) return false;
+  if (!k || !FixedOf(*k, &rec)) return false;
   Fixed x;
   std::memcpy(&x, rec.data(), sizeof x);
   return FileIdentity::Of(e).HashesStillValid(x.id);

@@ -1,6 +1,6 @@
 // The previous index (--previous) of a scan, held compact: the records of files it
-// hashed (and the identity of those it left unread, paired by size), looked up by (filesystem key, inode), and the btrfs subvolume generations its
-// headers knew. In memory only a sorted array of 24-byte keys; the records themselves
+// hashed (and the identity of those it paired by size), looked up by (filesystem key,
+// inode), and the btrfs subvolume generations its headers knew. In memory only a sorted array of 24-byte keys; the records themselves
 // (identity, hashes, extents, sector sums) go to a RecordStore, in memory up to
 // ScanOptions::memory and then in an unnamed temporary file, read back one record per
 // lookup. RunScan loads it once on its own thread, before the walk; after that it is
@@ -70,9 +70,10 @@ class PreviousIndex {
   // the previous scan) and a complete extent map in the record.
   bool Reuse(const std::string& fs_key, FileEntry* e, bool unopened = false, bool extents_unchanged = false) const;
 
-  // Whether the previous index left this file unread, paired by size with another
-  // (FileEntry::size_paired), and it has not changed since: its pair was planned once.
-  bool PairedBefore(const std::string& fs_key, const FileEntry& e) const;
+  // Whether the previous index holds a record of this file, read or paired by size
+  // (FileEntry::size_paired), and the file has not changed since. A whole-files-only
+  // scan pairs such a file by size no more: its pair was planned once, or it has keys.
+  bool HoldsUnchanged(const std::string& fs_key, const FileEntry& e) const;
 
   // Whether the records went to the temporary file (more than `memory` bytes of them).
   bool spilled() const { return store_.spilled(); }

@@ -73,6 +73,7 @@ struct WalkState {
   // The walk opens no file; those of a unique size stay unopened (SetAsideUnique).
   bool skip_unique = false;
   bool inode_order = false;  // one walker in inode order (WalkOptions::inode_order)
+  bool dirs_in_disk_order = false;  // and an XFS filesystem among the roots
   std::vector<uint64_t> written{};  // then: the spooled records' sizes
   std::atomic<uint64_t> found{0}, bytes_read{0}, unopened{0}, tree_mapped{0}, walked_bytes{0};
 
@@ -219,6 +220,7 @@ WalkOptions WalkOptionsFor(WalkState& s, int threads) {
   if (s.read_in_walk && s.trees_on_ssd && s.o.io_threads == 0) wo.threads = std::max(wo.threads, kSsdTreeWalkers);
   wo.files_found = &s.found;
   wo.inode_order = s.inode_order;
+  wo.dirs_in_disk_order = s.inode_order && s.dirs_in_disk_order;
   if (!s.skip_unique) wo.on_file = [&s](int fd, WalkEntry* w) -> bool { return OnOpenFile(s, fd, w); };
   wo.on_dir = [&s](int fd, const std::string& path, uint32_t root) {
     auto st = s.sys.Fstat(fd);
@@ -234,11 +236,14 @@ WalkOptions WalkOptionsFor(WalkState& s, int threads) {
   return wo;
 }
 
-void CountWalk(const WalkResult& w, ScanStats* stats) {
+void CountWalk(const WalkResult& w, const WalkState& s, ScanStats* stats) {
+  stats->unopened = s.unopened.load();
+  stats->tree_mapped = s.tree_mapped.load();
   stats->dirs = w.dirs;
   stats->skipped_special = w.skipped_special;
   stats->skipped_symlinks = w.skipped_symlinks;
   stats->skipped_mounts = w.skipped_mounts;
+  stats->dirs_in_disk_order = w.dirs_in_disk_order;
   stats->skipped_small = w.skipped_small;
   stats->excluded = w.excluded;
   stats->exclude_hits = w.exclude_hits;
@@ -282,16 +287,18 @@ void PrepareWalk(WalkState& state, const IndexHeader& header, Observer* observer
   // One walker in inode order where btrfs trees read ahead do not serve the walk.
   state.inode_order = PolicyFor(stats->storage.kind).walk_in_inode_order && !(ahead && all_btrfs);
   if (state.inode_order && !all_btrfs) SweepScanInodeTables(state.sys, header.roots, o.stop, observer, stats);
+  state.dirs_in_disk_order = std::any_of(listed.begin(), listed.end(), [](const FsRecord& f) { return f.type == "xfs"; });
   state.trees_on_ssd = stats->storage.kind == StorageKind::kSsd && !o.read_data && state.map_from_trees && all_btrfs;
   // Without btrfs checksums to key files unread, whole files only reads no unique size.
   state.skip_unique = o.whole_files_only && (o.read_data || !all_btrfs);
 }
 
-// Pairs already planned once and unchanged are read this time: their plan found them
-// different, or was not applied.
-PairedBefore PairedBeforeIn(const PreviousIndex& prev, Filesystems& filesystems) {
+// Files the previous index holds unchanged are not paired by size: a pair planned once
+// is read this time (its plan found it different, or was not applied), and a file with
+// keys has them reused.
+KnownBefore KnownBeforeIn(const PreviousIndex& prev, Filesystems& filesystems) {
   return [&prev, &filesystems](const Candidate& c) {
-    return prev.PairedBefore(filesystems.Key(c.fs), EntryOf(c.entry, c.fs));
+    return prev.HoldsUnchanged(filesystems.Key(c.fs), EntryOf(c.entry, c.fs));
   };
 }
 
@@ -345,9 +352,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   if (!walked.ok()) return walked.status();
   OANS_RETURN_IF_ERROR(sink.status());
   WalkResult& w = *walked;
-  stats->unopened = state.unopened.load();
-  stats->tree_mapped = state.tree_mapped.load();
-  CountWalk(w, stats);
+  CountWalk(w, state, stats);
   const uint64_t found = state.found.load();
   const uint64_t walked_bytes = state.walked_bytes.load();
   observer->Progress({"walk", walked_bytes, walked_bytes, found, found});  // exact now
@@ -356,7 +361,8 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   IndexWriter writer(out);
   OANS_RETURN_IF_ERROR(WriteStart(sys, header, filesystems, sink, &census, &writer));
   const KeptRun job{sys, o, builder, filesystems, &writer, observer, stats, found};
-  if (state.skip_unique) OANS_RETURN_IF_ERROR(WriteUnread(job, &kept, std::move(state.written), PairedBeforeIn(*prev, filesystems)));
+  if (state.skip_unique)
+    OANS_RETURN_IF_ERROR(WriteUnread(job, &kept, std::move(state.written), KnownBeforeIn(*prev, filesystems)));
   KeptProgress progress;
   Status written = ReadKept(job, kept, &progress);
   stats->bytes_read = state.bytes_read.load();

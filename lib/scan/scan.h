@@ -95,6 +95,7 @@ struct ScanStats {
   uint64_t census_looked_up = 0;  // of those, counted by LOGICAL_INO_V2, not from their items
   uint64_t errors = 0;         // files recorded with an error
   uint64_t unread = 0;         // files of a unique size recorded unread (whole_files_only)
+  uint64_t dirs_in_disk_order = 0;  // directories whose blocks were read in disk order before listing (XFS, HDD)
   uint64_t size_paired = 0;    // files one other shares its size with, mapped, not read (whole_files_only)
   uint64_t hardlinks = 0;      // extra names of inodes already recorded
   uint64_t dirs = 0, skipped_special = 0, skipped_symlinks = 0, skipped_mounts = 0, skipped_small = 0,

@@ -51,6 +51,8 @@ Figures<S> Found() {
        [](const S& s) { return V(s.inode_tables_bytes); }},
       {"inode_tables_inodes", Unit::kCount, "{} inodes in disk order",
        [](const S& s) { return V(s.inode_tables_inodes); }},
+      {"dirs_in_disk_order", Unit::kCount, "read {} directories' blocks in disk order",
+       [](const S& s) { return V(s.dirs_in_disk_order); }},
       {"census_extents", Unit::kCount, "counted the references of {} btrfs extents",
        [](const S& s) { return V(s.census_extents); }},
       {"census_looked_up", Unit::kCount, "{} of them by LOGICAL_INO",

@@ -30,7 +30,7 @@ using DirHandle = Fd;
 struct Local {
   std::deque<WalkEntry> files;  // grows without moving what it holds
   std::vector<WalkProblem> problems;
-  uint64_t dirs = 0, special = 0, symlinks = 0, mounts = 0, small = 0, excluded = 0;
+  uint64_t dirs = 0, special = 0, symlinks = 0, mounts = 0, small = 0, excluded = 0, in_disk_order = 0;
   std::vector<uint64_t> hits;  // per exclude glob
 };
 
@@ -117,6 +117,10 @@ class Walker {
       if (!st.ok()) {
         L.problems.push_back({q.path, st.status()});
         continue;
+      }
+      if (o_.dirs_in_disk_order) {
+        auto read = sys_.ReadDirectoryInDiskOrder(handle->get());
+        if (read.ok() && *read) L.in_disk_order++;  // not read ahead: listed as it is
       }
       Listing l{std::move(q.path), q.mnt_id, q.dev, q.root};
       l.ino = q.ino;
@@ -340,6 +344,7 @@ class Walker {
       out.skipped_special += L.special;
       out.skipped_symlinks += L.symlinks;
       out.skipped_mounts += L.mounts;
+      out.dirs_in_disk_order += L.in_disk_order;
       out.skipped_small += L.small;
       out.excluded += L.excluded;
       out.exclude_hits.resize(o_.excludes.size());

@@ -54,6 +54,10 @@ struct WalkOptions {
   // ascending inode order, so the disk reads inode tables and directory blocks mostly in
   // one direction instead of in name-hash order.
   bool inode_order = false;
+  // With inode_order: each directory's blocks are read in disk order before it is listed
+  // (FileSys::ReadDirectoryInDiskOrder: XFS, whose growing directories often lie
+  // downwards). Where the filesystem cannot, it is listed as it is.
+  bool dirs_in_disk_order = false;
 };
 
 struct WalkEntry {
@@ -75,6 +79,7 @@ struct WalkResult {
   uint64_t skipped_special = 0;   // fifos, sockets, devices
   uint64_t skipped_symlinks = 0;
   uint64_t skipped_mounts = 0;    // directories on another mount
+  uint64_t dirs_in_disk_order = 0;  // directories whose blocks were read in disk order first
   uint64_t skipped_small = 0;     // below min_size (empty files included)
   uint64_t excluded = 0;
   std::vector<uint64_t> exclude_hits;  // entries excluded by each glob of WalkOptions::excludes

@@ -30,6 +30,8 @@ for i in range(20):  # 20 duplicates, copied below with owner, mode and mtime
 os.makedirs(f"{m}/same")
 for n in ("x", "y"):  # one size, two contents: paired by size, never linked
     open(f"{m}/same/s{n}.bin", "wb").write(r.randbytes(400000))
+for n in ("x", "y"):  # the same, with mtimes that differ too (a linking rule refuses)
+    open(f"{m}/same/q{n}.bin", "wb").write(r.randbytes(410000))
 os.makedirs(f"{m}/three")
 t = r.randbytes(300001)
 for n in range(3):  # three files of one size: read
@@ -37,6 +39,7 @@ for n in range(3):  # three files of one size: read
 PY
 cp -a "$MNT/dup/a/." "$MNT/dup/b/"
 touch -r "$MNT/same/sx.bin" "$MNT/same/sy.bin" "$MNT/three/t0.bin" "$MNT/three/t1.bin" "$MNT/three/t2.bin"
+touch -d '2020-01-01' "$MNT/same/qy.bin"
 sync
 before=$(checksums "$MNT")
 owners() { (cd "$MNT" && find . -type f -printf '%p %U %G %m\n' | sort); }
@@ -63,9 +66,9 @@ echo "opens of unique-size files: $u_whole with --whole-files-only, $u_every wit
 python3 - "$WORK/whole.json" <<'PY' || fail "scan summary: $(cat "$WORK/whole.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))
-# Only the three files of one size are read: the 21 pairs are mapped.
-assert s["unread"] == 200 and s["size_paired"] == 42 and s["hashed"] == 3, s
-assert s["files"] == 245 and s["errors"] == 0 and s["bytes_read"] == 3 * 300001, s
+# Only the three files of one size are read: the 22 pairs are mapped.
+assert s["unread"] == 200 and s["size_paired"] == 44 and s["hashed"] == 3, s
+assert s["files"] == 247 and s["errors"] == 0 and s["bytes_read"] == 3 * 300001, s
 PY
 "$BIN/oans-cat" "$WORK/whole.idx" > "$WORK/whole.txt" || fail "oans-cat"
 pass "whole files only: no file of a unique size opened ($(total_opens whole) opens in all)"
@@ -76,21 +79,23 @@ dup_bytes=$(cd "$MNT/dup/a" && stat -c %s d*.bin | awk '{ n += $1 } END { print 
 python3 - "$WORK/plan.json" "$dup_bytes" <<'PY' || fail "plan summary: $(cat "$WORK/plan.json")"
 import json, sys
 s, dup = json.load(open(sys.argv[1])), int(sys.argv[2])
-assert s["skipped_unread"] == 200 and s["skipped_errors"] == 0 and s["size_paired"] == 42, s
-assert s["size_paired_bytes"] == dup + 400000 and s["duplicate_bytes"] == dup + 400000 + 2 * 300001, s
+assert s["skipped_unread"] == 200 and s["skipped_errors"] == 0 and s["size_paired"] == 44, s
+pairs = dup + 400000 + 410000
+assert s["size_paired_bytes"] == pairs and s["duplicate_bytes"] == pairs + 2 * 300001, s
 PY
 # The report of duplicates names only files known equal: not the pairs.
 "$BIN/oans-plan" --whole-files-only --format=fdupes "$WORK/whole.idx" > "$WORK/fdupes.txt" 2>/dev/null \
   || fail "plan --format=fdupes"
 grep -q 't2\.bin' "$WORK/fdupes.txt" || fail "the report lost the three equal files: $(cat "$WORK/fdupes.txt")"
-! grep -Eq '(d[0-9]+|s[xy])\.bin' "$WORK/fdupes.txt" || fail "the report names files paired by size alone"
+! grep -Eq '(d[0-9]+|[sq][xy])\.bin' "$WORK/fdupes.txt" || fail "the report names files paired by size alone"
 "$BIN/oans-apply" --json --link=hard --journal "$WORK/journal" "$WORK/plan" > "$WORK/apply.json" 2> "$WORK/apply.err" \
   || fail "apply --link=hard: $(cat "$WORK/apply.err")"
 python3 - "$WORK/apply.json" <<'PY' || fail "apply summary: $(cat "$WORK/apply.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))
-# The different pair is no skip and no error: 20 + 2 files linked, 400000 bytes differed.
-assert s["files_linked"] == 22 and s["bytes_differed"] == 400000, s
+# The pairs that differ are no skip and no error, the one whose mtimes differ too
+# included (compared before its refusal): 20 + 2 files linked.
+assert s["files_linked"] == 22 and s["bytes_differed"] == 400000 + 410000, s
 assert s["bytes_skipped"] == 0 and s["errors"] == 0 and s["files_changed"] == 0, s
 PY
 for i in $(seq 0 19); do
@@ -109,12 +114,19 @@ traced_scan again --whole-files-only --previous "$WORK/whole.idx"
 python3 - "$WORK/again.json" <<'PY' || fail "scan after apply: $(cat "$WORK/again.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))
-assert s["size_paired"] == 0 and s["hashed"] == 2 and s["bytes_read"] == 2 * 400000, s
+assert s["size_paired"] == 0 and s["hashed"] == 4 and s["bytes_read"] == 2 * 400000 + 2 * 410000, s
 PY
 "$BIN/oans-plan" --json --whole-files-only "$WORK/again.idx" -o "$WORK/plan-again" > "$WORK/plan-again.json" 2>&1 \
   || fail "plan after apply"
 grep -q '"planned_bytes":0' "$WORK/plan-again.json" || fail "planned again: $(cat "$WORK/plan-again.json")"
-pass "the next scan reads the pair found different; nothing planned again"
+# And the scan after that reuses their keys: no pair by size again, nothing read.
+traced_scan third --whole-files-only --previous "$WORK/again.idx"
+python3 - "$WORK/third.json" <<'PY' || fail "third scan: $(cat "$WORK/third.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["size_paired"] == 0 and s["reused"] == 4 and s["hashed"] == 0 and s["bytes_read"] == 0, s
+PY
+pass "the next scans read the pairs found different once, then reuse their keys; nothing planned again"
 
 # A later scan that plans blocks needs every hash: it reads the unread files then.
 "$BIN/oans-scan" --quiet --json --previous "$WORK/whole.idx" "$MNT" -o "$WORK/later.idx" > "$WORK/later.json" 2>&1 \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a spinning disk, the scan reads XFS's inode tables once, in disk order, before its
-# walk (bulkstat): every inode in use is met, and the index is the one the scan makes
-# without it, record for record. On an SSD it does not. Counted with strace. Apply, given
+# walk (bulkstat), and a directory's blocks in disk order before listing it: every inode
+# in use is met, and the index is the one the scan makes without them, record for record. On an SSD it does not. Counted with strace. Apply, given
 # the plan of the spinning disk's index, reads them first too, lists the directories above
 # the plan's files (and no other), and dedupes as it would.
 source "$(dirname "$0")/lib.sh"
@@ -20,6 +20,10 @@ for d in range(40):  # directories in several allocation groups, files in each
     for f in range(50):
         with open(f"{sys.argv[1]}/d{d}/f{f}", "w") as out:
             out.write(f"{d} {f}\n" * (f + 1))
+os.makedirs(f"{sys.argv[1]}/wide")
+for f in range(600):  # a directory grown block by block: XFS lays them out downwards
+    with open(f"{sys.argv[1]}/wide/a-rather-long-file-name-that-fills-blocks-{f}", "w") as out:
+        out.write(f"{f}\n")
 PY
 sync
 before=$(checksums "$MNT")
@@ -48,6 +52,12 @@ pass "on a spinning disk the scan read the inode tables of all $inodes inodes in
 [ "$(bulkstat "$WORK/ssd.trace")" = 0 ] && [ "$(json_field "$WORK/ssd.json" inode_tables_inodes)" = 0 ] ||
   fail "ssd: the inode tables were swept"
 pass "on an SSD they were not"
+# A directory whose blocks lie out of order is read in disk order before its listing;
+# the records stay the same (compared below).
+[ "$(json_field "$WORK/hdd.json" dirs_in_disk_order)" -ge 1 ] ||
+  fail "hdd: no directory read in disk order ($(json_field "$WORK/hdd.json" dirs_in_disk_order))"
+[ "$(json_field "$WORK/ssd.json" dirs_in_disk_order)" = 0 ] || fail "ssd: directories read in disk order"
+pass "on a spinning disk $(json_field "$WORK/hdd.json" dirs_in_disk_order) directories' blocks were read in disk order first"
 cat_files "$WORK/hdd.idx" > "$WORK/hdd.txt"
 cat_files "$WORK/ssd.idx" > "$WORK/ssd.txt"
 cmp -s "$WORK/hdd.txt" "$WORK/ssd.txt" || fail "the indexes differ:

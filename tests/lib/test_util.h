@@ -106,6 +106,7 @@ class ForwardingSys : public Sys {
   Status ReadInodeTables(int fd, const std::function<bool()>& stop, InodeTables* out) override {
     return real().ReadInodeTables(fd, stop, out);
   }
+  Result<uint32_t> ReadDirectoryInDiskOrder(int fd) override { return real().ReadDirectoryInDiskOrder(fd); }
   uint64_t MemoryAvailable() override { return real().MemoryAvailable(); }
   Result<std::string> BtrfsDevicePath(int fd, uint64_t devid) override { return real().BtrfsDevicePath(fd, devid); }
   Result<int> OpenBlockDevice(const std::string& path) override { return real().OpenBlockDevice(path); }

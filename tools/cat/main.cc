@@ -110,6 +110,7 @@ Json FileJson(const FileEntry& e, bool blocks) {
     j["errno"] = e.errnum;
   }
   if (!e.other_paths.empty()) j["other_paths"] = JsonTextArray(e.other_paths);
+  if (e.size_paired) j["size_paired"] = true;
   return j;
 }
 
@@ -207,6 +208,7 @@ Json RoundJson(const PlanRound& r) {
       }
       j["other_paths"] = std::move(names);
     }
+    if (f.unread) j["unread"] = true;
     files.push_back(std::move(j));
   }
   Json ops = Json::array();

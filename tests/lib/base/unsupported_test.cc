@@ -61,6 +61,7 @@ TEST(SysDefaults, WhatASysCannotDoIsUnsupported) {
       {sys.OpenTmpfile(4).status(), "creating a temporary file"},
       {sys.SetInodeFlags(3, 0), "setting inode flags"},
       {sys.Pwrite(3, "x", 1, 0), "writing"},
+      {sys.ReadDirectoryInDiskOrder(3).status(), "reading a directory in disk order"},
   };
   for (const auto& [s, what] : got)
     EXPECT_TRUE(test::StatusIs(s, Status::Code::kUnsupported, what + " is not supported here")) << what;

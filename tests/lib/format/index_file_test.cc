@@ -298,7 +298,10 @@ TEST(IndexFile, SizePairedRecords) {
   TempDir dir;
   FileEntry e = SampleEntry(1, 64 * 1024);
   e.hashed = false;
+  e.hash = {};
   e.block_hashes.clear();
+  e.sector_sums.clear();
+  e.sum_kind = e.key_kind = 0;
   e.size_paired = true;
   test::WriteIndex(dir.Join("ok"), SampleHeader(), {e});
   auto got = ReadIndexFile(dir.Join("ok"));
@@ -311,7 +314,12 @@ TEST(IndexFile, SizePairedRecords) {
   hashed.size_paired = true;
   FileEntry failed = e;
   failed.error = "EIO";
-  for (const FileEntry& bad : {hashed, failed}) {
+  FileEntry keyed = e;  // keys without `hashed`
+  keyed.hash = {1, 2};
+  FileEntry summed = e;
+  summed.sum_kind = 1;
+  summed.sector_sums.assign((e.size + 4095) / 4096 * 4, 'x');
+  for (const FileEntry& bad : {hashed, failed, keyed, summed}) {
     test::WriteIndex(dir.Join("x"), SampleHeader(), {bad});
     EXPECT_TRUE(StatusIs(ReadIndexFile(dir.Join("x")).status(), Status::Code::kCorrupt, "paired by size"));
   }

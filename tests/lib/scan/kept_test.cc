@@ -26,7 +26,7 @@ std::set<std::string> Paths(const std::vector<Candidate>& cs) {
   return out;
 }
 
-const PairedBefore kNever = [](const Candidate&) { return false; };
+const KnownBefore kNever = [](const Candidate&) { return false; };
 
 TEST(SetAsideUnique, UniqueUnreadPairsMappedTheRestRead) {
   std::vector<Candidate> kept = {Kept("/r/u", 10),  Kept("/r/p1", 20), Kept("/r/t1", 30), Kept("/r/p2", 20),

@@ -189,9 +189,9 @@ TEST(PreviousIndex, ManyThreadsReadSpilledRecordsAtOnce) {
   EXPECT_EQ(prev.unreadable(), 0u);
 }
 
-}  // namespace
-// A record paired by size is never reused (it holds no keys); PairedBefore says it was
-// paired, while the file keeps its identity, in memory and past the budget alike.
+// A record paired by size is never reused (it holds no keys). HoldsUnchanged says the
+// index holds the file, paired or read, while it keeps its identity, in memory and past
+// the budget alike.
 TEST(PreviousIndex, PairedRecordsAreKnownNeverReused) {
   TempDir dir;
   FileEntry read = File(256, 1, 4);
@@ -207,7 +207,7 @@ TEST(PreviousIndex, PairedRecordsAreKnownNeverReused) {
     Observer quiet;
     ASSERT_OK(prev.Load(path, kBs, false, &stats, &quiet));
     FileEntry e = Stat(paired);
-    EXPECT_TRUE(prev.PairedBefore(Fs().Key(), e));
+    EXPECT_TRUE(prev.HoldsUnchanged(Fs().Key(), e));
     EXPECT_FALSE(prev.Reuse(Fs().Key(), &e));
     EXPECT_FALSE(prev.Reuse(Fs().Key(), &e, true, true));
     EXPECT_FALSE(prev.MayFinishUnopened(Fs().Key(), paired.ino, true));
@@ -215,14 +215,18 @@ TEST(PreviousIndex, PairedRecordsAreKnownNeverReused) {
     // Changed since: not the pair planned before.
     FileEntry changed = Stat(paired);
     changed.mtime_ns += 1;
-    EXPECT_FALSE(prev.PairedBefore(Fs().Key(), changed));
-    // A read record is not a pair; an unknown inode or filesystem is neither.
-    EXPECT_FALSE(prev.PairedBefore(Fs().Key(), Stat(read)));
+    EXPECT_FALSE(prev.HoldsUnchanged(Fs().Key(), changed));
+    // A read record is held too, not once changed; an unknown inode or filesystem is not.
+    EXPECT_TRUE(prev.HoldsUnchanged(Fs().Key(), Stat(read)));
+    FileEntry read_changed = Stat(read);
+    read_changed.ctime_ns += 1;
+    EXPECT_FALSE(prev.HoldsUnchanged(Fs().Key(), read_changed));
     FileEntry other = Stat(paired);
     other.ino = 999;
-    EXPECT_FALSE(prev.PairedBefore(Fs().Key(), other));
-    EXPECT_FALSE(prev.PairedBefore("elsewhere", Stat(paired)));
+    EXPECT_FALSE(prev.HoldsUnchanged(Fs().Key(), other));
+    EXPECT_FALSE(prev.HoldsUnchanged("elsewhere", Stat(paired)));
   }
 }
 
+}  // namespace
 }  // namespace oans
