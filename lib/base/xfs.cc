@@ -106,17 +106,17 @@ Status ListExtent(int fd, const DirExtent& x) {
 }  // namespace
 
 Result<uint32_t> XfsReadDirectoryInDiskOrder(int fd) {
-  OANS_ASSIGN_OR_RETURN(auto extents, DirDataExtents(fd));
+  auto extents = DirDataExtents(fd);
+  if (!extents.ok()) return extents.status().IsUnsupported() ? extents.status() : Result<uint32_t>(0u);
   auto by_place = [](const DirExtent& a, const DirExtent& b) { return a.block < b.block; };
-  if (extents.size() < 2 || std::is_sorted(extents.begin(), extents.end(), by_place)) return 0u;
-  std::sort(extents.begin(), extents.end(), by_place);
-  Status read;
-  for (const auto& x : extents)
-    if (read = ListExtent(fd, x); !read.ok()) break;
+  if (extents->size() < 2 || std::is_sorted(extents->begin(), extents->end(), by_place)) return 0u;
+  std::sort(extents->begin(), extents->end(), by_place);
+  // A hint: what a failed read leaves is read by the listing.
+  for (const auto& x : *extents)
+    if (!ListExtent(fd, x).ok()) break;
   // Back to the start, for the listing, whatever happened above.
-  if (::lseek(fd, 0, SEEK_SET) != 0) return Status::Io("seeking in a directory", errno);
-  OANS_RETURN_IF_ERROR(read);
-  return uint32_t(extents.size());
+  if (::lseek(fd, 0, SEEK_SET) != 0) return Status::Io("seeking back to the start of the directory", errno);
+  return uint32_t(extents->size());
 }
 
 }  // namespace oans

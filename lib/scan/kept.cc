@@ -42,6 +42,22 @@ Item* ReadOne(const KeptRun& job, Candidate& c, size_t i, bool drop_pages) {
   return it;
 }
 
+// The record of a file paired by size: opened without following symlinks, mapped, not
+// read; with an error when it cannot be opened or is another file now.
+FileEntry MapPaired(const KeptRun& job, Candidate& c) {
+  FileEntry e = EntryOf(c.entry, c.fs);
+  e.other_paths = std::move(c.other_paths);
+  auto fd = Own(job.sys, job.sys.OpenNoFollow(c.entry.path));
+  if (!fd.ok()) {
+    FailEntry(&e, fd.status());
+    return e;
+  }
+  FileAt at(job.filesystems.Key(c.fs), job.filesystems.IsBtrfs(c.fs));
+  at.fd = fd->get();
+  job.builder.MapOnly(at, &e);
+  return e;
+}
+
 }  // namespace
 
 uint64_t FirstPhysical(const std::vector<FiemapExtent>& extents) {
@@ -115,18 +131,16 @@ Status WriteUnread(const KeptRun& job, std::vector<Candidate>* kept, std::vector
     CountRecord(e, job.stats, job.observer);
     OANS_RETURN_IF_ERROR(job.writer->Add(std::move(e)));
   }
+  uint64_t mapped = 0;
+  auto last_progress = std::chrono::steady_clock::now();
   for (auto& c : aside.paired) {
     if (job.o.stop && job.o.stop->load()) return Status::Ok();  // the rest are left for the next scan
-    FileEntry e = EntryOf(c.entry, c.fs);
-    e.other_paths = std::move(c.other_paths);
-    auto fd = Own(job.sys, job.sys.OpenNoFollow(c.entry.path));
-    if (fd.ok()) {
-      FileAt at(job.filesystems.Key(c.fs), job.filesystems.IsBtrfs(c.fs));
-      at.fd = fd->get();
-      job.builder.MapOnly(at, &e);
-    } else {
-      FailEntry(&e, fd.status());
+    if (auto now = std::chrono::steady_clock::now(); now - last_progress > std::chrono::milliseconds(200)) {
+      last_progress = now;
+      job.observer->Progress({"map", 0, 0, mapped, aside.paired.size()});
     }
+    ++mapped;
+    FileEntry e = MapPaired(job, c);
     if (e.size_paired) job.stats->size_paired++;
     CountRecord(e, job.stats, job.observer);
     OANS_RETURN_IF_ERROR(job.writer->Add(std::move(e)));

@@ -120,7 +120,11 @@ class Walker {
       }
       if (o_.dirs_in_disk_order) {
         auto read = sys_.ReadDirectoryInDiskOrder(handle->get());
-        if (read.ok() && *read) L.in_disk_order++;  // not read ahead: listed as it is
+        if (!read.ok() && !read.status().IsUnsupported()) {  // not at its start: not listed
+          L.problems.push_back({q.path, read.status()});
+          continue;
+        }
+        if (read.ok() && *read) L.in_disk_order++;
       }
       Listing l{std::move(q.path), q.mnt_id, q.dev, q.root};
       l.ino = q.ino;

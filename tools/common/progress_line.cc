@@ -43,7 +43,7 @@ double ProgressEta(const ProgressSnapshot& s, double elapsed_s) {
 }
 
 const char* ItemsOf(const std::string& phase) {
-  if (phase == "walk" || phase == "hash" || phase == "load" || phase == "group") return "files";
+  if (phase == "walk" || phase == "hash" || phase == "map" || phase == "load" || phase == "group") return "files";
   if (phase == "dedupe") return "rounds";
   return "items";
 }

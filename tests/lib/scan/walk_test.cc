@@ -338,6 +338,61 @@ TEST_F(WalkTest, InodeOrderStaysOnOneFilesystem) {
   EXPECT_EQ(r->files.size(), 4u);
 }
 
+// A Sys whose reading of a directory in disk order answers `answer` for directory `dir`
+// (by inode), as if read, moving its position when told to, and counts the calls.
+class DiskOrderSys : public test::ForwardingSys {
+ public:
+  Result<uint32_t> ReadDirectoryInDiskOrder(int fd) override {
+    calls++;
+    auto st = Fstat(fd);
+    if (!st.ok() || st->ino != dir) return 0u;
+    if (move) ::lseek(fd, 0, SEEK_END);
+    if (!answer.ok()) return answer;
+    return 3u;
+  }
+  uint64_t dir = 0;
+  Status answer = Status::Ok();
+  bool move = false;
+  int calls = 0;
+};
+
+// In inode order with dirs_in_disk_order, each directory is read in disk order before
+// its listing: counted where it was; listed as it is where the filesystem cannot; and
+// not listed, but reported, where its position was lost.
+TEST_F(WalkTest, InodeOrderReadsDirectoriesInDiskOrderFirst) {
+  DiskOrderSys sys;
+  sys.dir = test::StatPath(P("a")).ino;
+  WalkOptions o;
+  o.inode_order = true;
+  o.dirs_in_disk_order = true;
+  auto r = Walk(sys, {dir_.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->problems.empty());
+  EXPECT_EQ(r->dirs_in_disk_order, 1u);
+  EXPECT_EQ(sys.calls, int(r->dirs));
+  EXPECT_EQ(r->files.size(), 4u);
+  sys.answer = Status::Unsupported("reading a directory in disk order");
+  r = Walk(sys, {dir_.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->problems.empty());
+  EXPECT_EQ(r->dirs_in_disk_order, 0u);
+  EXPECT_EQ(r->files.size(), 4u);
+  sys.answer = Status::Io("seeking back to the start of the directory", EIO);
+  sys.move = true;
+  r = Walk(sys, {dir_.path()}, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_EQ(r->problems[0].path, P("a"));
+  EXPECT_EQ(Paths(*r), (std::set<std::string>{P("small")}));  // a and what is below it not listed
+  // Without the option nothing is asked.
+  sys.calls = 0;
+  o.dirs_in_disk_order = false;
+  r = Walk(sys, {dir_.path()}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(sys.calls, 0);
+  EXPECT_EQ(r->files.size(), 4u);
+}
+
 // A queued directory whose parent is swapped for a symlink to a place where the name is
 // a mount point: the symlink is not followed to take the directory for a mount and skip
 // it in silence; the walk reports it.
