@@ -57,7 +57,8 @@ struct DirExtent {
 
 // Where XFS puts a directory's leaf and free-space blocks: after its data blocks.
 constexpr int64_t kDirLeafOffset = (int64_t(32) << 30) / 512;
-constexpr uint32_t kMaxExtents = 1024;  // a directory of more is read as it is listed
+constexpr uint32_t kMaxExtents = 1024;  // a directory of more is listed as it lies
+constexpr int64_t kMaxBytes = int64_t(64) << 20;  // and one of more data than this
 
 // The directory's data extents, by XFS_IOC_GETBMAPX, in logical order; none if unmapped.
 Result<std::vector<DirExtent>> DirDataExtents(int fd) {
@@ -76,15 +77,17 @@ Result<std::vector<DirExtent>> DirDataExtents(int fd) {
       return Status::Io("XFS_IOC_GETBMAPX", e);
     }
     const int n = map[0].bmv_entries;
+    if (n < 0 || n > kBatch) return Status::Unsupported("XFS block map of this form");
     for (int i = 1; i <= n; ++i) {
       const getbmapx& x = map[size_t(i)];
       if (x.bmv_offset >= kDirLeafOffset) return out;
+      if (x.bmv_offset < from || x.bmv_length <= 0) return Status::Unsupported("XFS block map of this form");
       if (x.bmv_block >= 0) out.push_back({x.bmv_offset, x.bmv_block, x.bmv_length});
       from = x.bmv_offset + x.bmv_length;
     }
-    if (n < kBatch) break;
+    if (n < kBatch) return out;
   }
-  return out;
+  return std::vector<DirExtent>();  // more extents than kMaxExtents: listed as they lie
 }
 
 // Lists the directory from data extent `x`'s first byte until past its end, dropping
@@ -109,14 +112,21 @@ Result<uint32_t> XfsReadDirectoryInDiskOrder(int fd) {
   auto extents = DirDataExtents(fd);
   if (!extents.ok()) return extents.status().IsUnsupported() ? extents.status() : Result<uint32_t>(0u);
   auto by_place = [](const DirExtent& a, const DirExtent& b) { return a.block < b.block; };
-  if (extents->size() < 2 || std::is_sorted(extents->begin(), extents->end(), by_place)) return 0u;
+  int64_t bytes = 0;
+  for (const auto& x : *extents) bytes += x.length * 512;
+  // In order already, or too big to stay cached until its listing: listed as it lies.
+  if (extents->size() < 2 || bytes > kMaxBytes || std::is_sorted(extents->begin(), extents->end(), by_place))
+    return 0u;
   std::sort(extents->begin(), extents->end(), by_place);
   // A hint: what a failed read leaves is read by the listing.
-  for (const auto& x : *extents)
+  uint32_t read = 0;
+  for (const auto& x : *extents) {
     if (!ListExtent(fd, x).ok()) break;
+    ++read;
+  }
   // Back to the start, for the listing, whatever happened above.
   if (::lseek(fd, 0, SEEK_SET) != 0) return Status::Io("seeking back to the start of the directory", errno);
-  return uint32_t(extents->size());
+  return read;
 }
 
 }  // namespace oans

@@ -287,7 +287,8 @@ void PrepareWalk(WalkState& state, const IndexHeader& header, Observer* observer
   // One walker in inode order where btrfs trees read ahead do not serve the walk.
   state.inode_order = PolicyFor(stats->storage.kind).walk_in_inode_order && !(ahead && all_btrfs);
   if (state.inode_order && !all_btrfs) SweepScanInodeTables(state.sys, header.roots, o.stop, observer, stats);
-  state.dirs_in_disk_order = std::any_of(listed.begin(), listed.end(), [](const FsRecord& f) { return f.type == "xfs"; });
+  const auto xfs = [](const FsRecord& f) { return f.type == "xfs"; };
+  state.dirs_in_disk_order = std::any_of(listed.begin(), listed.end(), xfs);
   state.trees_on_ssd = stats->storage.kind == StorageKind::kSsd && !o.read_data && state.map_from_trees && all_btrfs;
   // Without btrfs checksums to key files unread, whole files only reads no unique size.
   state.skip_unique = o.whole_files_only && (o.read_data || !all_btrfs);

@@ -118,7 +118,7 @@ class Walker {
         L.problems.push_back({q.path, st.status()});
         continue;
       }
-      if (o_.dirs_in_disk_order) {
+      if (o_.dirs_in_disk_order && TypeOf(q.dev, handle->get()) == "xfs") {
         auto read = sys_.ReadDirectoryInDiskOrder(handle->get());
         if (!read.ok() && !read.status().IsUnsupported()) {  // not at its start: not listed
           L.problems.push_back({q.path, read.status()});
@@ -163,11 +163,14 @@ class Walker {
   }
 
   // Whether subdirectories on device `dev` are queued unverified (Listing::defer_dirs).
-  bool DefersDirs(uint64_t dev, int fd) {
-    auto [it, added] = defers_on_.try_emplace(dev, false);
+  bool DefersDirs(uint64_t dev, int fd) { return TypeOf(dev, fd) == "ext4" || TypeOf(dev, fd) == "xfs"; }
+
+  // The type of filesystem `dev` ("" when it cannot be told), asked once through `fd`.
+  const std::string& TypeOf(uint64_t dev, int fd) {
+    auto [it, added] = types_.try_emplace(dev);
     if (added) {
       auto fs = sys_.Identify(fd);
-      it->second = fs.ok() && (fs->type == "ext4" || fs->type == "xfs");
+      if (fs.ok()) it->second = fs->type;
     }
     return it->second;
   }
@@ -365,7 +368,7 @@ class Walker {
   char tasks_done_ = 0;  // every task releases it as it ends (ThreadSanitizer, lib/base/tsan.h)
   tbb::enumerable_thread_specific<Local> local_;
   std::set<Queued> queue_;  // the inode-order walk's directories found and not yet listed
-  std::map<uint64_t, bool> defers_on_;  // DefersDirs, by device (the inode-order walker only)
+  std::map<uint64_t, std::string> types_;  // TypeOf, by device (the inode-order walker only)
 };
 
 }  // namespace

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # On a spinning disk, the scan reads XFS's inode tables once, in disk order, before its
 # walk (bulkstat), and a directory's blocks in disk order before listing it: every inode
-# in use is met, and the index is the one the scan makes without them, record for record. On an SSD it does not. Counted with strace. Apply, given
-# the plan of the spinning disk's index, reads them first too, lists the directories above
-# the plan's files (and no other), and dedupes as it would.
+# in use is met, and the index is the one the scan makes without them, record for
+# record. On an SSD it does not. Counted with strace. Apply, given the plan of the
+# spinning disk's index, reads them first too, lists the directories above the plan's
+# files (and no other), and dedupes as it would.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
 for t in mkfs.xfs strace; do

@@ -342,6 +342,11 @@ TEST_F(WalkTest, InodeOrderStaysOnOneFilesystem) {
 // (by inode), as if read, moving its position when told to, and counts the calls.
 class DiskOrderSys : public test::ForwardingSys {
  public:
+  Result<FsIdentity> Identify(int fd) override {
+    auto id = ForwardingSys::Identify(fd);
+    if (id.ok()) id->type = fs_type;
+    return id;
+  }
   Result<uint32_t> ReadDirectoryInDiskOrder(int fd) override {
     calls++;
     auto st = Fstat(fd);
@@ -354,6 +359,7 @@ class DiskOrderSys : public test::ForwardingSys {
   Status answer = Status::Ok();
   bool move = false;
   int calls = 0;
+  std::string fs_type = "xfs";
 };
 
 // In inode order with dirs_in_disk_order, each directory is read in disk order before
@@ -384,13 +390,16 @@ TEST_F(WalkTest, InodeOrderReadsDirectoriesInDiskOrderFirst) {
   ASSERT_EQ(r->problems.size(), 1u);
   EXPECT_EQ(r->problems[0].path, P("a"));
   EXPECT_EQ(Paths(*r), (std::set<std::string>{P("small")}));  // a and what is below it not listed
-  // Without the option nothing is asked.
-  sys.calls = 0;
-  o.dirs_in_disk_order = false;
-  r = Walk(sys, {dir_.path()}, o);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(sys.calls, 0);
-  EXPECT_EQ(r->files.size(), 4u);
+  // Without the option, or off XFS, nothing is asked.
+  for (bool option : {false, true}) {
+    sys.calls = 0;
+    o.dirs_in_disk_order = option;
+    sys.fs_type = option ? "ext4" : "xfs";
+    r = Walk(sys, {dir_.path()}, o);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(sys.calls, 0);
+    EXPECT_EQ(r->files.size(), 4u);
+  }
 }
 
 // A queued directory whose parent is swapped for a symlink to a place where the name is
