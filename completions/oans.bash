@@ -14,7 +14,7 @@ _oans_tool() {
   case $tool in
     oans-run) opts="--state-dir --show-config --keep --plan-only --exclude --exclude-preset --min-size --max-rate --until --deadline --io-class --link --same-owner --snapshots --scan-option --plan-option --apply-option --progress --quiet --wait-lock --metrics-file --json --help --version" ;;
     oans-status) opts="--state-dir --last --json --help --version" ;;
-    oans-scan) opts="--output --previous --previous-damaged --refresh-extents --read-data --whole-files-only --block-size --min-size --exclude --exclude-preset --io-threads --storage --order --memory --temp-dir --progress --quiet --json --summary-file --help --version" ;;
+    oans-scan) opts="--output --previous --previous-damaged --refresh-extents --read-data --whole-files-only --pair-by-size --block-size --min-size --exclude --exclude-preset --io-threads --storage --order --memory --temp-dir --progress --quiet --json --summary-file --help --version" ;;
     oans-plan) opts="--output --round-size --memory --temp-dir --since --from-list --since-join --whole-files-only --same-owner --snapshots --min-run --max-rewrite --format --top --stats --json --summary-file --progress --quiet --help --version" ;;
     oans-apply) opts="--dry-run --prefetch --storage --deadline --until --max-rate --io-class --journal --no-journal --link --link-relax --progress --quiet --json --summary-file --help --version"
       # oans apply without PLAN: the newest plan of oans run, in the state directory given.
@@ -27,6 +27,7 @@ _oans_tool() {
     --storage) COMPREPLY=($(compgen -W "auto ssd hdd" -- "$cur")); return ;;
     --previous-damaged) COMPREPLY=($(compgen -W "refuse rescan" -- "$cur")); return ;;
     --order) COMPREPLY=($(compgen -W "auto physical inode none" -- "$cur")); return ;;
+    --pair-by-size) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
     --progress) COMPREPLY=($(compgen -W "auto tty json none" -- "$cur")); return ;;
     --exclude-preset) COMPREPLY=($(compgen -W "nas" -- "$cur")); return ;;
     --metrics-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;

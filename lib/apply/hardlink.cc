@@ -227,12 +227,13 @@ Status HardlinkExecutor::LinkOne(const PreparedRound& r, uint32_t src, uint32_t 
   // A round read ahead was paced by the prefetch: its compare is not paced again.
   Sys& reads = r.prefetched == 0 ? sys_ : unpaced_;
   // Files paired by size alone that a rule refuses: the refusal is told only of equal
-  // ones; the others differ, as such pairs may.
+  // ones; the others differ, as such pairs may, and a compare that fails says why.
   const bool by_size = dst.unread || r.round.files[src].unread;
   auto refuse = [&](Status why) {
+    if (!by_size) return why;
     bool ignored = false;
-    Status same = by_size ? compare_.Equal(reads, src_fd, dst_fd, s0->size, [] { return true; }, &ignored) : why;
-    return same.message() == kContentDiffers ? same : why;
+    Status same = compare_.Equal(reads, src_fd, dst_fd, s0->size, [] { return true; }, &ignored);
+    return same.ok() ? why : same;
   };
   std::string refusal = PolicyRefusal(policy_, *s0, *d0, &xs, &xd);
   if (!refusal.empty()) return refuse(Status::Mismatch(refusal));

@@ -13,6 +13,7 @@
 #include <thread>
 #include <tuple>
 
+#include "lib/base/units.h"
 #include "lib/scan/entry.h"
 
 namespace oans {
@@ -58,6 +59,16 @@ FileEntry MapPaired(const KeptRun& job, Candidate& c) {
   return e;
 }
 
+// Outside whole files only, pairs leave their blocks unkeyed until the next scan: said.
+void TellPairs(Observer& observer, const std::vector<Candidate>& paired) {
+  uint64_t bytes = 0;
+  for (const auto& c : paired) bytes += c.entry.st.size;
+  observer.Notice("note: " + std::to_string(paired.size()) + " new files (" + FormatSize(bytes) +
+                  ") share their size with exactly one other: mapped, not read (the plan pairs them whole and "
+                  "apply compares them). Their partial duplicates are found by the next scan with --previous; "
+                  "--pair-by-size=never reads them now");
+}
+
 }  // namespace
 
 uint64_t FirstPhysical(const std::vector<FiemapExtent>& extents) {
@@ -66,8 +77,28 @@ uint64_t FirstPhysical(const std::vector<FiemapExtent>& extents) {
   return UINT64_MAX;
 }
 
+BySize BySizeFor(const ScanOptions& o, const StoragePolicy& policy, bool unkeyed) {
+  BySize rule;
+  if (!unkeyed) return rule;
+  rule.unique_unread = o.whole_files_only;
+  switch (o.pair_by_size) {
+    case PairBySize::kAlways: rule.pair = true; break;
+    case PairBySize::kNever: rule.pair = false; break;
+    case PairBySize::kAuto: rule.pair = o.whole_files_only || policy.pair_by_size; break;
+  }
+  return rule;
+}
+
+KnownBefore KnownBeforeIn(const PreviousIndex& prev, Filesystems& filesystems, bool whole_files_only) {
+  return [&prev, &filesystems, whole_files_only](const Candidate& c) {
+    const std::string key = filesystems.Key(c.fs);
+    if (!whole_files_only) return prev.Holds(key, c.entry.st.ino);
+    return prev.HoldsUnchanged(key, EntryOf(c.entry, c.fs));
+  };
+}
+
 SetAside SetAsideUnique(std::vector<Candidate>* kept, std::vector<uint64_t> written,
-                        const KnownBefore& known_before) {
+                        const KnownBefore& known_before, BySize rule) {
   for (const auto& c : *kept) written.push_back(c.entry.st.size);
   std::sort(written.begin(), written.end());
   auto others = [&](uint64_t size) {
@@ -85,8 +116,8 @@ SetAside SetAsideUnique(std::vector<Candidate>* kept, std::vector<uint64_t> writ
     const auto [size, at] = by_size[i];
     const size_t n = others(size);
     if (n == 1) {
-      fate[at] = kUnread;
-    } else if (n == 2 && i + 1 < by_size.size() && by_size[i + 1].first == size) {
+      if (rule.unique_unread) fate[at] = kUnread;
+    } else if (rule.pair && n == 2 && i + 1 < by_size.size() && by_size[i + 1].first == size) {
       const uint32_t other = by_size[++i].second;
       const Candidate &c = (*kept)[at], &d = (*kept)[other];
       if (d.fs == c.fs && !known_before(c) && !known_before(d)) fate[at] = fate[other] = kPaired;
@@ -123,8 +154,9 @@ void PlaceKept(Sys& sys, std::vector<Candidate>* kept) {
 }
 
 Status WriteUnread(const KeptRun& job, std::vector<Candidate>* kept, std::vector<uint64_t> written,
-                   const KnownBefore& known_before) {
-  SetAside aside = SetAsideUnique(kept, std::move(written), known_before);
+                   const KnownBefore& known_before, BySize rule) {
+  SetAside aside = SetAsideUnique(kept, std::move(written), known_before, rule);
+  if (!rule.unique_unread && !aside.paired.empty()) TellPairs(*job.observer, aside.paired);
   if (job.stats->order == ReadOrder::kPhysical) PlaceKept(job.sys, kept);
   for (auto& e : aside.unread) {
     job.stats->unread++;

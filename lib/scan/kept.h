@@ -16,6 +16,7 @@
 
 #include "lib/base/observer.h"
 #include "lib/base/status.h"
+#include "lib/base/storage.h"
 #include "lib/base/sys.h"
 #include "lib/format/index_file.h"
 #include "lib/scan/builder.h"
@@ -41,20 +42,38 @@ std::vector<Candidate> MergeKept(std::vector<WalkEntry>* walked, Filesystems& fi
 // The first physical byte of a file mapped as `extents` (UINT64_MAX: none), for disk order.
 uint64_t FirstPhysical(const std::vector<FiemapExtent>& extents);
 
-// Whole files only: what of `kept` needs no reading. `written`: the sizes of the
-// records already written.
+// What a scan leaves unread by size, where no checksums key the files.
+struct BySize {
+  bool unique_unread = false;  // whole files only: a file whose size no other has is never opened
+  bool pair = false;           // two files of one size are mapped, not read
+  bool any() const { return unique_unread || pair; }
+};
+
+// What of `kept` needs no reading, as `rule` says. `written`: the sizes of the records
+// already written.
 struct SetAside {
-  // Files whose size no other file has: recorded unread (hashed false, no error), never
-  // opened.
+  // Files whose size no other file has (rule.unique_unread): recorded unread (hashed
+  // false, no error), never opened.
   std::vector<FileEntry> unread;
-  // Two files of one size, both kept, on one filesystem, neither held unchanged by the
-  // previous index (`known_before`: a pair planned once, or a file with keys): they are
-  // mapped but not read; a whole-file plan pairs them and apply's compare decides.
+  // Two files of one size (rule.pair), both kept, on one filesystem, neither known to
+  // the previous index (`known_before`: a pair planned once, or a file with keys): they
+  // are mapped but not read; the plan pairs them whole and apply's compare decides.
   std::vector<Candidate> paired;
 };
 using KnownBefore = std::function<bool(const Candidate&)>;
+
+// Where no btrfs checksums key the files unread (`unkeyed`): whole files only reads no
+// unique size, and pairs are mapped as the options and the storage policy say.
+BySize BySizeFor(const ScanOptions& o, const StoragePolicy& policy, bool unkeyed);
+
+// Files the previous index holds unchanged are not paired by size: a pair planned once
+// is read this time (its plan found it different, or was not applied), and a file with
+// keys has them reused. Outside whole files only, no file it holds is paired: a changed
+// one is read, so that its blocks are keyed for partial duplicates.
+KnownBefore KnownBeforeIn(const PreviousIndex& prev, Filesystems& filesystems, bool whole_files_only);
+
 SetAside SetAsideUnique(std::vector<Candidate>* kept, std::vector<uint64_t> written,
-                        const KnownBefore& known_before);
+                        const KnownBefore& known_before, BySize rule);
 
 // For kept files the walk did not open: maps each one's start (FIEMAP) and sorts them
 // in disk order. A file that cannot be opened stays; its read reports it.
@@ -82,7 +101,7 @@ struct KeptRun {
 // stats; the pairs mapped in the order kept), and on HDD the others placed in disk
 // order (PlaceKept).
 Status WriteUnread(const KeptRun& job, std::vector<Candidate>* kept, std::vector<uint64_t> written,
-                   const KnownBefore& known_before);
+                   const KnownBefore& known_before, BySize rule);
 
 // Reads `kept` in order, each record filled by job.builder, and writes the records to
 // job.writer, until done, a write fails or options.stop is set. Returns the first write

@@ -70,8 +70,8 @@ struct WalkState {
   // and leave at once: memory stays flat. Other orders keep the files to sort them.
   bool read_in_walk = false;
   bool trees_on_ssd = false;  // every root on btrfs, files mapped from its trees
-  // The walk opens no file; those of a unique size stay unopened (SetAsideUnique).
-  bool skip_unique = false;
+  // The walk opens no file: after it, sizes decide what is left unread (SetAsideUnique).
+  BySize by_size{};
   bool inode_order = false;  // one walker in inode order (WalkOptions::inode_order)
   bool dirs_in_disk_order = false;  // and an XFS filesystem among the roots
   std::vector<uint64_t> written{};  // then: the spooled records' sizes
@@ -221,7 +221,7 @@ WalkOptions WalkOptionsFor(WalkState& s, int threads) {
   wo.files_found = &s.found;
   wo.inode_order = s.inode_order;
   wo.dirs_in_disk_order = s.inode_order && s.dirs_in_disk_order;
-  if (!s.skip_unique) wo.on_file = [&s](int fd, WalkEntry* w) -> bool { return OnOpenFile(s, fd, w); };
+  if (!s.by_size.any()) wo.on_file = [&s](int fd, WalkEntry* w) -> bool { return OnOpenFile(s, fd, w); };
   wo.on_dir = [&s](int fd, const std::string& path, uint32_t root) {
     auto st = s.sys.Fstat(fd);
     if (st.ok()) s.sink.AddDir({path, s.filesystems.Of(st->dev, fd, path, root), st->ino, st->mtime_ns, st->ctime_ns});
@@ -275,7 +275,7 @@ void FindMounts(Sys& sys, const std::vector<std::string>& roots, WalkState* stat
 }
 
 // Before the walk: the mount points below the roots, btrfs's trees read ahead on a
-// spinning disk, and how files are met (trees_on_ssd, skip_unique).
+// spinning disk, and how files are met (trees_on_ssd, by_size).
 void PrepareWalk(WalkState& state, const IndexHeader& header, Observer* observer, ScanStats* stats) {
   const ScanOptions& o = state.o;
   if (header.mounts_below) FindMounts(state.sys, header.roots, &state);
@@ -290,17 +290,7 @@ void PrepareWalk(WalkState& state, const IndexHeader& header, Observer* observer
   const auto xfs = [](const FsRecord& f) { return f.type == "xfs"; };
   state.dirs_in_disk_order = std::any_of(listed.begin(), listed.end(), xfs);
   state.trees_on_ssd = stats->storage.kind == StorageKind::kSsd && !o.read_data && state.map_from_trees && all_btrfs;
-  // Without btrfs checksums to key files unread, whole files only reads no unique size.
-  state.skip_unique = o.whole_files_only && (o.read_data || !all_btrfs);
-}
-
-// Files the previous index holds unchanged are not paired by size: a pair planned once
-// is read this time (its plan found it different, or was not applied), and a file with
-// keys has them reused.
-KnownBefore KnownBeforeIn(const PreviousIndex& prev, Filesystems& filesystems) {
-  return [&prev, &filesystems](const Candidate& c) {
-    return prev.HoldsUnchanged(filesystems.Key(c.fs), EntryOf(c.entry, c.fs));
-  };
+  state.by_size = BySizeFor(o, PolicyFor(stats->storage.kind), o.read_data || !all_btrfs);
 }
 
 }  // namespace
@@ -340,7 +330,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   WalkState state{sys, o, *prev, filesystems, sink, checksums};
   sink.OnAdd([&census, &state](const FileEntry& e) {
     census.Note(e);
-    if (state.skip_unique) state.written.push_back(e.size);
+    if (state.by_size.any()) state.written.push_back(e.size);
   });
   const RecordBuilder builder(sys, o, *prev, &checksums, &state.bytes_read);
   state.builder = &builder;
@@ -362,8 +352,9 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   IndexWriter writer(out);
   OANS_RETURN_IF_ERROR(WriteStart(sys, header, filesystems, sink, &census, &writer));
   const KeptRun job{sys, o, builder, filesystems, &writer, observer, stats, found};
-  if (state.skip_unique)
-    OANS_RETURN_IF_ERROR(WriteUnread(job, &kept, std::move(state.written), KnownBeforeIn(*prev, filesystems)));
+  if (state.by_size.any())
+    OANS_RETURN_IF_ERROR(WriteUnread(job, &kept, std::move(state.written),
+                                     KnownBeforeIn(*prev, filesystems, o.whole_files_only), state.by_size));
   KeptProgress progress;
   Status written = ReadKept(job, kept, &progress);
   stats->bytes_read = state.bytes_read.load();

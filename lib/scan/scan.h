@@ -35,6 +35,7 @@
 namespace oans {
 
 enum class ReadOrder { kAuto, kPhysical, kInode, kNone };
+enum class PairBySize { kAuto, kAlways, kNever };
 
 // Why a scan given --previous did not follow btrfs changes and walked instead
 // (lib/scan/follow.h); kNone when it followed or was not asked to.
@@ -66,6 +67,12 @@ struct ScanOptions {
   // btrfs checksums key the files (ext4, XFS, --read-data), a file whose size no other
   // file has is recorded unread (hashed false, no error) and never opened.
   bool whole_files_only = false;
+  // Where no btrfs checksums key the files: whether two files of a size met exactly
+  // twice are mapped, not read (FileEntry::size_paired; apply's compare reads them).
+  // kAuto: with whole_files_only, or on a spinning disk (StoragePolicy::pair_by_size).
+  // There, outside whole_files_only, only files the --previous index does not hold are
+  // paired: the next scan with --previous keys them for partial duplicates.
+  PairBySize pair_by_size = PairBySize::kAuto;
   // Count every btrfs data extent's references by LOGICAL_INO_V2, not from its items
   // (lib/btrfs/backrefs.h): a check of the census, set by $OANS_CENSUS_LOOK_UP_ALL.
   bool census_look_up_all = false;

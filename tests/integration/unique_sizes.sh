@@ -4,7 +4,8 @@
 # links every duplicate, and a later scan that needs their hashes reads them. Two files
 # of one size (a pair) are mapped, not read: the plan pairs them by size, apply's compare
 # links those equal and leaves the others, and the next scan reads a pair left unlinked.
-# Every file's content, owner and mode stay as they were.
+# On a spinning disk, every mode pairs new files so; the next scan with --previous reads
+# them for their partial duplicates. Every file's content, owner and mode stay as they were.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
 command -v strace >/dev/null || { echo "strace missing (scripts/install-deps)"; exit 77; }
@@ -185,6 +186,63 @@ assert s["bytes_skipped"] == 0 and s["errors"] == 0, s
 PY
 [ "$before" = "$(checksums "$MNT")" ] || fail "XFS contents changed"
 pass "XFS: the equal pair by size shared, the other left as it was, neither read by the scan"
+
+# On a spinning disk, every mode pairs new files by size (not only whole files only): the
+# scan reads the unique size, maps the pairs and says so; apply shares the equal pair and
+# leaves the other. The next scan with --previous pairs nothing it holds: it reads both
+# pairs, and the partial duplicate in the pair that differs is then planned and shared.
+mkfs_mount xfs 512M xfs-pairs
+rand_file "$MNT/p1.bin" 1048576 8
+cp --reflink=never "$MNT/p1.bin" "$MNT/p2.bin"
+rand_file "$MNT/v1.bin" 1000000 9
+cp --reflink=never "$MNT/v1.bin" "$MNT/v2.bin"
+printf 'x' | dd of="$MNT/v2.bin" bs=1 seek=999999 conv=notrunc status=none
+rand_file "$MNT/u.bin" 50000 10
+sync
+sleep 1.1  # settled: the next scan reuses u.bin's record
+before=$(checksums "$MNT")
+pair_scan() {  # pair_scan NAME ARGS...: a scan's summary in NAME.json, its messages in NAME.err
+  "$BIN/oans-scan" --json "${@:2}" "$MNT" -o "$WORK/$1.idx" > "$WORK/$1.json" 2> "$WORK/$1.err" \
+    || fail "scan $1: $(cat "$WORK/$1.err")"
+}
+pair_scan p1 --storage=hdd
+python3 - "$WORK/p1.json" <<'PY' || fail "hdd scan: $(cat "$WORK/p1.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["size_paired"] == 4 and s["hashed"] == 1 and s["bytes_read"] == 50000 and s["unread"] == 0, s
+PY
+grep -q "4 new files .* share their size with exactly one other" "$WORK/p1.err" \
+  || fail "the pairs were not told: $(cat "$WORK/p1.err")"
+"$BIN/oans-plan" --quiet "$WORK/p1.idx" -o "$WORK/p1.plan" || fail "plan of the pairs"
+"$BIN/oans-apply" --json "$WORK/p1.plan" > "$WORK/p1-apply.json" 2> "$WORK/p1-apply.err" \
+  || fail "apply of the pairs: $(cat "$WORK/p1-apply.err")"
+python3 - "$WORK/p1-apply.json" <<'PY' || fail "apply of the pairs: $(cat "$WORK/p1-apply.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["bytes_deduped"] == 1048576 and s["bytes_differed"] == 1000000 and s["errors"] == 0, s
+PY
+sleep 1.1  # the files settled (a record made within a second of a change is not reused)
+pair_scan p2 --storage=hdd --previous "$WORK/p1.idx"
+python3 - "$WORK/p2.json" <<'PY' || fail "next scan: $(cat "$WORK/p2.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["size_paired"] == 0 and s["hashed"] == 4 and s["bytes_read"] == 2 * 1048576 + 2 * 1000000, s
+PY
+"$BIN/oans-plan" --quiet "$WORK/p2.idx" -o "$WORK/p2.plan" || fail "plan of the read pairs"
+"$BIN/oans-apply" --json "$WORK/p2.plan" > "$WORK/p2-apply.json" 2> "$WORK/p2-apply.err" \
+  || fail "apply of the read pairs: $(cat "$WORK/p2-apply.err")"
+python3 - "$WORK/p2-apply.json" <<'PY' || fail "apply of the read pairs: $(cat "$WORK/p2-apply.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+# v1 and v2 share their first 244 blocks of 4 KiB; p1 and p2 were shared the night before.
+assert s["bytes_deduped"] == 244 * 4096 and s["errors"] == 0, s
+PY
+[ "$before" = "$(checksums "$MNT")" ] || fail "contents changed"
+pair_scan p3 --storage=hdd --pair-by-size=never
+pair_scan p4 --storage=ssd
+grep -q '"size_paired":0,' "$WORK/p3.json" && grep -q '"size_paired":0,' "$WORK/p4.json" \
+  || fail "pairs made with --pair-by-size=never or on an SSD: $(cat "$WORK/p3.json" "$WORK/p4.json")"
+pass "on a spinning disk pairs are mapped in every mode; the next scan reads them and their partial duplicate is shared"
 
 # On btrfs with --read-data the same; a later scan following btrfs changes does not carry
 # an unread record as it was: it walks and reads the file.

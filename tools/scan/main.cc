@@ -46,7 +46,7 @@ namespace {
 struct Args {
   ScanOptions o;
   std::string output = "-";
-  std::string storage = "auto", order = "auto", progress = "auto";
+  std::string storage = "auto", order = "auto", progress = "auto", pair_by_size = "auto";
   std::string previous_damaged = "refuse";
   std::string summary_file;
   std::vector<std::string> presets;  // --exclude-preset
@@ -86,6 +86,13 @@ void AddOptions(CLI::App& app, Args& a) {
                "btrfs checksums key the files (ext4, XFS, --read-data), a file whose size no other file has is "
                "recorded unread and never opened, and two files of one size are mapped but not read (apply's "
                "compare reads them)");
+  app.add_option("--pair-by-size", a.pair_by_size,
+                 "Where no btrfs checksums key the files (ext4, XFS, --read-data): auto, always or never map two "
+                 "files of one size without reading them (the plan pairs them whole; apply's compare reads them "
+                 "once). auto (default): with --whole-files-only, and on hdd, where only files the --previous "
+                 "index does not hold are paired and their partial duplicates are found by the next scan with "
+                 "--previous; never reads them now")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   cli::AddSize(app, "--block-size", &block_size, "Bytes per block hash, a multiple of 4K (default 128K)");
   cli::AddSize(app, "--min-size", &o.min_size, "Skip files smaller than SIZE (default: keep every non-empty file)");
   app.add_option("--exclude", o.excludes,
@@ -141,6 +148,9 @@ int Complete(Args& a, int argc, char** argv) {
             : order == "inode"  ? ReadOrder::kInode
             : order == "none"   ? ReadOrder::kNone
                                 : ReadOrder::kAuto;
+  o.pair_by_size = a.pair_by_size == "always"  ? PairBySize::kAlways
+                   : a.pair_by_size == "never" ? PairBySize::kNever
+                                               : PairBySize::kAuto;
   o.command_line = cli::Argv(argc, argv);
   a.given_excludes = o.excludes.size();
   for (const auto& name : a.presets) {

@@ -44,6 +44,11 @@ class LeaseSys : public test::ForwardingSys {
   }
   std::function<void(int)> on_fsync;
   bool fsync_fails = false;
+  Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) override {
+    if (pread_fails) return Status::Io("pread", EIO);
+    return ForwardingSys::Pread(fd, buf, len, offset);
+  }
+  bool pread_fails = false;
 };
 
 class RecordingLog : public LinkIntentLog {
@@ -84,6 +89,7 @@ class HardlinkTest : public ::testing::Test {
     }
     r.round.files = {Ref(src_), Ref(dst_)};
     r.round.files[0].other_paths = src_names_;
+    r.round.files[0].unread = r.round.files[1].unread = paired_;
     PlanOp op;
     op.source = 0;
     op.length = r.round.files[0].size;
@@ -117,6 +123,7 @@ class HardlinkTest : public ::testing::Test {
   TempDir dir_;
   std::string src_, dst_;
   bool other_mtime_ = false;
+  bool paired_ = false;  // the plan paired them by size alone (the scan read neither)
   std::vector<std::string> src_names_;  // the source's other names, as the plan gives them
   std::function<void()> after_open_;    // runs once the round's files are open
   LeaseSys sys_;
@@ -245,6 +252,33 @@ TEST_F(HardlinkTest, OtherModeIsNotLinkedUnlessRelaxed) {
   LinkPolicy relaxed;
   relaxed.same_mode = false;
   EXPECT_EQ(Link(relaxed).files_linked, 1u);
+}
+
+// A pair by size alone that a rule refuses is compared first: an equal one is told as
+// refused, one that differs is counted as such (no skip), and a compare that fails is an
+// error, not the refusal.
+TEST_F(HardlinkTest, APairBySizeARuleRefusesIsComparedFirst) {
+  paired_ = true;
+  ::chmod(dst_.c_str(), 0600);
+  RoundResult r = Link();
+  EXPECT_FALSE(Linked());
+  EXPECT_NE(Reasons(r).find("other permissions"), std::string::npos) << Reasons(r);
+  EXPECT_EQ(r.bytes_differed, 0u);
+
+  test::WriteFile(dst_, test::RandomBytes(3 << 20, 8));
+  ::chmod(dst_.c_str(), 0600);
+  r = Link();
+  EXPECT_FALSE(Linked());
+  EXPECT_TRUE(r.skipped.empty()) << Reasons(r);
+  EXPECT_EQ(r.bytes_differed, uint64_t(3 << 20));
+  EXPECT_EQ(r.errors, 0u);
+
+  sys_.pread_fails = true;
+  r = Link();
+  EXPECT_FALSE(Linked());
+  EXPECT_EQ(Reasons(r).find("other permissions"), std::string::npos) << Reasons(r);
+  EXPECT_EQ(r.errors, 1u);
+  EXPECT_EQ(r.bytes_differed, 0u);
 }
 
 TEST_F(HardlinkTest, OtherOwnerOrGroupIsNotLinked) {

@@ -1,6 +1,7 @@
-// What a whole-files-only scan leaves unread (lib/scan/kept.h, SetAsideUnique): a file
-// whose size no other has; two files of one size, both to be read, on one filesystem,
-// not paired before (mapped, not read); every other file stays to be read.
+// What a scan leaves unread by size (lib/scan/kept.h, SetAsideUnique): whole files only,
+// a file whose size no other has; when pairs are made, two files of one size, both to be
+// read, on one filesystem, not paired before (mapped, not read); every other file stays
+// to be read.
 #include "lib/scan/kept.h"
 
 #include <gtest/gtest.h>
@@ -27,13 +28,14 @@ std::set<std::string> Paths(const std::vector<Candidate>& cs) {
 }
 
 const KnownBefore kNever = [](const Candidate&) { return false; };
+constexpr BySize kWholeFiles{true, true};
 
 TEST(SetAsideUnique, UniqueUnreadPairsMappedTheRestRead) {
   std::vector<Candidate> kept = {Kept("/r/u", 10),  Kept("/r/p1", 20), Kept("/r/t1", 30), Kept("/r/p2", 20),
                                  Kept("/r/t2", 30), Kept("/r/t3", 30), Kept("/r/w", 40),  Kept("/r/x", 50),
                                  Kept("/r/y", 50, 1)};
   // Size 40 is also a record already written (reused): /r/w is read, not paired.
-  SetAside aside = SetAsideUnique(&kept, {40, 7}, kNever);
+  SetAside aside = SetAsideUnique(&kept, {40, 7}, kNever, kWholeFiles);
   ASSERT_EQ(aside.unread.size(), 1u);
   EXPECT_EQ(aside.unread[0].path, "/r/u");
   EXPECT_FALSE(aside.unread[0].hashed);
@@ -51,11 +53,27 @@ TEST(SetAsideUnique, APairPlannedBeforeIsRead) {
   for (const char* before : {"/r/a", "/r/b"}) {
     std::vector<Candidate> kept = {Kept("/r/a", 20), Kept("/r/b", 20), Kept("/r/c", 30), Kept("/r/d", 30)};
     SetAside aside =
-        SetAsideUnique(&kept, {}, [&](const Candidate& c) { return c.entry.path == before; });
+        SetAsideUnique(&kept, {}, [&](const Candidate& c) { return c.entry.path == before; }, kWholeFiles);
     EXPECT_TRUE(aside.unread.empty());
     EXPECT_EQ(Paths(aside.paired), (std::set<std::string>{"/r/c", "/r/d"})) << before;
     EXPECT_EQ(Paths(kept), (std::set<std::string>{"/r/a", "/r/b"})) << before;
   }
+}
+
+// Outside whole files only, a unique size is read (its blocks may be partial duplicates);
+// with pairs off, only whole files only leaves anything unread.
+TEST(SetAsideUnique, EachRuleLeavesOnlyItsOwn) {
+  auto files = [] { return std::vector<Candidate>{Kept("/r/u", 10), Kept("/r/p1", 20), Kept("/r/p2", 20)}; };
+  std::vector<Candidate> kept = files();
+  SetAside aside = SetAsideUnique(&kept, {}, kNever, BySize{false, true});
+  EXPECT_TRUE(aside.unread.empty());
+  EXPECT_EQ(Paths(aside.paired), (std::set<std::string>{"/r/p1", "/r/p2"}));
+  EXPECT_EQ(Paths(kept), (std::set<std::string>{"/r/u"}));
+  kept = files();
+  aside = SetAsideUnique(&kept, {}, kNever, BySize{true, false});
+  ASSERT_EQ(aside.unread.size(), 1u);
+  EXPECT_TRUE(aside.paired.empty());
+  EXPECT_EQ(Paths(kept), (std::set<std::string>{"/r/p1", "/r/p2"}));
 }
 
 }  // namespace

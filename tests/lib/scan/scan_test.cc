@@ -209,10 +209,39 @@ TEST_F(ScanTest, WholeFilesOnlyLeavesUniqueSizesUnread) {
   }
 }
 
+// On a spinning disk, where no btrfs checksums key them, two new files of one size are
+// mapped, not read, outside whole files only too; the unique sizes are read. Not so on
+// an SSD, nor with --pair-by-size=never; always pairs on an SSD.
+TEST_F(ScanTest, OnHddNewFilesOfOneSizeArePairedInEveryMode) {
+  struct Case {
+    StorageChoice storage;
+    PairBySize pair;
+    uint64_t paired;
+  };
+  for (const Case& k : {Case{StorageChoice::kHdd, PairBySize::kAuto, 2}, Case{StorageChoice::kSsd, PairBySize::kAuto, 0},
+                        Case{StorageChoice::kHdd, PairBySize::kNever, 0},
+                        Case{StorageChoice::kSsd, PairBySize::kAlways, 2}}) {
+    ScanOptions o = Options();
+    o.storage = k.storage;
+    o.pair_by_size = k.pair;
+    o.read_data = true;
+    ScanStats stats;
+    const std::string index = out_dir_.Join("pairs.idx");
+    ASSERT_OK(Scan(DefaultSys(), o, index, &stats));
+    EXPECT_EQ(stats.size_paired, k.paired) << int(k.storage) << int(k.pair);
+    EXPECT_EQ(stats.unread, 0u);
+    EXPECT_EQ(stats.bytes_read, k.paired ? 300005u : 500005u) << int(k.storage) << int(k.pair);
+    auto files = ReadByPath(index);
+    ExpectHashedLike(files[P("c")], contents_["c"]);
+    EXPECT_EQ(files[P("a")].size_paired, k.paired != 0);
+  }
+}
+
 TEST_F(ScanTest, PhysicalOrderOnHddFindsTheSameFiles) {
   ScanStats stats;
   ScanOptions o = Options();
   o.storage = StorageChoice::kHdd;
+  o.pair_by_size = PairBySize::kNever;  // a and b read, as on an SSD
   o.io_threads = 0;
   ASSERT_OK(Scan(DefaultSys(), o, out_dir_.Join("hdd.idx"), &stats));
   EXPECT_EQ(stats.order, ReadOrder::kPhysical);
@@ -242,6 +271,7 @@ TEST_F(ScanTest, PagesReadAreDroppedOnlyWhenMoreThanMemory) {
     ScanStats stats;
     ScanOptions o = Options();
     o.storage = StorageChoice::kHdd;  // files kept and read after the walk, in disk order
+    o.pair_by_size = PairBySize::kNever;
     o.memory = memory;
     ASSERT_OK(Scan(sys, o, out_dir_.Join("drop.idx"), &stats));
     // a, b, c (and h, its hardlink) and sub/d: 500,005 bytes
