@@ -24,19 +24,14 @@ struct StoragePolicy {
   bool walk_in_inode_order;    // the scan's walk lists directories by inode, one walker (WalkOptions)
   int tree_readers;            // a followed scan's changed tree blocks read ahead at once (TreeAheadJob)
   uint64_t tree_ahead_least;   // and only when they take this many bytes
-  // Where no checksums key the files, the scan maps two new files of one size without
-  // reading them, as a whole-files-only scan does: the plan pairs them, apply's compare
-  // reads them, and their blocks are keyed by the next scan (ScanOptions::pair_by_size).
-  bool pair_by_size;
 };
 
 // An SSD serves many reads at once and seeks for nothing; a spinning disk serves one
 // well, and every seek costs milliseconds (docs/benchmarks.md). On an SSD the search
 // reads 32 MiB of changed tree blocks one by one in about a tenth of a second: less is
 // not read ahead, which costs a system call a block.
-inline constexpr StoragePolicy kSsdPolicy{
-    8, false, false, uint64_t(32) << 20, true, false, false, 16, uint64_t(32) << 20, false};
-inline constexpr StoragePolicy kHddPolicy{1, true, true, uint64_t(48) << 20, false, true, true, 1, 0, true};
+inline constexpr StoragePolicy kSsdPolicy{8, false, false, uint64_t(32) << 20, true, false, false, 16, uint64_t(32) << 20};
+inline constexpr StoragePolicy kHddPolicy{1, true, true, uint64_t(48) << 20, false, true, true, 1, 0};
 constexpr const StoragePolicy& PolicyFor(StorageKind k) { return k == StorageKind::kHdd ? kHddPolicy : kSsdPolicy; }
 
 // As `choice` says, or with kAuto detected for the devices of the roots' filesystems

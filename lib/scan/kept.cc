@@ -60,13 +60,11 @@ FileEntry MapPaired(const KeptRun& job, Candidate& c) {
 }
 
 // Outside whole files only, pairs leave their blocks unkeyed until the next scan: said.
-void TellPairs(Observer& observer, const std::vector<Candidate>& paired) {
-  uint64_t bytes = 0;
-  for (const auto& c : paired) bytes += c.entry.st.size;
-  observer.Notice("note: " + std::to_string(paired.size()) + " new files (" + FormatSize(bytes) +
+void TellPairs(Observer& observer, uint64_t files, uint64_t bytes) {
+  observer.Notice("note: " + std::to_string(files) + " files (" + FormatSize(bytes) +
                   ") share their size with exactly one other: mapped, not read (the plan pairs them whole and "
-                  "apply compares them). Their partial duplicates are found by the next scan with --previous; "
-                  "--pair-by-size=never reads them now");
+                  "apply compares them). Their partial duplicates are found by the next scan with --previous, "
+                  "which reads them");
 }
 
 }  // namespace
@@ -77,23 +75,21 @@ uint64_t FirstPhysical(const std::vector<FiemapExtent>& extents) {
   return UINT64_MAX;
 }
 
-BySize BySizeFor(const ScanOptions& o, const StoragePolicy& policy, bool unkeyed) {
+BySize BySizeFor(const ScanOptions& o, bool unkeyed) {
   BySize rule;
   if (!unkeyed) return rule;
   rule.unique_unread = o.whole_files_only;
   switch (o.pair_by_size) {
-    case PairBySize::kAlways: rule.pair = true; break;
+    case PairBySize::kAlways: rule.pair = o.whole_files_only || o.previous.empty(); break;
     case PairBySize::kNever: rule.pair = false; break;
-    case PairBySize::kAuto: rule.pair = o.whole_files_only || policy.pair_by_size; break;
+    case PairBySize::kAuto: rule.pair = o.whole_files_only; break;
   }
   return rule;
 }
 
-KnownBefore KnownBeforeIn(const PreviousIndex& prev, Filesystems& filesystems, bool whole_files_only) {
-  return [&prev, &filesystems, whole_files_only](const Candidate& c) {
-    const std::string key = filesystems.Key(c.fs);
-    if (!whole_files_only) return prev.Holds(key, c.entry.st.ino);
-    return prev.HoldsUnchanged(key, EntryOf(c.entry, c.fs));
+KnownBefore KnownBeforeIn(const PreviousIndex& prev, Filesystems& filesystems) {
+  return [&prev, &filesystems](const Candidate& c) {
+    return prev.HoldsUnchanged(filesystems.Key(c.fs), EntryOf(c.entry, c.fs));
   };
 }
 
@@ -156,27 +152,31 @@ void PlaceKept(Sys& sys, std::vector<Candidate>* kept) {
 Status WriteUnread(const KeptRun& job, std::vector<Candidate>* kept, std::vector<uint64_t> written,
                    const KnownBefore& known_before, BySize rule) {
   SetAside aside = SetAsideUnique(kept, std::move(written), known_before, rule);
-  if (!rule.unique_unread && !aside.paired.empty()) TellPairs(*job.observer, aside.paired);
   if (job.stats->order == ReadOrder::kPhysical) PlaceKept(job.sys, kept);
   for (auto& e : aside.unread) {
     job.stats->unread++;
     CountRecord(e, job.stats, job.observer);
     OANS_RETURN_IF_ERROR(job.writer->Add(std::move(e)));
   }
-  uint64_t mapped = 0;
+  uint64_t mapped = 0, paired = 0, paired_bytes = 0;
   auto last_progress = std::chrono::steady_clock::now();
   for (auto& c : aside.paired) {
-    if (job.o.stop && job.o.stop->load()) return Status::Ok();  // the rest are left for the next scan
+    if (job.o.stop && job.o.stop->load()) break;  // the rest are left for the next scan
     if (auto now = std::chrono::steady_clock::now(); now - last_progress > std::chrono::milliseconds(200)) {
       last_progress = now;
       job.observer->Progress({"map", 0, 0, mapped, aside.paired.size()});
     }
     ++mapped;
     FileEntry e = MapPaired(job, c);
-    if (e.size_paired) job.stats->size_paired++;
+    if (e.size_paired) {
+      job.stats->size_paired++;
+      paired++;
+      paired_bytes += e.size;
+    }
     CountRecord(e, job.stats, job.observer);
     OANS_RETURN_IF_ERROR(job.writer->Add(std::move(e)));
   }
+  if (!rule.unique_unread && paired) TellPairs(*job.observer, paired, paired_bytes);
   return Status::Ok();
 }
 

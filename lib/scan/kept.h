@@ -16,7 +16,6 @@
 
 #include "lib/base/observer.h"
 #include "lib/base/status.h"
-#include "lib/base/storage.h"
 #include "lib/base/sys.h"
 #include "lib/format/index_file.h"
 #include "lib/scan/builder.h"
@@ -63,14 +62,14 @@ struct SetAside {
 using KnownBefore = std::function<bool(const Candidate&)>;
 
 // Where no btrfs checksums key the files unread (`unkeyed`): whole files only reads no
-// unique size, and pairs are mapped as the options and the storage policy say.
-BySize BySizeFor(const ScanOptions& o, const StoragePolicy& policy, bool unkeyed);
+// unique size, and pairs are mapped as the options say; outside whole files only, only
+// in a scan without --previous (a first scan), so that the next one keys them.
+BySize BySizeFor(const ScanOptions& o, bool unkeyed);
 
 // Files the previous index holds unchanged are not paired by size: a pair planned once
 // is read this time (its plan found it different, or was not applied), and a file with
-// keys has them reused. Outside whole files only, no file it holds is paired: a changed
-// one is read, so that its blocks are keyed for partial duplicates.
-KnownBefore KnownBeforeIn(const PreviousIndex& prev, Filesystems& filesystems, bool whole_files_only);
+// keys has them reused.
+KnownBefore KnownBeforeIn(const PreviousIndex& prev, Filesystems& filesystems);
 
 SetAside SetAsideUnique(std::vector<Candidate>* kept, std::vector<uint64_t> written,
                         const KnownBefore& known_before, BySize rule);

@@ -182,8 +182,8 @@ bool PreviousIndex::FixedOf(const Key& k, std::string* rec) const {
 bool PreviousIndex::HoldsUnchanged(const std::string& fs_key, const FileEntry& e) const {
   const Key* k = Find(fs_key, e.ino);
   std::string rec;
-  // Not counted as unreadable here: a file that is then read counts once, in Reuse.
-  if (!k || !store_.Get(k->at, &rec).ok() || rec.size() < sizeof(Fixed)) return false;
+  if (!k) return false;
+  if (!store_.Get(k->at, &rec).ok() || rec.size() < sizeof(Fixed)) return true;  // counted by Reuse
   Fixed x;
   std::memcpy(&x, rec.data(), sizeof x);
   return FileIdentity::Of(e).HashesStillValid(x.id);

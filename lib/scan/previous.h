@@ -73,9 +73,9 @@ class PreviousIndex {
   // Whether the previous index holds a record of this file, read or paired by size
   // (FileEntry::size_paired), and the file has not changed since. A whole-files-only
   // scan pairs such a file by size no more: its pair was planned once, or it has keys.
+  // A record it cannot give back counts as held: the file is then read, and Reuse counts
+  // the record as unreadable, once.
   bool HoldsUnchanged(const std::string& fs_key, const FileEntry& e) const;
-  // Whether it holds a record of inode `ino`, changed since or not.
-  bool Holds(const std::string& fs_key, uint64_t ino) const { return Find(fs_key, ino) != nullptr; }
 
   // Whether the records went to the temporary file (more than `memory` bytes of them).
   bool spilled() const { return store_.spilled(); }

@@ -290,7 +290,7 @@ void PrepareWalk(WalkState& state, const IndexHeader& header, Observer* observer
   const auto xfs = [](const FsRecord& f) { return f.type == "xfs"; };
   state.dirs_in_disk_order = std::any_of(listed.begin(), listed.end(), xfs);
   state.trees_on_ssd = stats->storage.kind == StorageKind::kSsd && !o.read_data && state.map_from_trees && all_btrfs;
-  state.by_size = BySizeFor(o, PolicyFor(stats->storage.kind), o.read_data || !all_btrfs);
+  state.by_size = BySizeFor(o, o.read_data || !all_btrfs);
 }
 
 }  // namespace
@@ -354,7 +354,7 @@ Status RunScan(Sys& sys, const ScanOptions& o, OutputFile* out, Observer* observ
   const KeptRun job{sys, o, builder, filesystems, &writer, observer, stats, found};
   if (state.by_size.any())
     OANS_RETURN_IF_ERROR(WriteUnread(job, &kept, std::move(state.written),
-                                     KnownBeforeIn(*prev, filesystems, o.whole_files_only), state.by_size));
+                                     KnownBeforeIn(*prev, filesystems), state.by_size));
   KeptProgress progress;
   Status written = ReadKept(job, kept, &progress);
   stats->bytes_read = state.bytes_read.load();

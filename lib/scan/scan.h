@@ -69,9 +69,9 @@ struct ScanOptions {
   bool whole_files_only = false;
   // Where no btrfs checksums key the files: whether two files of a size met exactly
   // twice are mapped, not read (FileEntry::size_paired; apply's compare reads them).
-  // kAuto: with whole_files_only, or on a spinning disk (StoragePolicy::pair_by_size).
-  // There, outside whole_files_only, only files the --previous index does not hold are
-  // paired: the next scan with --previous keys them for partial duplicates.
+  // kAuto: with whole_files_only. kAlways pairs outside it too, but only in a scan
+  // without --previous: the next scan, given this one's index, reads them and keys their
+  // blocks for partial duplicates. Either way the walk keeps every file until it ends.
   PairBySize pair_by_size = PairBySize::kAuto;
   // Count every btrfs data extent's references by LOGICAL_INO_V2, not from its items
   // (lib/btrfs/backrefs.h): a check of the census, set by $OANS_CENSUS_LOOK_UP_ALL.
@@ -103,7 +103,7 @@ struct ScanStats {
   uint64_t errors = 0;         // files recorded with an error
   uint64_t unread = 0;         // files of a unique size recorded unread (whole_files_only)
   uint64_t dirs_in_disk_order = 0;  // directories whose blocks were read in disk order before listing (XFS, HDD)
-  uint64_t size_paired = 0;    // files one other shares its size with, mapped, not read (whole_files_only)
+  uint64_t size_paired = 0;    // files one other shares its size with, mapped, not read (pair_by_size)
   uint64_t hardlinks = 0;      // extra names of inodes already recorded
   uint64_t dirs = 0, skipped_special = 0, skipped_symlinks = 0, skipped_mounts = 0, skipped_small = 0,
            excluded = 0;

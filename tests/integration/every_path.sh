@@ -99,8 +99,7 @@ scan carried --storage ssd --previous "$WORK/followed.idx"
 same "followed, nothing changed" "$WORK/cold.txt" "$WORK/carried.txt"
 
 scan data --storage ssd --read-data
-# Pairs by size off: a spinning disk's scan would map two files of one size unread.
-scan data_hdd --storage hdd --read-data --pair-by-size=never
+scan data_hdd --storage hdd --read-data
 same "--read-data, disk order against SSD order" "$WORK/data.txt" "$WORK/data_hdd.txt"
 without_keys "$WORK/cold.txt" "$WORK/cold.nokeys"
 without_keys "$WORK/data.txt" "$WORK/data.nokeys"

@@ -4,8 +4,9 @@
 # links every duplicate, and a later scan that needs their hashes reads them. Two files
 # of one size (a pair) are mapped, not read: the plan pairs them by size, apply's compare
 # links those equal and leaves the others, and the next scan reads a pair left unlinked.
-# On a spinning disk, every mode pairs new files so; the next scan with --previous reads
-# them for their partial duplicates. Every file's content, owner and mode stay as they were.
+# --pair-by-size=always pairs files so in every mode, in a first scan; the next scan with
+# --previous reads them for their partial duplicates. Every file's content, owner and mode stay as
+# they were.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
 command -v strace >/dev/null || { echo "strace missing (scripts/install-deps)"; exit 77; }
@@ -187,10 +188,10 @@ PY
 [ "$before" = "$(checksums "$MNT")" ] || fail "XFS contents changed"
 pass "XFS: the equal pair by size shared, the other left as it was, neither read by the scan"
 
-# On a spinning disk, every mode pairs new files by size (not only whole files only): the
-# scan reads the unique size, maps the pairs and says so; apply shares the equal pair and
-# leaves the other. The next scan with --previous pairs nothing it holds: it reads both
-# pairs, and the partial duplicate in the pair that differs is then planned and shared.
+# --pair-by-size=always pairs files outside whole files only too, in a first scan: it
+# reads the unique size, maps the pairs and says so; apply shares the equal pair and
+# leaves the other. The next scan, with --previous, pairs nothing: it reads both pairs,
+# and the partial duplicate in the pair that differs is then planned and shared.
 mkfs_mount xfs 512M xfs-pairs
 rand_file "$MNT/p1.bin" 1048576 8
 cp --reflink=never "$MNT/p1.bin" "$MNT/p2.bin"
@@ -205,13 +206,13 @@ pair_scan() {  # pair_scan NAME ARGS...: a scan's summary in NAME.json, its mess
   "$BIN/oans-scan" --json "${@:2}" "$MNT" -o "$WORK/$1.idx" > "$WORK/$1.json" 2> "$WORK/$1.err" \
     || fail "scan $1: $(cat "$WORK/$1.err")"
 }
-pair_scan p1 --storage=hdd
+pair_scan p1 --storage=hdd --pair-by-size=always
 python3 - "$WORK/p1.json" <<'PY' || fail "hdd scan: $(cat "$WORK/p1.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))
 assert s["size_paired"] == 4 and s["hashed"] == 1 and s["bytes_read"] == 50000 and s["unread"] == 0, s
 PY
-grep -q "4 new files .* share their size with exactly one other" "$WORK/p1.err" \
+grep -q "4 files (.*) share their size with exactly one other" "$WORK/p1.err" \
   || fail "the pairs were not told: $(cat "$WORK/p1.err")"
 "$BIN/oans-plan" --quiet "$WORK/p1.idx" -o "$WORK/p1.plan" || fail "plan of the pairs"
 "$BIN/oans-apply" --json "$WORK/p1.plan" > "$WORK/p1-apply.json" 2> "$WORK/p1-apply.err" \
@@ -222,7 +223,7 @@ s = json.load(open(sys.argv[1]))
 assert s["bytes_deduped"] == 1048576 and s["bytes_differed"] == 1000000 and s["errors"] == 0, s
 PY
 sleep 1.1  # the files settled (a record made within a second of a change is not reused)
-pair_scan p2 --storage=hdd --previous "$WORK/p1.idx"
+pair_scan p2 --storage=hdd --pair-by-size=always --previous "$WORK/p1.idx"
 python3 - "$WORK/p2.json" <<'PY' || fail "next scan: $(cat "$WORK/p2.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -238,11 +239,11 @@ s = json.load(open(sys.argv[1]))
 assert s["bytes_deduped"] == 244 * 4096 and s["errors"] == 0, s
 PY
 [ "$before" = "$(checksums "$MNT")" ] || fail "contents changed"
-pair_scan p3 --storage=hdd --pair-by-size=never
-pair_scan p4 --storage=ssd
+pair_scan p3 --storage=hdd
+pair_scan p4 --storage=hdd --whole-files-only --pair-by-size=never
 grep -q '"size_paired":0,' "$WORK/p3.json" && grep -q '"size_paired":0,' "$WORK/p4.json" \
-  || fail "pairs made with --pair-by-size=never or on an SSD: $(cat "$WORK/p3.json" "$WORK/p4.json")"
-pass "on a spinning disk pairs are mapped in every mode; the next scan reads them and their partial duplicate is shared"
+  || fail "pairs made by default outside whole files only, or with never: $(cat "$WORK/p3.json" "$WORK/p4.json")"
+pass "--pair-by-size=always maps pairs in every mode; the next scan reads them and their partial duplicate is shared"
 
 # On btrfs with --read-data the same; a later scan following btrfs changes does not carry
 # an unread record as it was: it walks and reads the file.

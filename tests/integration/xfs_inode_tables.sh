@@ -37,11 +37,9 @@ print("\n".join(sorted(l.strip() for l in sys.stdin if json.loads(l).get("type")
 # bulkstat TRACE: the XFS_IOC_BULKSTAT calls (_IOC(_IOC_READ, 0x58, 0x7f, ...)) made.
 bulkstat() { grep -c 'ioctl([0-9]*, _IOC(_IOC_READ, 0x58, 0x7f\|XFS_IOC_BULKSTAT' "$1" || true; }
 
-# Pairs by size off: a spinning disk's scan would map two files of one size unread, and
-# the records are compared below.
 for storage in hdd ssd; do
   strace -f -e trace=ioctl -o "$WORK/$storage.trace" "$BIN/oans-scan" --quiet --storage=$storage \
-    --pair-by-size=never --summary-file "$WORK/$storage.json" -o "$WORK/$storage.idx" "$MNT" || fail "$storage: oans-scan failed"
+    --summary-file "$WORK/$storage.json" -o "$WORK/$storage.idx" "$MNT" || fail "$storage: oans-scan failed"
 done
 used=$(df --output=iused "$MNT" | tail -1)
 inodes=$(json_field "$WORK/hdd.json" inode_tables_inodes)

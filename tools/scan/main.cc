@@ -85,13 +85,14 @@ void AddOptions(CLI::App& app, Args& a) {
                "Only whole files will be shared (oans-apply --link=hard, oans-plan --whole-files-only): where no "
                "btrfs checksums key the files (ext4, XFS, --read-data), a file whose size no other file has is "
                "recorded unread and never opened, and two files of one size are mapped but not read (apply's "
-               "compare reads them)");
+               "compare reads them; see --pair-by-size)");
   app.add_option("--pair-by-size", a.pair_by_size,
                  "Where no btrfs checksums key the files (ext4, XFS, --read-data): auto, always or never map two "
                  "files of one size without reading them (the plan pairs them whole; apply's compare reads them "
-                 "once). auto (default): with --whole-files-only, and on hdd, where only files the --previous "
-                 "index does not hold are paired and their partial duplicates are found by the next scan with "
-                 "--previous; never reads them now")
+                 "once). auto (default): with --whole-files-only only. always: in every mode, but outside "
+                 "--whole-files-only only in a scan without --previous: the next scan, given its index, reads them "
+                 "for their partial duplicates (it pays where most such pairs are copies). never: read them. "
+                 "Pairing keeps the walk's list of files in memory until the walk ends")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   cli::AddSize(app, "--block-size", &block_size, "Bytes per block hash, a multiple of 4K (default 128K)");
   cli::AddSize(app, "--min-size", &o.min_size, "Skip files smaller than SIZE (default: keep every non-empty file)");

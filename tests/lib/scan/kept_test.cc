@@ -76,5 +76,28 @@ TEST(SetAsideUnique, EachRuleLeavesOnlyItsOwn) {
   EXPECT_EQ(Paths(kept), (std::set<std::string>{"/r/p1", "/r/p2"}));
 }
 
+// Who pairs: whole files only unless never; always outside it only without --previous,
+// so that a pair is keyed by the next scan; nothing where btrfs checksums key the files.
+TEST(BySizeFor, PairsWhereAsked) {
+  struct Case {
+    bool whole, previous;
+    PairBySize pair;
+    bool pairs;
+  };
+  for (const Case& k : {Case{true, false, PairBySize::kAuto, true}, Case{true, true, PairBySize::kAuto, true},
+                        Case{true, false, PairBySize::kNever, false}, Case{false, false, PairBySize::kAuto, false},
+                        Case{false, false, PairBySize::kAlways, true}, Case{false, true, PairBySize::kAlways, false},
+                        Case{true, true, PairBySize::kAlways, true}}) {
+    ScanOptions o;
+    o.whole_files_only = k.whole;
+    o.previous = k.previous ? "old.idx" : "";
+    o.pair_by_size = k.pair;
+    const BySize rule = BySizeFor(o, true);
+    EXPECT_EQ(rule.pair, k.pairs) << k.whole << k.previous << int(k.pair);
+    EXPECT_EQ(rule.unique_unread, k.whole);
+    EXPECT_FALSE(BySizeFor(o, false).any());
+  }
+}
+
 }  // namespace
 }  // namespace oans

@@ -209,17 +209,34 @@ TEST_F(ScanTest, WholeFilesOnlyLeavesUniqueSizesUnread) {
   }
 }
 
-// On a spinning disk, where no btrfs checksums key them, two new files of one size are
-// mapped, not read, outside whole files only too; the unique sizes are read. Not so on
-// an SSD, nor with --pair-by-size=never; always pairs on an SSD.
-TEST_F(ScanTest, OnHddNewFilesOfOneSizeArePairedInEveryMode) {
+// Whole files only with --pair-by-size=never: the unique sizes stay unread, the two
+// files of one size are read.
+TEST_F(ScanTest, WholeFilesOnlyWithoutPairsReadsThePair) {
+  ScanOptions o = Options();
+  o.read_data = true;
+  o.whole_files_only = true;
+  o.pair_by_size = PairBySize::kNever;
+  ScanStats stats;
+  ASSERT_OK(Scan(DefaultSys(), o, out_dir_.Join("never.idx"), &stats));
+  EXPECT_EQ(stats.unread, 2u);
+  EXPECT_EQ(stats.size_paired, 0u);
+  EXPECT_EQ(stats.hashed, 2u);
+  auto files = ReadByPath(out_dir_.Join("never.idx"));
+  ExpectHashedLike(files[P("a")], contents_["a"]);
+  ExpectHashedLike(files[P("b")], contents_["b"]);
+}
+
+// Outside whole files only, where no btrfs checksums key them, two new files of one size
+// are mapped, not read, with --pair-by-size=always alone (on either storage); the unique
+// sizes are still read.
+TEST_F(ScanTest, PairsBySizeOutsideWholeFilesOnlyWhenAsked) {
   struct Case {
     StorageChoice storage;
     PairBySize pair;
     uint64_t paired;
   };
-  for (const Case& k : {Case{StorageChoice::kHdd, PairBySize::kAuto, 2}, Case{StorageChoice::kSsd, PairBySize::kAuto, 0},
-                        Case{StorageChoice::kHdd, PairBySize::kNever, 0},
+  for (const Case& k : {Case{StorageChoice::kHdd, PairBySize::kAuto, 0}, Case{StorageChoice::kSsd, PairBySize::kAuto, 0},
+                        Case{StorageChoice::kHdd, PairBySize::kAlways, 2},
                         Case{StorageChoice::kSsd, PairBySize::kAlways, 2}}) {
     ScanOptions o = Options();
     o.storage = k.storage;
@@ -241,7 +258,6 @@ TEST_F(ScanTest, PhysicalOrderOnHddFindsTheSameFiles) {
   ScanStats stats;
   ScanOptions o = Options();
   o.storage = StorageChoice::kHdd;
-  o.pair_by_size = PairBySize::kNever;  // a and b read, as on an SSD
   o.io_threads = 0;
   ASSERT_OK(Scan(DefaultSys(), o, out_dir_.Join("hdd.idx"), &stats));
   EXPECT_EQ(stats.order, ReadOrder::kPhysical);
@@ -271,7 +287,6 @@ TEST_F(ScanTest, PagesReadAreDroppedOnlyWhenMoreThanMemory) {
     ScanStats stats;
     ScanOptions o = Options();
     o.storage = StorageChoice::kHdd;  // files kept and read after the walk, in disk order
-    o.pair_by_size = PairBySize::kNever;
     o.memory = memory;
     ASSERT_OK(Scan(sys, o, out_dir_.Join("drop.idx"), &stats));
     // a, b, c (and h, its hardlink) and sub/d: 500,005 bytes
