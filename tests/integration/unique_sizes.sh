@@ -160,17 +160,22 @@ u_run=$(opens_of run 'u[0-9]+\.bin')
 [ "$owners_before" = "$(owners)" ] || fail "owners or modes changed"
 pass "oans run --link=hard scans whole files only: no file of a unique size opened"
 
-# On XFS, reflink mode: two pairs by size, one equal and one differing in its last byte.
-# Neither is read by the scan; FIDEDUPERANGE's compare shares the first and leaves the
-# second, counted as differing, not as skipped.
-mkfs_mount xfs 512M xfs
-rand_file "$MNT/e1.bin" 1048576 5
-cp --reflink=never "$MNT/e1.bin" "$MNT/e2.bin"
-rand_file "$MNT/f1.bin" 786432 6
-cp --reflink=never "$MNT/f1.bin" "$MNT/f2.bin"
-printf 'x' | dd of="$MNT/f2.bin" bs=1 seek=786431 conv=notrunc status=none
-rand_file "$MNT/u.bin" 50000 7
-sync
+# pairs_on_xfs IMAGE EQ DIFF DIFF_SIZE SEED: a new XFS image with two pairs by size, EQ1
+# and EQ2 equal (1 MiB), DIFF1 and DIFF2 differing in their last byte, and u.bin alone.
+pairs_on_xfs() {
+  mkfs_mount xfs 512M "$1"
+  rand_file "$MNT/${2}1.bin" 1048576 "$5"
+  cp --reflink=never "$MNT/${2}1.bin" "$MNT/${2}2.bin"
+  rand_file "$MNT/${3}1.bin" "$4" "$(($5 + 1))"
+  cp --reflink=never "$MNT/${3}1.bin" "$MNT/${3}2.bin"
+  printf 'x' | dd of="$MNT/${3}2.bin" bs=1 seek="$(($4 - 1))" conv=notrunc status=none
+  rand_file "$MNT/u.bin" 50000 "$(($5 + 2))"
+  sync
+}
+
+# On XFS, reflink mode: neither pair is read by the scan; FIDEDUPERANGE's compare shares
+# the equal one and leaves the other, counted as differing, not as skipped.
+pairs_on_xfs xfs e f 786432 5
 before=$(checksums "$MNT")
 "$BIN/oans-scan" --quiet --json --storage=hdd --whole-files-only "$MNT" -o "$WORK/x.idx" > "$WORK/x.json" 2>&1 \
   || fail "XFS scan: $(cat "$WORK/x.json")"
@@ -192,14 +197,7 @@ pass "XFS: the equal pair by size shared, the other left as it was, neither read
 # reads the unique size, maps the pairs and says so; apply shares the equal pair and
 # leaves the other. The next scan, with --previous, pairs nothing: it reads both pairs,
 # and the partial duplicate in the pair that differs is then planned and shared.
-mkfs_mount xfs 512M xfs-pairs
-rand_file "$MNT/p1.bin" 1048576 8
-cp --reflink=never "$MNT/p1.bin" "$MNT/p2.bin"
-rand_file "$MNT/v1.bin" 1000000 9
-cp --reflink=never "$MNT/v1.bin" "$MNT/v2.bin"
-printf 'x' | dd of="$MNT/v2.bin" bs=1 seek=999999 conv=notrunc status=none
-rand_file "$MNT/u.bin" 50000 10
-sync
+pairs_on_xfs xfs-pairs p v 1000000 8
 sleep 1.1  # settled: the next scan reuses u.bin's record
 before=$(checksums "$MNT")
 pair_scan() {  # pair_scan NAME ARGS...: a scan's summary in NAME.json, its messages in NAME.err
