@@ -132,7 +132,8 @@ struct FileEntry {
   int32_t errnum = 0;
   std::vector<std::string> other_paths;
   // Left unread, hashed false: exactly one other file of its filesystem has its size
-  // (a whole-files-only scan). A whole-file plan pairs the two; apply's compare decides.
+  // (oans-scan --whole-files-only, --pair-by-size). The plan pairs the two whole;
+  // apply's compare decides.
   bool size_paired = false;
 };
 

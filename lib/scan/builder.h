@@ -61,7 +61,7 @@ class RecordBuilder {
 
   Built Build(const FileAt& at, FileEntry* e) const;
 
-  // A file paired by size (whole files only): its identity checked on the open at.fd and
+  // A file paired by size (ScanOptions::pair_by_size): its identity checked on the open at.fd and
   // its extents and flags set, but nothing read; e->size_paired unless it failed (then
   // e holds the error).
   void MapOnly(const FileAt& at, FileEntry* e) const;

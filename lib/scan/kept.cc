@@ -26,36 +26,39 @@ struct Item {
   bool finished = true;  // false: stopped while reading it, not recorded
 };
 
-// The parallel stage: opens kept file `c` without following symlinks and reads it.
-Item* ReadOne(const KeptRun& job, Candidate& c, size_t i, bool drop_pages) {
-  Sys& sys = job.sys;
-  auto* it = new Item{i, EntryOf(c.entry, c.fs)};
-  it->e.other_paths = std::move(c.other_paths);
-  auto fd = Own(sys, sys.OpenNoFollow(c.entry.path));
+// Kept file `c`'s record so far in *e, and the file opened without following symlinks
+// (`at` on it; the builder checks it is still the file walked). When it cannot be
+// opened, *e holds the error and the result does too.
+Result<Fd> OpenKept(const KeptRun& job, Candidate& c, FileEntry* e, FileAt* at) {
+  *e = EntryOf(c.entry, c.fs);
+  e->other_paths = std::move(c.other_paths);
+  auto fd = Own(job.sys, job.sys.OpenNoFollow(c.entry.path));
   if (!fd.ok()) {
-    FailEntry(&it->e, fd.status());
-    return it;
+    FailEntry(e, fd.status());
+    return fd.status();
   }
-  FileAt at(job.filesystems.Key(c.fs), job.filesystems.IsBtrfs(c.fs));
-  at.fd = fd->get();
+  *at = FileAt(job.filesystems.Key(c.fs), job.filesystems.IsBtrfs(c.fs));
+  at->fd = fd->get();
+  return fd;
+}
+
+// The parallel stage: opens kept file `c` and reads it.
+Item* ReadOne(const KeptRun& job, Candidate& c, size_t i, bool drop_pages) {
+  auto* it = new Item{i, {}};
+  FileAt at("", false);
+  auto fd = OpenKept(job, c, &it->e, &at);
+  if (!fd.ok()) return it;
   at.drop_pages = drop_pages;
   it->finished = job.builder.Build(at, &it->e) != Built::kStopped;
   return it;
 }
 
-// The record of a file paired by size: opened without following symlinks, mapped, not
-// read; with an error when it cannot be opened or is another file now.
+// The record of a file paired by size: opened, mapped, not read; with an error when it
+// cannot be opened or is another file now.
 FileEntry MapPaired(const KeptRun& job, Candidate& c) {
-  FileEntry e = EntryOf(c.entry, c.fs);
-  e.other_paths = std::move(c.other_paths);
-  auto fd = Own(job.sys, job.sys.OpenNoFollow(c.entry.path));
-  if (!fd.ok()) {
-    FailEntry(&e, fd.status());
-    return e;
-  }
-  FileAt at(job.filesystems.Key(c.fs), job.filesystems.IsBtrfs(c.fs));
-  at.fd = fd->get();
-  job.builder.MapOnly(at, &e);
+  FileEntry e;
+  FileAt at("", false);
+  if (auto fd = OpenKept(job, c, &e, &at); fd.ok()) job.builder.MapOnly(at, &e);
   return e;
 }
 

@@ -169,21 +169,23 @@ std::vector<uint64_t> PreviousIndex::InodeSlices(const std::string& fs_key, int 
   return b;
 }
 
+bool PreviousIndex::ReadFixed(const Key& k, std::string* rec) const {
+  return store_.Get(k.at, rec).ok() && rec->size() >= sizeof(Fixed);
+}
+
 bool PreviousIndex::FixedOf(const Key& k, std::string* rec) const {
   // The store is this scan's own: a record it cannot give back is a failing temporary
   // file; the file is then read as if it had no record, and RunScan says how many were.
-  if (!store_.Get(k.at, rec).ok() || rec->size() < sizeof(Fixed)) {
-    unreadable_.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
-  return true;
+  if (ReadFixed(k, rec)) return true;
+  unreadable_.fetch_add(1, std::memory_order_relaxed);
+  return false;
 }
 
 bool PreviousIndex::HoldsUnchanged(const std::string& fs_key, const FileEntry& e) const {
   const Key* k = Find(fs_key, e.ino);
   std::string rec;
   if (!k) return false;
-  if (!store_.Get(k->at, &rec).ok() || rec.size() < sizeof(Fixed)) return true;  // counted by Reuse
+  if (!ReadFixed(*k, &rec)) return true;  // read then, and counted by Reuse
   Fixed x;
   std::memcpy(&x, rec.data(), sizeof x);
   return FileIdentity::Of(e).HashesStillValid(x.id);

@@ -100,7 +100,8 @@ class PreviousIndex {
   Status Add(uint32_t fs, const FileEntry& f);
   // A record paired by size: its identity only, flagged kPaired, never reused.
   Status AddPaired(uint32_t fs, const FileEntry& f);
-  // The fixed part of k's record; false when it cannot be read back (counted).
+  // The fixed part of k's record; false when it cannot be read back (FixedOf counts it).
+  bool ReadFixed(const Key& k, std::string* rec) const;
   bool FixedOf(const Key& k, std::string* rec) const;
   const Key* Find(const std::string& fs_key, uint64_t ino) const;
   uint32_t FsId(const std::string& key) { return fs_ids_.emplace(key, uint32_t(fs_ids_.size())).first->second; }

@@ -209,6 +209,46 @@ TEST_F(ScanTest, WholeFilesOnlyLeavesUniqueSizesUnread) {
   }
 }
 
+// A file of a pair swapped after the walk, for a symlink to a file outside the tree or
+// for another file, is not mapped through it: the open does not follow the link, the
+// identity is checked on the open descriptor, and the record says what happened.
+TEST_F(ScanTest, APairSwappedAfterTheWalkIsNotMappedThroughTheSwap) {
+  class SwapSys : public test::ForwardingSys {
+   public:
+    std::string path;
+    std::function<void()> swap;
+    Result<int> OpenNoFollow(const std::string& p) override {
+      if (p == path && swap) std::exchange(swap, nullptr)();
+      return ForwardingSys::OpenNoFollow(p);
+    }
+  };
+  const std::string secret = out_dir_.Join("secret");
+  test::WriteFile(secret, test::RandomBytes(100000, 9));
+  for (bool to_symlink : {true, false}) {
+    SwapSys sys;
+    sys.path = P("a");
+    sys.swap = [&] {  // made beside it, then renamed over it: another inode
+      if (to_symlink) ASSERT_EQ(::symlink(secret.c_str(), P("a.new").c_str()), 0);
+      else test::WriteFile(P("a.new"), test::RandomBytes(100000, 9));
+      ASSERT_EQ(::rename(P("a.new").c_str(), P("a").c_str()), 0);
+    };
+    ScanOptions o = Options();
+    o.read_data = true;
+    o.whole_files_only = true;
+    ScanStats stats;
+    const std::string index = out_dir_.Join("swap.idx");
+    ASSERT_OK(Scan(sys, o, index, &stats));
+    auto files = ReadByPath(index);
+    const FileEntry& a = files[P("a")];
+    EXPECT_FALSE(a.size_paired) << to_symlink;
+    EXPECT_FALSE(a.error.empty()) << to_symlink;
+    EXPECT_TRUE(a.extents.empty()) << to_symlink;  // nothing of the secret's or the new file's
+    EXPECT_EQ(stats.size_paired, 1u) << to_symlink;  // b alone
+    ASSERT_EQ(::unlink(P("a").c_str()), 0);
+    test::WriteFile(P("a"), contents_["a"]);
+  }
+}
+
 // Whole files only with --pair-by-size=never: the unique sizes stay unread, the two
 // files of one size are read.
 TEST_F(ScanTest, WholeFilesOnlyWithoutPairsReadsThePair) {
