@@ -241,6 +241,51 @@ class WarmScenarios(unittest.TestCase):
             with self.assertRaises(SystemExit):
                 scale.parse_args(["--atime", "atime"])
 
+    def test_reset_image(self):
+        """--reset image: the first populate keeps the image, every later reset copies it
+        back and copies no tree again; with recopy no image is kept and the tree is copied
+        again."""
+        dedupe = load_script("bench-dedupe")
+        self.assertEqual(dedupe.parse_args(["--reset", "image"]).reset, "image")
+        calls = []
+
+        class FakeBench:
+            tree = "/nonexistent/tree"
+
+            def save_image(self):
+                calls.append("save")
+
+            def restore_image(self):
+                calls.append("restore")
+
+        real_run, real_sync = dedupe.run, dedupe.os.sync
+        dedupe.run = lambda argv, **kw: calls.append(argv[0])
+        dedupe.os.sync = lambda: None
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                with open(os.path.join(d, "f"), "w") as f:
+                    f.write("x")
+                for mode, want in (("image", ["cp", "cp", "save", "restore", "restore"]),
+                                   ("recopy", ["cp", "cp", "cp", "cp"])):
+                    calls.clear()
+                    args = dedupe.parse_args(["--reset", mode, "--copies", "2"])
+                    bm = dedupe.Benchmark(args, FakeBench(), d, [])
+                    bm.populate()
+                    if mode == "recopy":  # nothing to remove in the fake tree
+                        dedupe.os.listdir = lambda p, real=os.listdir: [] if p == FakeBench.tree else real(p)
+                    try:
+                        bm.state = "used"
+                        bm.ensure_fresh()
+                        if mode == "image":
+                            bm.state = "used"
+                            bm.ensure_fresh()
+                    finally:
+                        dedupe.os.listdir = os.listdir
+                    self.assertEqual(calls, want, msg=mode)
+                    self.assertEqual(bm.state, "fresh")
+        finally:
+            dedupe.run, dedupe.os.sync = real_run, real_sync
+
     def test_mount_options(self):
         self.assertEqual(backup.mount_options("relatime"), "relatime,nodiscard")
         self.assertEqual(backup.mount_options("noatime", "xfs"), "noatime")
