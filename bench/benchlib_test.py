@@ -250,7 +250,7 @@ class WarmScenarios(unittest.TestCase):
         calls = []
 
         class FakeBench:
-            tree = "/nonexistent/tree"
+            tree = None  # an empty directory: nothing to remove
 
             def save_image(self):
                 calls.append("save")
@@ -262,25 +262,19 @@ class WarmScenarios(unittest.TestCase):
         dedupe.run = lambda argv, **kw: calls.append(argv[0])
         dedupe.os.sync = lambda: None
         try:
-            with tempfile.TemporaryDirectory() as d:
+            with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as tree:
                 with open(os.path.join(d, "f"), "w") as f:
                     f.write("x")
+                FakeBench.tree = tree
                 for mode, want in (("image", ["cp", "cp", "save", "restore", "restore"]),
-                                   ("recopy", ["cp", "cp", "cp", "cp"])):
+                                   ("recopy", ["cp", "cp", "cp", "cp", "cp", "cp"])):
                     calls.clear()
                     args = dedupe.parse_args(["--reset", mode, "--copies", "2"])
                     bm = dedupe.Benchmark(args, FakeBench(), d, [])
                     bm.populate()
-                    if mode == "recopy":  # nothing to remove in the fake tree
-                        dedupe.os.listdir = lambda p, real=os.listdir: [] if p == FakeBench.tree else real(p)
-                    try:
+                    for _ in range(2):
                         bm.state = "used"
                         bm.ensure_fresh()
-                        if mode == "image":
-                            bm.state = "used"
-                            bm.ensure_fresh()
-                    finally:
-                        dedupe.os.listdir = os.listdir
                     self.assertEqual(calls, want, msg=mode)
                     self.assertEqual(bm.state, "fresh")
         finally:

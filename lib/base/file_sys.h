@@ -173,7 +173,7 @@ class FileSys {
     return Status::Unsupported("reading inode tables");
   }
   // Reads the data blocks of the directory open as fd in disk order ahead of its
-  // listing, and leaves it at its start: XFS (lib/base/xfs.h). The extents read that
+  // listing, and its leaf block, and leaves it at its start: XFS (lib/base/xfs.h). The extents read that
   // way (0: in order already). Unsupported elsewhere, as by this default; another error
   // when the directory could not be set back at its start.
   virtual Result<uint32_t> ReadDirectoryInDiskOrder(int fd) {

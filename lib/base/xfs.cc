@@ -1,6 +1,8 @@
 #include "lib/base/xfs.h"
 
+#include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <xfs/xfs.h>
 
 #include <sys/syscall.h>
@@ -106,11 +108,10 @@ Status ListExtent(int fd, const DirExtent& x) {
   return Status::Ok();
 }
 
-}  // namespace
 
-Result<uint32_t> XfsReadDirectoryInDiskOrder(int fd) {
-  auto extents = DirDataExtents(fd);
-  if (!extents.ok()) return extents.status().IsUnsupported() ? extents.status() : Result<uint32_t>(0u);
+// The directory's data extents read in disk order, when they are out of order and not
+// too many; the directory is then set back at its start. The extents read (0: none).
+Result<uint32_t> ReadOutOfOrder(int fd, std::vector<DirExtent>* extents) {
   auto by_place = [](const DirExtent& a, const DirExtent& b) { return a.block < b.block; };
   int64_t bytes = 0;
   for (const auto& x : *extents) bytes += x.length * 512;
@@ -126,6 +127,17 @@ Result<uint32_t> XfsReadDirectoryInDiskOrder(int fd) {
   }
   // Back to the start, for the listing, whatever happened above.
   if (::lseek(fd, 0, SEEK_SET) != 0) return Status::Io("seeking back to the start of the directory", errno);
+  return read;
+}
+
+}  // namespace
+
+Result<uint32_t> XfsReadDirectoryInDiskOrder(int fd) {
+  auto extents = DirDataExtents(fd);
+  if (!extents.ok() && extents.status().IsUnsupported()) return extents.status();
+  Result<uint32_t> read = extents.ok() ? ReadOutOfOrder(fd, &*extents) : Result<uint32_t>(0u);
+  struct stat st;
+  (void)::fstatat(fd, kLookupAhead, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT);  // reads the leaf block
   return read;
 }
 

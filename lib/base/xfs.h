@@ -25,9 +25,16 @@ Status XfsReadInodeTables(int fd, const std::function<bool()>& stop, InodeTables
 // logical order steps back on the disk for each block. Each data extent out of order is
 // listed from its own position (XFS's directory cookies are byte offsets / 8) and the
 // entries dropped; the blocks stay in XFS's buffer cache. The directory is left at its
-// start. Returns the extents so read (0 when they were in order already, more than
+// start. Its leaf block (the index its names are looked up by, which a listing does not
+// read) is read then too, by looking up kLookupAhead: the lookups of its subdirectories'
+// names would otherwise read it later, each when a walk comes to that subdirectory,
+// wherever the disk is then. Returns the extents so read (0 when they were in order already, more than
 // 1,024 or 64 MiB, or its map could not be had). Unsupported off XFS; an error only when the directory could not be
 // set back at its start (its listing would miss entries).
 Result<uint32_t> XfsReadDirectoryInDiskOrder(int fd);
+
+// The name XfsReadDirectoryInDiskOrder looks up (not followed, no automount; what it
+// finds is not used, so whether it exists does not matter).
+inline constexpr const char* kLookupAhead = ".oans-walk-lookup-ahead";
 
 }  // namespace oans

@@ -125,7 +125,6 @@ class Walker {
           continue;
         }
         if (read.ok() && *read) L.in_disk_order++;
-        (void)sys_.StatAt(handle->get(), kWalkLookupAhead);
       }
       Listing l{std::move(q.path), q.mnt_id, q.dev, q.root};
       l.ino = q.ino;

@@ -56,18 +56,10 @@ struct WalkOptions {
   bool inode_order = false;
   // With inode_order: each directory's blocks are read in disk order before it is listed
   // (FileSys::ReadDirectoryInDiskOrder: XFS, whose growing directories often lie
-  // downwards), and its leaf block by a lookup (kWalkLookupAhead). Where the filesystem
-  // cannot, it is listed as it is.
+  // downwards), and its leaf block with them. Where the filesystem cannot, it is listed as
+  // it is.
   bool dirs_in_disk_order = false;
 };
-
-// A name looked up in each XFS directory the inode-order walk lists (dirs_in_disk_order):
-// the lookup reads the directory's leaf block (its hash index of names) while the disk is
-// at the directory. The lookups of its subdirectories' names would otherwise read it
-// later, each when the walk comes to that subdirectory, wherever the disk is then (a
-// seek there and back; 0.5 s of the kernel tree x 2's scan on the model). Whether the
-// name exists does not matter.
-inline constexpr const char* kWalkLookupAhead = ".oans-walk-lookup-ahead";
 
 struct WalkEntry {
   std::string path;

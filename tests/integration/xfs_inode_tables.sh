@@ -25,6 +25,12 @@ os.makedirs(f"{sys.argv[1]}/wide")
 for f in range(600):  # a directory grown block by block: XFS lays them out downwards
     with open(f"{sys.argv[1]}/wide/a-rather-long-file-name-that-fills-blocks-{f}", "w") as out:
         out.write(f"{f}\n")
+# The name each directory's leaf block is read ahead by, planted: a file like any other
+# for the walk, and in a directory of many blocks, a symlink to a file outside the tree
+# (the lookup follows nothing).
+with open(f"{sys.argv[1]}/d0/.oans-walk-lookup-ahead", "w") as out:
+    out.write("an ordinary file\n")
+os.symlink("/etc/hostname", f"{sys.argv[1]}/wide/.oans-walk-lookup-ahead")
 PY
 sync
 before=$(checksums "$MNT")
@@ -38,7 +44,7 @@ print("\n".join(sorted(l.strip() for l in sys.stdin if json.loads(l).get("type")
 bulkstat() { grep -c 'ioctl([0-9]*, _IOC(_IOC_READ, 0x58, 0x7f\|XFS_IOC_BULKSTAT' "$1" || true; }
 
 for storage in hdd ssd; do
-  strace -f -e trace=ioctl -o "$WORK/$storage.trace" "$BIN/oans-scan" --quiet --storage=$storage \
+  strace -f -e trace=ioctl,statx,newfstatat -o "$WORK/$storage.trace" "$BIN/oans-scan" --quiet --storage=$storage \
     --summary-file "$WORK/$storage.json" -o "$WORK/$storage.idx" "$MNT" || fail "$storage: oans-scan failed"
 done
 used=$(df --output=iused "$MNT" | tail -1)
@@ -59,6 +65,18 @@ pass "on an SSD they were not"
   fail "hdd: no directory read in disk order ($(json_field "$WORK/hdd.json" dirs_in_disk_order))"
 [ "$(json_field "$WORK/ssd.json" dirs_in_disk_order)" = 0 ] || fail "ssd: directories read in disk order"
 pass "on a spinning disk $(json_field "$WORK/hdd.json" dirs_in_disk_order) directories' blocks were read in disk order first"
+# Each directory's leaf block is read as the walk lists it, by one lookup of a name
+# (fstatat; the walk's own stat calls, of the planted entries too, are statx).
+lookups() { grep -c 'newfstatat([0-9]*, "\.oans-walk-lookup-ahead"' "$1" || true; }
+ndirs=$(find "$MNT" -type d | wc -l)
+[ "$(lookups "$WORK/hdd.trace")" -ge "$ndirs" ] ||
+  fail "hdd: $(lookups "$WORK/hdd.trace") lookups ahead for $ndirs directories"
+[ "$(lookups "$WORK/ssd.trace")" = 0 ] || fail "ssd: lookups ahead made"
+"$BIN/oans-cat" "$WORK/hdd.idx" | grep -q '"path":"[^"]*/d0/\.oans-walk-lookup-ahead"' ||
+  fail "hdd: the planted file of the lookup's name is not recorded"
+! "$BIN/oans-cat" "$WORK/hdd.idx" | grep -q '/etc/hostname\|wide/\.oans-walk-lookup-ahead"' ||
+  fail "hdd: the planted symlink was followed or recorded"
+pass "each of the $ndirs directories' leaf blocks read ahead by a lookup; the name planted is a file like any other"
 cat_files "$WORK/hdd.idx" > "$WORK/hdd.txt"
 cat_files "$WORK/ssd.idx" > "$WORK/ssd.txt"
 cmp -s "$WORK/hdd.txt" "$WORK/ssd.txt" || fail "the indexes differ:
