@@ -12,7 +12,7 @@ namespace oans {
 
 enum class Use {
   kDetails,   // file details (details.h), and the per-file state
-  kPaths,     // file paths (details.h)
+  kPaths,     // file paths (details.h): none; they go to a temporary file as they come
   kWhole,     // whole-file keys: load -> group
   kInodes,    // inode keys: load -> duplicate inodes
   kBlocks,    // block keys: load -> blocks
@@ -34,8 +34,8 @@ struct BudgetLine {
 };
 
 inline constexpr std::array<BudgetLine, size_t(Use::kCount)> kBudgetTable = {{
-    {Use::kDetails, 9},
-    {Use::kPaths, 1},
+    {Use::kDetails, 10},
+    {Use::kPaths, 0},
     {Use::kWhole, 6},
     {Use::kInodes, 3},
     {Use::kBlocks, 7},

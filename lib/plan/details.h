@@ -2,7 +2,10 @@
 // Identity, size, mtime, extents and where its path is.
 // They are stored compactly in a RecordStore: memory up to a budget, then a file.
 // They are looked up by file id, the order files were loaded in.
-// Paths have a store of their own, read only for the files a plan names.
+// Paths have a store of their own, read only for the files a plan names. It holds no more
+// in memory than the piece being written: most paths are never read (a plan names few
+// of the files of a tree shared already), and those a pass needs are read back in one
+// sequential pass (Preload).
 // Owned by the planner's PlanState; single-threaded.
 #pragma once
 
@@ -58,10 +61,12 @@ class Details {
   // The path, then the other hardlinks the scan saw.
   Result<std::vector<std::string>> Names(uint32_t id);
   // Keeps the details (and, with `paths`, the paths) of the files marked in `needed` in
-  // memory, as far as `budget` bytes go. Records of both stores are in id order. Once
-  // `stop` (may be null) is set, returns Interrupted.
+  // memory, as far as `budget` bytes go, those of a store that went to its file: one
+  // sequential pass each. Records of both stores are in id order. Once `stop` (may be
+  // null) is set, returns Interrupted.
   Status Preload(const std::vector<bool>& needed, uint64_t budget, bool paths, const std::atomic<bool>* stop = nullptr);
   bool spilled() const { return store_.spilled(); }
+  bool paths_spilled() const { return paths_.spilled(); }
   // Visits every file's details in id order, in one sequential pass.
   Status ForEach(const std::function<Status(uint32_t id, const Detail&)>& visit) const;
 

@@ -77,8 +77,9 @@ Status GroupWholeFiles(PlanState& st, std::vector<GroupReport>* reports) {
   auto needs_details = [&](const std::vector<uint32_t>& ids, bool one_layout) {
     return !(one_layout && !reports) && AnyChanged(st, ids);
   };
-  if (st.details.spilled()) {
-    // The details went to disk: fetch those the groups need in one sequential pass.
+  if (st.details.spilled() || (reports && st.details.paths_spilled())) {
+    // The details or the reports' paths went to disk: fetch those the groups need in one
+    // sequential pass.
     std::vector<bool> needed(st.details.size(), false);
     auto mark = [&](const std::vector<uint32_t>& ids, bool one_layout, const WholeKey& head) {
       if (wanted(head) && needs_details(ids, one_layout))

@@ -110,9 +110,9 @@ Result<uint64_t> CountRounds(PlanState& st) {
 
 Status WriteRounds(PlanState& st, uint64_t rounds, OutputFile* out) {
   if (!out) return Status::Ok();  // a report only
-  // The files the plan names, fetched in one sequential pass when their details are on
-  // disk (a large plan); a smaller one reads each path once, as it needs it.
-  if (st.details.spilled()) OANS_RETURN_IF_ERROR(st.details.Preload(st.op_files, st.budget[Use::kPreload], true, st.o.stop));
+  // The files the plan names, fetched in one sequential pass from what is on disk: their
+  // paths, and their details in a large plan.
+  if (st.details.spilled() || st.details.paths_spilled()) OANS_RETURN_IF_ERROR(st.details.Preload(st.op_files, st.budget[Use::kPreload], true, st.o.stop));
 
   PlanWriter writer(out);
   OANS_RETURN_IF_ERROR(writer.WriteHeader(st.header));

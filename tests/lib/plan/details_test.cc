@@ -106,6 +106,30 @@ TEST(Details, StoreInMemoryAndSpilledWithPreload) {
   EXPECT_TRUE(test::StatusIs(details.Get(2000).status(), Status::Code::kCorrupt, "no file 2000"));
 }
 
+TEST(Details, PathsGoToTheirFileAndComeBackForTheFilesNeeded) {
+  TempDir dir;
+  Details details(dir.path(), 64 << 20, 0);  // the details in memory, no room for paths
+  const std::string tail(100, 'x');
+  for (uint64_t i = 0; i < 5000; ++i) {
+    Detail d = Sample(i);
+    ASSERT_OK(details.Add(d, "/r/" + std::to_string(i) + tail).status());
+  }
+  EXPECT_FALSE(details.spilled());
+  EXPECT_TRUE(details.paths_spilled());  // 500 KB of paths, past the piece being written
+  std::vector<bool> none(5000, false), some(5000, false);
+  for (size_t i = 0; i < some.size(); i += 13) some[i] = true;
+  ASSERT_OK(details.Preload(none, 1 << 20, true));
+  ASSERT_OK(details.Preload(some, 1 << 20, true));
+  for (uint32_t i : {0u, 13u, 12u, 4999u, 2600u, 2601u}) {  // preloaded or not
+    auto p = details.Path(i);
+    ASSERT_OK(p.status());
+    EXPECT_EQ(*p, "/r/" + std::to_string(i) + tail);
+    auto d = details.Get(i);
+    ASSERT_OK(d.status());
+    EXPECT_EQ((*d)->ino, Sample(i).ino);
+  }
+}
+
 TEST(Details, PreloadStopsOnceAsked) {
   TempDir dir;
   Details details(dir.path(), 4096, 4096);
