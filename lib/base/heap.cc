@@ -7,6 +7,7 @@ namespace oans {
 void SetUpHeap() {
 #ifdef __GLIBC__
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_TRIM_THRESHOLD, 2 << 20);
 #endif
 }
 
