@@ -305,6 +305,7 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   Observer* observer = to.observer;
   ScanStats* stats = to.stats;
   *followed = false;
+  const KeepFreedTop keep;  // it streams the previous index and the new one
   auto read = ReadIndexHeader(o.previous);
   if (!read.ok()) return Status::Ok();  // the walk says what is wrong with it
   const IndexHeader& prev = *read;
