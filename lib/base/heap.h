@@ -15,7 +15,8 @@ void SetUpHeap();
 
 // While it lives, up to 2 MiB freed at the top of each heap is kept for the next
 // blocks, where glibc gives back all past 128 KiB (its default, which SetUpHeap leaves
-// fixed). For a phase that streams blocks under 1 MiB through one or two threads: each
+// fixed). For a phase that streams blocks under 1 MiB through one or two threads, and
+// no more (every thread's heap may keep its 2 MiB): each
 // block freed at the top was given back and the next one took a fault for every page
 // (a followed scan, which reads an index's frames and builds its batches: the kernel
 // tree x 2 after its dedupe, `--storage ssd`, 24,000 faults and 0.9 s, then 10,500 and

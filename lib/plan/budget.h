@@ -12,7 +12,7 @@ namespace oans {
 
 enum class Use {
   kDetails,   // file details (details.h), and the per-file state
-  kPaths,     // file paths (details.h): none; they go to a temporary file as they come
+  kPaths,     // file paths (details.h): none; kPathsInMemory (fixed overhead), then a temporary file
   kWhole,     // whole-file keys: load -> group
   kInodes,    // inode keys: load -> duplicate inodes
   kBlocks,    // block keys: load -> blocks

@@ -95,9 +95,10 @@ Status Details::Preload(const std::vector<bool>& needed, uint64_t budget, bool p
   cache_.clear();
   details_ = Preloaded();
   paths_pre_ = Preloaded();
-  if (std::find(needed.begin(), needed.end(), true) == needed.end()) return Status::Ok();
+  const size_t wanted = size_t(std::count(needed.begin(), needed.end(), true));
+  if (wanted == 0) return Status::Ok();
   const bool details = store_.spilled();  // else they are in memory already
-  paths = paths && paths_.spilled();
+  paths = paths && paths_.spilled() && wanted >= kFewPaths;
   if (details) OANS_RETURN_IF_ERROR(details_.Load(store_, needed, paths ? budget / 2 : budget, stop));
   if (paths) OANS_RETURN_IF_ERROR(paths_pre_.Load(paths_, needed, details ? budget / 2 : budget, stop));
   return Status::Ok();

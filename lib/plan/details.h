@@ -2,10 +2,10 @@
 // Identity, size, mtime, extents and where its path is.
 // They are stored compactly in a RecordStore: memory up to a budget, then a file.
 // They are looked up by file id, the order files were loaded in.
-// Paths have a store of their own, read only for the files a plan names. It holds no more
-// in memory than the piece being written: most paths are never read (a plan names few
-// of the files of a tree shared already), and those a pass needs are read back in one
-// sequential pass (Preload).
+// Paths have a store of their own, read only for the files a plan names. It holds at
+// most kPathsInMemory in memory, then no more than the piece being written: most paths
+// are never read (a plan names few of the files of a tree shared already), and those a
+// pass needs are read back in one sequential pass (Preload).
 // Owned by the planner's PlanState; single-threaded.
 #pragma once
 
@@ -23,6 +23,13 @@
 #include "lib/plan/budget.h"
 
 namespace oans {
+
+// The paths held in memory before they go to the temporary file (about 10,000 files: a
+// small plan needs no temporary file for them). Part of the planner's fixed overhead.
+inline constexpr uint64_t kPathsInMemory = uint64_t(1) << 20;
+// Fewer files needed than this, Preload leaves their paths to be read one by one: less
+// than reading the whole file of a large tree's paths back.
+inline constexpr size_t kFewPaths = 1024;
 
 // What the plan needs of a file beyond its sort keys. Kept in a RecordStore (memory,
 // then a temporary file), looked up by file id. Paths, needed only for the files a plan

@@ -18,7 +18,7 @@ PlanState::PlanState(const PlanOptions& options, Observer* obs, PlanStats* plan_
       stats(plan_stats),
       dir(TempDirectory(options.temp_dir)),
       budget(options.memory),
-      details(dir, budget[Use::kDetails], budget[Use::kPaths]),
+      details(dir, budget[Use::kDetails], kPathsInMemory),
       whole(dir, budget[Use::kWhole]),
       inodes(dir, budget[Use::kInodes]),
       blocks(dir, budget[Use::kBlocks]),

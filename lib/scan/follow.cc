@@ -305,7 +305,6 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   Observer* observer = to.observer;
   ScanStats* stats = to.stats;
   *followed = false;
-  const KeepFreedTop keep;  // it streams the previous index and the new one
   auto read = ReadIndexHeader(o.previous);
   if (!read.ok()) return Status::Ok();  // the walk says what is wrong with it
   const IndexHeader& prev = *read;
@@ -340,7 +339,10 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   };
   if (why.empty()) why = f.FindChanges(prev);
   if (why.empty()) why = f.MapChanged();
-  if (why.empty()) why = f.StreamPrevious(prev);
+  if (why.empty()) {
+    const KeepFreedTop keep;  // the previous index's frames read, the new one's batches built
+    why = f.StreamPrevious(prev);
+  }
   if (why.empty()) why = f.FinishChanged();
   if (why.kind == NoFollow::kStopped) {  // nothing is written: a walk would write a husk
     stats->not_followed = why.kind;
@@ -369,7 +371,10 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
     header.filesystems[r.fs].generation = r.id.generation;
     header.filesystems[r.fs].dev = r.dev;
   }
-  OANS_RETURN_IF_ERROR(f.WriteInto(header, out));
+  {
+    const KeepFreedTop keep;
+    OANS_RETURN_IF_ERROR(f.WriteInto(header, out));
+  }
   stats->followed = true;
   *followed = true;
   if (o.stop && o.stop->load()) {

@@ -98,7 +98,11 @@ FollowWhy FollowState::JudgeInPasses(const IndexHeader& prev, const std::vector<
   // as that takes, each over the inode numbers whose records it holds.
   for (uint64_t from = 0;;) {
     uint64_t upto = UINT64_MAX;
-    Status s = quiet_->Load(o_.previous, prev.created_ns, quiet_->PassRoom(o_.memory / 16), from, &upto);
+    Status s;
+    {
+      const KeepFreedTop keep;  // the previous index's frames read (not the judges' heaps)
+      s = quiet_->Load(o_.previous, prev.created_ns, quiet_->PassRoom(o_.memory / 16), from, &upto);
+    }
     if (!s.ok()) return {NoFollow::kDamagedIndex, "the previous index cannot be read again: " + s.message()};
     stats_->judge_passes++;
     for (size_t i = 0; i < roots.size(); ++i) {

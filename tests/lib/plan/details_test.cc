@@ -116,10 +116,13 @@ TEST(Details, PathsGoToTheirFileAndComeBackForTheFilesNeeded) {
   }
   EXPECT_FALSE(details.spilled());
   EXPECT_TRUE(details.paths_spilled());  // 500 KB of paths, past the piece being written
-  std::vector<bool> none(5000, false), some(5000, false);
-  for (size_t i = 0; i < some.size(); i += 13) some[i] = true;
+  std::vector<bool> none(5000, false), few(5000, false), many(5000, false);
+  for (size_t i = 0; i < few.size(); i += 13) few[i] = true;  // fewer than kFewPaths: one by one
+  for (size_t i = 0; i < many.size(); i += 2) many[i] = true;
   ASSERT_OK(details.Preload(none, 1 << 20, true));
-  ASSERT_OK(details.Preload(some, 1 << 20, true));
+  ASSERT_OK(details.Preload(few, 1 << 20, true));
+  for (uint32_t i : {0u, 13u, 12u, 4999u}) EXPECT_EQ(*details.Path(i), "/r/" + std::to_string(i) + tail);
+  ASSERT_OK(details.Preload(many, 1 << 20, true));
   for (uint32_t i : {0u, 13u, 12u, 4999u, 2600u, 2601u}) {  // preloaded or not
     auto p = details.Path(i);
     ASSERT_OK(p.status());
