@@ -339,10 +339,7 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   };
   if (why.empty()) why = f.FindChanges(prev);
   if (why.empty()) why = f.MapChanged();
-  if (why.empty()) {
-    const KeepFreedTop keep;  // the previous index's frames read, the new one's batches built
-    why = f.StreamPrevious(prev);
-  }
+  if (why.empty()) why = f.StreamPrevious(prev);
   if (why.empty()) why = f.FinishChanged();
   if (why.kind == NoFollow::kStopped) {  // nothing is written: a walk would write a husk
     stats->not_followed = why.kind;
@@ -371,10 +368,7 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
     header.filesystems[r.fs].generation = r.id.generation;
     header.filesystems[r.fs].dev = r.dev;
   }
-  {
-    const KeepFreedTop keep;
-    OANS_RETURN_IF_ERROR(f.WriteInto(header, out));
-  }
+  OANS_RETURN_IF_ERROR(f.WriteInto(header, out));
   stats->followed = true;
   *followed = true;
   if (o.stop && o.stop->load()) {

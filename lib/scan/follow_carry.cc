@@ -3,12 +3,14 @@
 
 #include <algorithm>
 
+#include "lib/base/heap.h"
 #include "lib/base/paths.h"
 #include "lib/scan/follow_state.h"
 
 namespace oans {
 
 FollowWhy FollowState::StreamPrevious(const IndexHeader& prev) {
+  const KeepFreedTop keep;  // the previous index's frames read, the new one's batches built
   root_of_fs_.assign(prev.filesystems.size() + clones.size(), -1);
   for (size_t i = 0; i < roots.size(); ++i) root_of_fs_[roots[i].fs] = int(i);
   for (uint32_t k : gone) root_of_fs_[k] = kGoneFs;

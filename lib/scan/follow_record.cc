@@ -8,6 +8,7 @@
 #include <tbb/parallel_for.h>
 
 #include "lib/base/fd.h"
+#include "lib/base/heap.h"
 #include "lib/base/paths.h"
 #include "lib/base/tsan.h"
 #include "lib/scan/entry.h"
@@ -248,6 +249,7 @@ Status FollowState::Add(FileEntry e) {
 }
 
 Status FollowState::WriteInto(IndexHeader header, OutputFile* out) {
+  const KeepFreedTop keep;  // the spools' frames copied
   OANS_RETURN_IF_ERROR(write_status_);
   OANS_RETURN_IF_ERROR(dir_writer_->Flush());
   struct stat dirs;
