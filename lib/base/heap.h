@@ -15,13 +15,12 @@ void SetUpHeap();
 
 // While it lives, up to 2 MiB freed at the top of each heap is kept for the next
 // blocks, where glibc gives back all past 128 KiB (its default, which SetUpHeap leaves
-// fixed). For a phase that streams blocks under 1 MiB through one or two threads, and
-// no more (every thread's heap may keep its 2 MiB): each
-// block freed at the top was given back and the next one took a fault for every page
-// (a followed scan, which reads an index's frames and builds its batches: the kernel
-// tree x 2 after its dedupe, `--storage ssd`, 24,000 faults and 0.9 s, then 10,500 and
-// 0.6 s, 2 MiB more resident). Not for a walk: each of its threads' heaps would keep
-// its 2 MiB (the cold scan's peak rose from 45 to 63 MiB).
+// fixed). Without it, a stream of blocks under 1 MiB gives each one back when freed and
+// takes a fault for every page of the next: a followed scan reading an index's frames
+// and building its batches (the kernel tree x 2 after its dedupe, `--storage ssd`:
+// 24,000 faults and 0.9 s, then 10,500 and 0.6 s, 2 MiB more resident). For a phase of
+// one or two threads only: every thread's heap may keep its 2 MiB (set for a walk, the
+// cold scan's peak rose from 45 to 63 MiB).
 class KeepFreedTop {
  public:
   KeepFreedTop();

@@ -1,7 +1,8 @@
 // The planner's memory budget: one table splits --memory among its stores.
 // Each line is a share of --memory, in 64ths; the shares add up to 64.
 // A line may serve stages that never run at once.
-// Per-file state (flags, sparse offsets) is taken from the details line.
+// Per-file state (flags, sparse offsets) is taken from the details line. File paths have
+// no line: kPathsInMemory (details.h) in the fixed overhead, then a temporary file.
 // Beyond the table: a fixed overhead (kFixedOverhead), not growing with files.
 #pragma once
 
@@ -12,7 +13,6 @@ namespace oans {
 
 enum class Use {
   kDetails,   // file details (details.h), and the per-file state
-  kPaths,     // file paths (details.h): none; kPathsInMemory (fixed overhead), then a temporary file
   kWhole,     // whole-file keys: load -> group
   kInodes,    // inode keys: load -> duplicate inodes
   kBlocks,    // block keys: load -> blocks
@@ -35,7 +35,6 @@ struct BudgetLine {
 
 inline constexpr std::array<BudgetLine, size_t(Use::kCount)> kBudgetTable = {{
     {Use::kDetails, 10},
-    {Use::kPaths, 0},
     {Use::kWhole, 6},
     {Use::kInodes, 3},
     {Use::kBlocks, 7},

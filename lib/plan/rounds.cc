@@ -111,8 +111,8 @@ Result<uint64_t> CountRounds(PlanState& st) {
 Status WriteRounds(PlanState& st, uint64_t rounds, OutputFile* out) {
   if (!out) return Status::Ok();  // a report only
   // The files the plan names, fetched in one sequential pass from what is on disk: their
-  // paths, and their details in a large plan.
-  if (st.details.spilled() || st.details.paths_spilled()) OANS_RETURN_IF_ERROR(st.details.Preload(st.op_files, st.budget[Use::kPreload], true, st.o.stop));
+  // paths, and their details in a large plan (Preload reads only a store on disk).
+  OANS_RETURN_IF_ERROR(st.details.Preload(st.op_files, st.budget[Use::kPreload], true, st.o.stop));
 
   PlanWriter writer(out);
   OANS_RETURN_IF_ERROR(writer.WriteHeader(st.header));
