@@ -13,9 +13,6 @@
 namespace oans {
 namespace {
 
-// Inode numbers this close are read in one search: the items between, of inodes that
-// did not change, cost less than a search of their own.
-constexpr uint64_t kInodeGap = 512;
 // A search's buffer: after a backup wrote every inode's atime, every leaf is returned.
 // Not larger: for each leaf it copies, the kernel first writes to every page of the
 // buffer left (fault_in_subpage_writeable in search_ioctl), 1,024 pages a leaf at 4 MiB.
@@ -183,16 +180,29 @@ Status ReadRun(Sys& sys, int fd, const std::vector<uint64_t>& inos, size_t first
   return Status::Ok();
 }
 
-// Runs of `inos` (sorted) whose neighbours are at most kInodeGap apart: [first, last).
+// Runs of `inos` (sorted) whose neighbours are at most `gap` apart: [first, last).
 template <typename F>
-Status ForEachRun(const std::vector<uint64_t>& inos, const F& run) {
+Status ForEachRun(const std::vector<uint64_t>& inos, const F& run, uint64_t gap = kInodeGap) {
   for (size_t first = 0; first < inos.size();) {
     size_t last = first + 1;
-    while (last < inos.size() && inos[last] - inos[last - 1] <= kInodeGap) ++last;
+    while (last < inos.size() && inos[last] - inos[last - 1] <= gap) ++last;
     OANS_RETURN_IF_ERROR(run(first, last));
     first = last;
   }
   return Status::Ok();
+}
+
+// Runs `work` on `threads` threads at once, this one among them (the others as many as
+// can be started: work must take what is left).
+template <typename F>
+void RunOnThreads(size_t threads, const F& work) {
+  std::vector<std::thread> others;
+  try {
+    for (size_t t = 1; t < threads; ++t) others.emplace_back(work);
+  } catch (...) {  // no more threads to be had: those started work
+  }
+  work();
+  for (auto& t : others) t.join();
 }
 
 }  // namespace
@@ -230,15 +240,41 @@ Status ChangedInodeNumbers(Sys& sys, int fd, uint64_t since, size_t cap, std::ve
 }
 
 Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, const QuietInode& quiet, size_t limit,
-                         SubvolumeChanges* out) {
+                         SubvolumeChanges* out, size_t threads, uint64_t gap) {
+  std::vector<std::pair<size_t, size_t>> runs;
+  OANS_RETURN_IF_ERROR(ForEachRun(
+      inos,
+      [&](size_t first, size_t last) {
+        runs.emplace_back(first, last);
+        return Status::Ok();
+      },
+      gap));
+  // Each run's inodes apart, so that they are added in inode order whichever thread
+  // searched them.
+  std::vector<SubvolumeChanges> outs(runs.size());
+  std::vector<Status> status(runs.size());
+  std::atomic<size_t> kept{0}, next{0};
+  std::atomic<bool> full{false};
+  auto work = [&] {
+    for (size_t k; !full && (k = next.fetch_add(1)) < runs.size();) {
+      Keeper keeper{quiet, limit, &outs[k], true, &kept};
+      try {
+        status[k] = ReadRun(sys, fd, inos, runs[k].first, runs[k].second, &keeper);
+      } catch (const std::exception& e) {  // on a thread of its own, it must not escape
+        status[k] = Status::Io(std::string("reading changed inodes: ") + e.what(), ENOMEM);
+      }
+      if (!keeper.room || !status[k].ok()) full = true;
+    }
+  };
+  RunOnThreads(std::min(threads, runs.size()), work);
   const size_t before = out->inodes.size();
-  Keeper keeper{quiet, limit, out};
-  Status s = ForEachRun(inos, [&](size_t first, size_t last) {
-    if (!keeper.room) return Status::Ok();
-    return ReadRun(sys, fd, inos, first, last, &keeper);
-  });
-  OANS_RETURN_IF_ERROR(s);
-  if (!keeper.room) {
+  for (size_t k = 0; k < runs.size(); ++k) {
+    OANS_RETURN_IF_ERROR(status[k]);
+    out->quiet += outs[k].quiet;
+    out->searches += outs[k].searches;
+    for (auto& c : outs[k].inodes) out->inodes.push_back(std::move(c));
+  }
+  if (full || kept > limit) {
     out->too_many = true;
     std::vector<ChangedInode>().swap(out->inodes);
     return Status::Ok();
@@ -254,7 +290,7 @@ namespace {
 
 // The inodes numbered `first` to `last` of JudgeChangedInodes, in one search.
 Status JudgeSlice(Sys& sys, int fd, uint64_t since, uint64_t first, uint64_t last, Keeper* keeper,
-                  std::vector<uint64_t>* rest) {
+                  std::vector<uint64_t>* rest, const ChangedLeaves* leaves) {
   SubvolumeChanges* out = keeper->out;
   std::optional<InodeItems> c;
   bool bad = false;
@@ -265,11 +301,7 @@ Status JudgeSlice(Sys& sys, int fd, uint64_t since, uint64_t first, uint64_t las
     else rest->push_back(ino);
     c.reset();
   };
-  BtrfsSearch s = ChangedBlocks(since);
-  s.min = {first, 0, 0};
-  s.max = {last, 255, ~uint64_t(0)};
-  out->searches++;
-  OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, s, [&](const BtrfsItem& item) {
+  const BtrfsVisitor visit = [&](const BtrfsItem& item) {
     if (!InodeItemType(item.key.type)) return true;
     if (c && item.key.objectid != ino) end_inode();
     if (!keeper->Room()) return false;
@@ -280,7 +312,16 @@ Status JudgeSlice(Sys& sys, int fd, uint64_t since, uint64_t first, uint64_t las
     }
     bad |= !c->Add(item);
     return true;
-  }));
+  };
+  if (leaves) {
+    OANS_RETURN_IF_ERROR(leaves->Visit(first, last, visit));
+  } else {
+    BtrfsSearch s = ChangedBlocks(since);
+    s.min = {first, 0, 0};
+    s.max = {last, 255, ~uint64_t(0)};
+    out->searches++;
+    OANS_RETURN_IF_ERROR(sys.TreeSearch(fd, s, visit));
+  }
   end_inode();
   if (bad) return Status::Corrupt("btrfs returned an inode item, link or directory entry that does not decode");
   return Status::Ok();
@@ -290,7 +331,7 @@ Status JudgeSlice(Sys& sys, int fd, uint64_t since, uint64_t first, uint64_t las
 
 Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& quiet, size_t limit,
                           std::vector<uint64_t>* rest, SubvolumeChanges* out, const std::vector<uint64_t>& splits,
-                          uint64_t first, uint64_t last, const std::atomic<bool>* stop) {
+                          uint64_t first, uint64_t last, const std::atomic<bool>* stop, const ChangedLeaves* leaves) {
   first = std::max(first, kBtrfsFirstInode);
   last = std::min(last, kBtrfsLastInode);
   if (first > last) return Status::Ok();
@@ -311,7 +352,7 @@ Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& qu
     const uint64_t from = k == 0 ? first : cuts[k - 1];
     const uint64_t to = k + 1 == slices ? last : cuts[k] - 1;
     try {
-      status[k] = JudgeSlice(sys, fd, since, from, to, &keepers[k], &rests[k]);
+      status[k] = JudgeSlice(sys, fd, since, from, to, &keepers[k], &rests[k], leaves);
     } catch (const std::exception& e) {  // on a thread of its own, it must not escape
       status[k] = Status::Io(std::string("judging changed inodes: ") + e.what(), ENOMEM);
     }

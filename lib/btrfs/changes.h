@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/btrfs/changed_leaves.h"
 #include "lib/btrfs/search.h"
 #include "lib/btrfs/tree_map.h"
 #include "lib/base/status.h"
@@ -46,6 +47,9 @@ struct SubvolumeChanges {
   uint64_t searches = 0;  // tree searches made (calls of Sys::TreeSearch)
 };
 
+// Inode numbers this close are read in one search by default (ReadChangedInodes).
+inline constexpr uint64_t kInodeGap = 512;
+
 // Changed inodes beyond which a scan walks instead of holding them all.
 inline constexpr size_t kMaxFollowedInodes = 250000;
 
@@ -65,9 +69,12 @@ Status ChangedInodeNumbers(Sys& sys, int fd, uint64_t since, size_t cap, std::ve
 using QuietInode = std::function<bool(ChangedInode&)>;
 // Inodes `inos` (sorted, distinct) read whole, added to out->inodes (in inode order)
 // unless `quiet` (when set) takes them; out->quiet counts those. More than `limit` kept:
-// too_many, and none kept.
+// too_many, and none kept. Numbers at most `gap` apart are read in one search (the items
+// between, of inodes that did not change, cost less than a search of their own when
+// their blocks are in memory); `threads` searches run at once (on an SSD: the kernel
+// reads a search's blocks one at a time).
 Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, const QuietInode& quiet, size_t limit,
-                         SubvolumeChanges* out);
+                         SubvolumeChanges* out, size_t threads = 1, uint64_t gap = kInodeGap);
 // When most of a subvolume's blocks were written since (a backup's atimes, a dedupe),
 // one search instead of two: the inodes with items in the blocks written since, each
 // whose items there are all of its items (its links as many as its link count, a
@@ -77,11 +84,14 @@ Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, co
 // Only the inodes numbered `first` to `last` are looked at (a pass of the caller's).
 // `splits` (sorted inode numbers) cut them into slices, each judged by a thread of its
 // own, at once: `quiet` is then called from those threads. The limit counts the inodes
-// all slices keep. Once `stop` (may be null) is set, returns Interrupted.
+// all slices keep. Once `stop` (may be null) is set, returns Interrupted. With `leaves`
+// (laid out for `first` to `last` at least), the items come from them, read from the
+// device (changed_leaves.h), instead of from the kernel's search.
 Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& quiet, size_t limit,
                           std::vector<uint64_t>* rest, SubvolumeChanges* out,
                           const std::vector<uint64_t>& splits = {}, uint64_t first = kBtrfsFirstInode,
-                          uint64_t last = kBtrfsLastInode, const std::atomic<bool>* stop = nullptr);
+                          uint64_t last = kBtrfsLastInode, const std::atomic<bool>* stop = nullptr,
+                          const ChangedLeaves* leaves = nullptr);
 
 // Where a directory is linked: its parent directory's inode and its name there.
 struct DirLink {

@@ -58,7 +58,11 @@ struct DiskKeyPtr {
   btrfs_disk_key key;
   uint64_t blockptr, generation;
 } __attribute__((packed));
-static_assert(sizeof(DiskHeader) == 101 && sizeof(DiskKeyPtr) == 33, "the kernel's on-disk tree block layout");
+struct DiskItem {  // where its data is: from the end of the header
+  btrfs_disk_key key;
+  uint32_t offset, size;
+} __attribute__((packed));
+static_assert(sizeof(DiskHeader) == 101 && sizeof(DiskKeyPtr) == 33 && sizeof(DiskItem) == 25, "the kernel's layout");
 static_assert(sizeof(btrfs_disk_key) == 17);
 
 }  // namespace
@@ -287,6 +291,24 @@ bool DecodeNode(std::string_view d, BtrfsNode* out) {
     ptr.bytenr = Le<uint64_t>(k + offsetof(DiskKeyPtr, blockptr));
     ptr.generation = Le<uint64_t>(k + offsetof(DiskKeyPtr, generation));
     out->ptrs.push_back(ptr);
+  }
+  return true;
+}
+
+bool DecodeLeafItems(std::string_view d, uint64_t generation, std::vector<BtrfsItem>* out) {
+  out->clear();
+  const size_t room = d.size() - std::min(d.size(), sizeof(DiskHeader));
+  const uint32_t n = room ? Le<uint32_t>(d.data() + offsetof(DiskHeader, nritems)) : 0;
+  if (room == 0 || n > room / sizeof(DiskItem)) return false;
+  const char* items = d.data() + sizeof(DiskHeader);
+  for (uint32_t i = 0; i < n; ++i) {
+    const char* it = items + i * sizeof(DiskItem);
+    const uint32_t at = Le<uint32_t>(it + offsetof(DiskItem, offset));
+    const uint32_t size = Le<uint32_t>(it + offsetof(DiskItem, size));
+    if (at < n * sizeof(DiskItem) || at > room || size > room - at) return false;  // past the headers, in the block
+    BtrfsItem item{KeyAt(it + offsetof(DiskItem, key)), generation, std::string_view(items + at, size)};
+    if (!out->empty() && !(out->back().key < item.key)) return false;  // keys in order
+    out->push_back(item);
   }
   return true;
 }

@@ -159,6 +159,10 @@ struct BtrfsNode {
 };
 // False when the block is shorter than its header or than the pointers it claims.
 bool DecodeNode(std::string_view block, BtrfsNode* out);
+// A leaf's items (level 0) in the order it holds them, each with its key, `generation`
+// as transid and its data within `block`. False when an item's data lies outside the
+// block or among the item headers, or the keys are out of order.
+bool DecodeLeafItems(std::string_view block, uint64_t generation, std::vector<BtrfsItem>* out);
 
 struct BtrfsInodeItem {
   uint64_t generation = 0, transid = 0, size = 0, nbytes = 0, flags = 0;

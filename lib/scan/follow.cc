@@ -215,12 +215,11 @@ TreeAheadJob ChangesJob(const ScanOptions& o, const StoragePolicy& policy, const
           policy.tree_ahead_least};
 }
 
-// The subvolumes' tree blocks written since are read first (lib/btrfs/tree_ahead.h): on a
-// spinning disk leaf by leaf in the order of their places on disk, before the change
-// search, which then finds them in memory instead of sending the head across the
-// metadata in key order; on an SSD many at once, where the search would read them one by
-// one, once its first look found many inodes changed, and when they take enough bytes
-// to matter.
+// On a spinning disk the subvolumes' tree blocks written since are read first
+// (lib/btrfs/tree_ahead.h), leaf by leaf in the order of their places on disk, before the
+// change search, which then finds them in memory instead of sending the head across the
+// metadata in key order. (On an SSD the judge reads them from the device itself, or,
+// where it cannot, reads them ahead part by part, many at once: ReadChangesAheadFrom.)
 void ReadChangesAhead(Sys& sys, const ScanOptions& o, std::vector<FollowRoot>& roots, const StoragePolicy& policy,
                       Observer* observer, ScanStats* stats) {
   TreeAheadStats ahead;
@@ -329,11 +328,13 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   const bool auto_storage = o.storage == StorageChoice::kAuto;
   const bool spinning = auto_storage ? prev.spinning : o.storage == StorageChoice::kHdd;
   const StoragePolicy& policy = PolicyFor(spinning ? StorageKind::kHdd : StorageKind::kSsd);
-  auto read_ahead = [&] { ReadChangesAhead(sys, o, f.roots, policy, observer, stats); };
   f.judge_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
   f.judge_in_memory_only = spinning;
-  if (!spinning) f.before_reading_many = read_ahead;
-  else if (why.empty()) read_ahead();
+  // On an SSD the judge reads the blocks written since itself, in large requests; a
+  // spinning disk's head sweeps them once in disk order first.
+  f.read_leaves = !spinning;
+  f.search_threads = size_t(ChangesJob(o, policy, FollowRoot()).readers);
+  if (spinning && why.empty()) ReadChangesAhead(sys, o, f.roots, policy, observer, stats);
   f.read_ahead_from = [&](FollowRoot& r, uint64_t from, uint64_t upto) {
     return ReadChangesAheadFrom(sys, o, r, from, upto, policy, observer, stats);
   };

@@ -67,13 +67,16 @@ FollowWhy FollowState::FindChanges(const IndexHeader& prev) {
   std::vector<bool> many(roots.size());
   FollowWhy why = FindNumbers(&numbers, &many);
   const bool any_many = std::find(many.begin(), many.end(), true) != many.end();
-  if (why.empty() && any_many && before_reading_many) before_reading_many();
   if (why.empty() && any_many) why = JudgeInPasses(prev, many);
   for (size_t i = 0; i < roots.size() && why.empty(); ++i)
     if (!many[i]) why = ReadRootChanges(roots[i], numbers[i]);
   numbers.clear();
   for (size_t i = 0; i < roots.size() && why.empty(); ++i) why = FinishRootChanges(roots[i]);
   if (!why.empty()) return why;
+  stats_->leaves_read = leaves_stats_.leaves;
+  stats_->leaves_read_bytes = leaves_stats_.bytes;
+  stats_->leaves_read_requests = leaves_stats_.requests;
+  stats_->leaves_searched = leaves_stats_.searched;
   if (quiet_) {
     quiet_->Done();
     stats_->extents_moved = quiet_->moved();
@@ -84,7 +87,7 @@ FollowWhy FollowState::FindChanges(const IndexHeader& prev) {
 
 FollowWhy FollowState::ReadRootChanges(FollowRoot& r, const std::vector<uint64_t>& numbers) {
   r.changes.found = numbers.size();
-  Status s = ReadChangedInodes(sys_, r.fd, numbers, nullptr, kMaxFollowedInodes, &r.changes);
+  Status s = ReadChangedInodes(sys_, r.fd, numbers, nullptr, kMaxFollowedInodes, &r.changes, search_threads);
   if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
   return {};
 }
@@ -120,6 +123,14 @@ FollowWhy FollowState::JudgeInPasses(const IndexHeader& prev, const std::vector<
 // are judged part by part, each part's blocks read ahead first (read_ahead_from): the
 // search then finds them in memory instead of reading them one by one, in key order.
 FollowWhy FollowState::JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t upto) {
+  if (read_leaves && !r.leaves_by_search) {
+    auto leaves = ChangedLeaves::Lay(sys_, r.fd, r.since, from, upto - 1, &leaves_stats_);
+    if (leaves.ok()) return JudgeRange(r, from, upto, true, leaves->get());
+    observer_->Notice("warning: " + r.path + ": btrfs tree blocks searched, not read from the device: " +
+                      leaves.status().message());
+    r.leaves_by_search = true;
+    r.read_ahead_cut = true;  // read ahead part by part instead
+  }
   for (uint64_t lo = from; lo < upto;) {
     PartAhead part{upto, false};
     if (r.read_ahead_below > lo) part = {std::min(upto, r.read_ahead_below), true};
@@ -132,7 +143,8 @@ FollowWhy FollowState::JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t u
   return {};
 }
 
-FollowWhy FollowState::JudgeRange(FollowRoot& r, uint64_t from, uint64_t upto, bool in_memory) {
+FollowWhy FollowState::JudgeRange(FollowRoot& r, uint64_t from, uint64_t upto, bool in_memory,
+                                  const ChangedLeaves* leaves) {
   QuietInode take = [this, &r](ChangedInode& c) { return quiet_->Take(r.fs, c); };
   const size_t judges = judge_in_memory_only && !in_memory ? 1 : judge_threads;
   // Both add to r.changes (a later pass's inodes have higher numbers: in inode order
@@ -140,9 +152,13 @@ FollowWhy FollowState::JudgeRange(FollowRoot& r, uint64_t from, uint64_t upto, b
   const size_t held = r.changes.inodes.size();
   std::vector<uint64_t> rest;
   Status s = JudgeChangedInodes(sys_, r.fd, r.since, take, kMaxFollowedInodes - held, &rest, &r.changes,
-                                quiet_->Splits(r.fs, judges, from, upto), from, upto - 1, o_.stop);
+                                quiet_->Splits(r.fs, judges, from, upto), from, upto - 1, o_.stop, leaves);
   if (s.code() == Status::Code::kInterrupted) return {NoFollow::kStopped, "the scan was stopped"};
-  if (s.ok() && !r.changes.too_many) s = ReadChangedInodes(sys_, r.fd, rest, take, kMaxFollowedInodes, &r.changes);
+  // The blocks between them were read from the device (leaves), not into memory: each
+  // run of consecutive numbers its own search.
+  if (s.ok() && !r.changes.too_many)
+    s = ReadChangedInodes(sys_, r.fd, rest, take, kMaxFollowedInodes, &r.changes, search_threads,
+                          leaves ? 1 : kInodeGap);
   if (!s.ok()) return {NoFollow::kSearch, r.path + ": " + s.message()};
   return TooMany(r);
 }

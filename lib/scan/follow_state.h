@@ -56,6 +56,9 @@ struct FollowRoot {
   // in memory (ReadTreesAhead; UINT64_MAX: all of them).
   uint64_t read_ahead_below = 0;
   bool read_ahead_cut = false;  // the first read-ahead's budget held only some of them
+  // Its blocks written since cannot be read from the device (ChangedLeaves::Lay said
+  // why, once): the judge searches, and reads them ahead part by part.
+  bool leaves_by_search = false;
   FsIdentity id;
   SubvolumeChanges changes;
   std::unordered_map<uint64_t, const ChangedInode*> changed;  // by inode
@@ -136,9 +139,6 @@ class FollowState {
   // (or moved out) since. Their records and directories are dropped.
   std::vector<uint32_t> gone;
   std::vector<FollowClone> clones;
-  // Called once by FindChanges when more than kJudgeQuietFrom inodes changed, before
-  // they are read (an SSD's read-ahead of the blocks written since). May be empty.
-  std::function<void()> before_reading_many;
   // Where the first read-ahead did not hold them all, the judge takes the inode numbers
   // part by part, each part's blocks read ahead before it is judged: this reads ahead
   // the blocks written since of r's inodes numbered `from` to `upto` - 1, as many as the
@@ -151,6 +151,12 @@ class FollowState {
   // between the slices.
   size_t judge_threads = 1;
   bool judge_in_memory_only = false;
+  // On an SSD the judge reads the blocks written since from the device itself, in large
+  // requests (lib/btrfs/changed_leaves.h), instead of through the search.
+  bool read_leaves = false;
+  // Searches of changed inodes made at once (their items read whole): many on an SSD,
+  // one on a spinning disk, whose head would seek between them.
+  size_t search_threads = 1;
   // Whether `path` (below r.top) is excluded by --exclude.
   bool Excluded(const FollowRoot& r, const std::string& path) const;
   // Whether every record written equals one of the previous index and none is missing.
@@ -186,7 +192,9 @@ class FollowState {
   // Root r's changed inodes numbered `from` to before `upto`, judged: a pass.
   FollowWhy JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t upto);
   // Numbers `from` to `upto` - 1 of r, their blocks written since all in memory or not.
-  FollowWhy JudgeRange(FollowRoot& r, uint64_t from, uint64_t upto, bool in_memory);
+  // With `leaves`, their items read from the device.
+  FollowWhy JudgeRange(FollowRoot& r, uint64_t from, uint64_t upto, bool in_memory,
+                       const ChangedLeaves* leaves = nullptr);
   // The reason to walk when root r has more changed inodes than are followed.
   FollowWhy TooMany(const FollowRoot& r) const;
   // Root r's changed directories read, once its changed inodes are known.
@@ -271,6 +279,7 @@ class FollowState {
   // Set when inodes were judged against their records (JudgeInPasses); then holds the files
   // whose extents alone changed.
   std::unique_ptr<QuietRecords> quiet_;
+  ChangedLeavesStats leaves_stats_;  // of the judge's reads from the device
   uint64_t changes_ = 0;  // records (and directories) written otherwise than they were, or dropped
   std::vector<std::pair<uint32_t, uint64_t>> changed_files_;  // (fs, inode): IndexHeader::changed_files
   uint64_t changed_at_ = 0;  // where FinishChanged's records start in the file spool

@@ -96,6 +96,10 @@ struct ScanStats {
   uint64_t tree_ahead_leaves = 0;  // of those, leaves read in disk order
   bool tree_ahead_cut = false;     // the first read-ahead stopped at --memory
   uint64_t tree_ahead_parts = 0;   // a followed scan's: parts of the inode numbers read ahead after it (one --memory each)
+  uint64_t leaves_read = 0;           // a followed scan's blocks written since, read from the device by the judge (changed_leaves.h)
+  uint64_t leaves_read_bytes = 0;     // bytes those reads took (the leaves, and the gaps read through)
+  uint64_t leaves_read_requests = 0;  // reads they took
+  uint64_t leaves_searched = 0;       // ranges searched instead: a leaf rewritten since it was laid out
   uint64_t inode_tables_bytes = 0;   // on a spinning disk, XFS inode tables read before the walk (walk_ahead.h)
   uint64_t inode_tables_inodes = 0;  // the inodes in use they held
   uint64_t census_extents = 0;    // btrfs data extents whose references the index lists

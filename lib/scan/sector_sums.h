@@ -29,9 +29,6 @@ SumKind SumKindOfBtrfs(uint16_t csum_type);
 // Whether oans computes this kind itself (for data it reads).
 bool Computable(SumKind k);
 
-// crc32c (Castagnoli, as btrfs and iSCSI), continuing from `crc` (0 to start).
-uint32_t Crc32c(uint32_t crc, const void* data, size_t len);
-
 // The fingerprint of one sector of `len` <= 4096 bytes (zero-padded); k computable.
 uint32_t SectorSum(SumKind k, const char* data, size_t len);
 // The fingerprint of an all-zero sector.

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <vector>
 
+#include "lib/base/crc32c.h"
 #include "lib/btrfs/search.h"
 #include "tests/lib/test_util.h"
 
@@ -110,6 +111,7 @@ class FakeFs : public test::ForwardingSys {
       auto gen = leaf_generation.find(leaves[i].second);
       Put<uint64_t>(&node, at + 25, gen == leaf_generation.end() ? 42 : gen->second);
     }
+    Put<uint32_t>(&node, 0, Crc32c(0, node.data() + 32, node.size() - 32));  // the filesystem's kind: crc32c
     disk[kChunkPhysical + (bytenr - kChunkLogical)] = node;
     btrfs_root_item r;
     std::memset(&r, 0, sizeof r);
