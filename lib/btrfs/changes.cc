@@ -17,6 +17,9 @@ namespace {
 // Not larger: for each leaf it copies, the kernel first writes to every page of the
 // buffer left (fault_in_subpage_writeable in search_ioctl), 1,024 pages a leaf at 4 MiB.
 constexpr uint32_t kBulkBuffer = 512 << 10;
+// A search of one inode's items (or of a few numbered one after another): most fit in
+// one call, and the many searches at once each keep no more than this.
+constexpr uint32_t kInodeBuffer = 64 << 10;
 
 bool InodeItemType(uint8_t t) {
   return t == kBtrfsInodeItem || t == kBtrfsInodeRef || t == kBtrfsInodeExtref || t == kBtrfsDirItem ||
@@ -147,12 +150,14 @@ struct Keeper {
   }
 };
 
-// Reads inodes [first, last) of `inos` whole, in one search of their key range.
-Status ReadRun(Sys& sys, int fd, const std::vector<uint64_t>& inos, size_t first, size_t last, Keeper* keeper) {
+// Reads inodes [first, last) of `inos` whole, in one search of their key range, with a
+// buffer of `buffer` bytes a call.
+Status ReadRun(Sys& sys, int fd, const std::vector<uint64_t>& inos, size_t first, size_t last, Keeper* keeper,
+               uint32_t buffer) {
   BtrfsSearch s;
   s.min = {inos[first], kBtrfsInodeItem, 0};
   s.max = {inos[last - 1], kBtrfsExtentData, ~uint64_t(0)};
-  s.buffer_bytes = kBulkBuffer;
+  s.buffer_bytes = buffer;
   size_t next = first;
   std::optional<InodeItems> c;
   uint64_t ino = 0;
@@ -251,6 +256,7 @@ Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, co
       gap));
   // Each run's inodes apart, so that they are added in inode order whichever thread
   // searched them.
+  const uint32_t buffer = gap < kInodeGap ? kInodeBuffer : kBulkBuffer;
   std::vector<SubvolumeChanges> outs(runs.size());
   std::vector<Status> status(runs.size());
   std::atomic<size_t> kept{0}, next{0};
@@ -259,7 +265,7 @@ Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, co
     for (size_t k; !full && (k = next.fetch_add(1)) < runs.size();) {
       Keeper keeper{quiet, limit, &outs[k], true, &kept};
       try {
-        status[k] = ReadRun(sys, fd, inos, runs[k].first, runs[k].second, &keeper);
+        status[k] = ReadRun(sys, fd, inos, runs[k].first, runs[k].second, &keeper, buffer);
       } catch (const std::exception& e) {  // on a thread of its own, it must not escape
         status[k] = Status::Io(std::string("reading changed inodes: ") + e.what(), ENOMEM);
       }
@@ -357,16 +363,10 @@ Status JudgeChangedInodes(Sys& sys, int fd, uint64_t since, const QuietInode& qu
       status[k] = Status::Io(std::string("judging changed inodes: ") + e.what(), ENOMEM);
     }
   };
-  std::vector<std::thread> threads;
-  size_t k = 1;
-  try {
-    threads.reserve(slices);
-    for (; k < slices; ++k) threads.emplace_back(judge, k);
-  } catch (...) {  // no more threads to be had: the rest judged here
-  }
-  judge(0);
-  for (size_t j = k; j < slices; ++j) judge(j);
-  for (auto& t : threads) t.join();
+  std::atomic<size_t> next{0};
+  RunOnThreads(slices, [&] {
+    for (size_t k; (k = next.fetch_add(1)) < slices;) judge(k);
+  });
   for (size_t j = 0; j < slices; ++j) {
     OANS_RETURN_IF_ERROR(status[j]);
     if (keepers[j].stopped) return Status::Interrupted("stopped");

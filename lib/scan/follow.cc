@@ -330,10 +330,8 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   const StoragePolicy& policy = PolicyFor(spinning ? StorageKind::kHdd : StorageKind::kSsd);
   f.judge_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
   f.judge_in_memory_only = spinning;
-  // On an SSD the judge reads the blocks written since itself, in large requests; a
-  // spinning disk's head sweeps them once in disk order first.
-  f.read_leaves = !spinning;
-  f.search_threads = size_t(ChangesJob(o, policy, FollowRoot()).readers);
+  f.read_leaves = !spinning;  // else the head sweeps them once in disk order, first
+  f.search_threads = std::min<size_t>(FollowState::kMostSearchThreads, size_t(ChangesJob(o, policy, FollowRoot()).readers));
   if (spinning && why.empty()) ReadChangesAhead(sys, o, f.roots, policy, observer, stats);
   f.read_ahead_from = [&](FollowRoot& r, uint64_t from, uint64_t upto) {
     return ReadChangesAheadFrom(sys, o, r, from, upto, policy, observer, stats);

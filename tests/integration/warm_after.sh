@@ -8,7 +8,9 @@
 # directory holding a subvolume and a read-only snapshot of it (then a new snapshot
 # taken and the old one deleted); last, a directory of 48,000 files scanned with
 # --memory 16M, whose previous records do not fit in one pass of the judge, nor the
-# blocks written since in one read-ahead (with --storage=hdd).
+# blocks written since in one read-ahead (with --storage=hdd). Each followed scan runs
+# again with --storage=ssd, whose judge reads the blocks written since from the device
+# itself: the same records.
 # WARM_FILES sets the number of files (default 20000), WARM_KINDS which of the four run.
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
@@ -94,6 +96,21 @@ $(diff "$WORK/$name-cold.txt" "$WORK/$name-hdd.txt" | head -20)"
       fail "$name: $ahead bytes read ahead with --storage=hdd in $parts parts after the first, not more than --memory"
     echo "$name: $ahead bytes of tree blocks read ahead with --storage=hdd, $parts parts after the first"
   fi
+  # On an SSD the judge reads the blocks written since from the device itself: the same
+  # records, and nothing searched instead (no other writer races it here).
+  "$BIN/oans-scan" --json --storage=ssd $SCAN_OPTS --previous "$prev" "$T" -o "$WORK/$name-ssd.idx" \
+    > "$WORK/$name-ssd.json" 2>&1 || fail "$name: oans-scan --storage=ssd failed: $(cat "$WORK/$name-ssd.json")"
+  cat_files "$WORK/$name-ssd.idx" "$WORK/$name-ssd.txt"
+  cmp -s "$WORK/$name-ssd.txt" "$WORK/$name-cold.txt" || fail "$name: records with --storage=ssd differ from a cold scan's:
+$(diff "$WORK/$name-cold.txt" "$WORK/$name-ssd.txt" | head -20)"
+  local read searched
+  read=$(json_field "$WORK/$name-ssd.json" leaves_read)
+  searched=$(json_field "$WORK/$name-ssd.json" leaves_searched)
+  if [ "$(json_field "$WORK/$name-ssd.json" changed_inodes)" -gt 2048 ]; then
+    [ "$read" -gt 0 ] && [ "$searched" = 0 ] ||
+      fail "$name: with --storage=ssd $read leaves read from the device, $searched ranges searched instead"
+  fi
+  echo "$name: with --storage=ssd $read leaves read from the device in $(json_field "$WORK/$name-ssd.json" leaves_read_requests) requests"
   pass "$name: $n calls (at most $budget), $(wc -l < "$WORK/$name.txt") records equal to a cold scan's; $quiet files judged from their items, $moved of them moved, in $passes pass(es)"
 }
 

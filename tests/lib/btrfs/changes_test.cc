@@ -33,7 +33,7 @@ class FakeTree : public test::ForwardingSys {
     }
     return Status::Ok();
   }
-  int searches = 0;
+  std::atomic<int> searches{0};  // searched from several threads at once
 
  private:
   uint64_t inodes_;
@@ -84,6 +84,28 @@ TEST(FollowChangesTest, InodesTheCallerTakesAreLeftOutAndNotCountedAgainstTheLim
   ASSERT_TRUE(ReadChangedInodes(sys, -1, inos, odd, 249, &d).ok());
   EXPECT_TRUE(d.too_many);
   EXPECT_TRUE(d.inodes.empty());
+}
+
+TEST(FollowChangesTest, ManySearchesAtOnceKeepInodeOrderAndTheLimit) {
+  FakeTree sys(3000);
+  std::vector<uint64_t> inos;
+  for (uint64_t ino = 256; ino < 3256; ino += 7) inos.push_back(ino);
+  auto odd = [](ChangedInode& i) { return i.ino % 2 == 1; };
+  SubvolumeChanges one, many;
+  ASSERT_TRUE(ReadChangedInodes(sys, -1, inos, odd, 1000, &one).ok());
+  EXPECT_EQ(sys.searches, 1);  // one run: all within the gap
+  sys.searches = 0;
+  ASSERT_TRUE(ReadChangedInodes(sys, -1, inos, odd, 1000, &many, 4, 1).ok());
+  EXPECT_EQ(sys.searches, int(inos.size()));  // each its own
+  EXPECT_EQ(many.searches, inos.size());
+  ASSERT_EQ(many.inodes.size(), one.inodes.size());
+  for (size_t i = 0; i < one.inodes.size(); ++i) EXPECT_EQ(many.inodes[i].ino, one.inodes[i].ino);
+  EXPECT_EQ(many.quiet, one.quiet);
+  EXPECT_FALSE(many.too_many);
+  SubvolumeChanges over;  // one more kept than the limit, whichever thread kept it
+  ASSERT_TRUE(ReadChangedInodes(sys, -1, inos, odd, one.inodes.size() - 1, &over, 4, 1).ok());
+  EXPECT_TRUE(over.too_many);
+  EXPECT_TRUE(over.inodes.empty());
 }
 
 TEST(FollowChangesTest, PastTheCapTheNumbersStop) {

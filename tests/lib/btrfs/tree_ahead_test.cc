@@ -224,6 +224,21 @@ TEST(TreeAhead, AStaleNodeOnDiskMeansKeyOrder) {
   ExpectKeyOrder(sys, stats);
 }
 
+TEST(TreeAhead, ANodeThatFailsItsChecksumMeansKeyOrderForItsTree) {
+  FakeFs sys;
+  sys.Lay();
+  sys.disk[kChunkPhysical + kNode][200] ^= 1;  // the subvolume's root node: a pointer's byte
+  TreeAheadStats stats;
+  ASSERT_TRUE(ReadTreesAhead(sys, 3, {TreesFor::kScan, 1 << 30, {}}, &stats).ok());
+  const auto reads = sys.Reads();
+  // The checksums' two leaves on disk, then the subvolume in key order.
+  ASSERT_EQ(reads.size(), 3u);
+  EXPECT_EQ(std::get<0>(reads[0]), kBtrfsCsumTree);
+  EXPECT_EQ(std::get<0>(reads[2]), kSubvol);
+  EXPECT_EQ(std::get<2>(reads[2]), 0u);
+  EXPECT_EQ(stats.leaves, 2u);
+}
+
 TEST(TreeAhead, ABlockAtAnotherAddressMeansKeyOrderForItsTree) {
   FakeFs sys;
   sys.moved = true;
