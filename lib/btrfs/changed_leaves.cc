@@ -49,6 +49,10 @@ Result<std::unique_ptr<ChangedLeaves>> ChangedLeaves::Lay(Sys& sys, int fd, uint
   OANS_RETURN_IF_ERROR(LeavesOnDisk(r, range, since, ~uint64_t(0), &c->leaves_, &cut, &cut_at));
   std::sort(c->leaves_.begin(), c->leaves_.end(),
             [](const TreeBlock& a, const TreeBlock& b) { return a.ptr.key < b.ptr.key; });
+  // Each leaf's keys end where the next one's begin, or before: none is met twice.
+  for (size_t k = 1; k < c->leaves_.size(); ++k)
+    if (!c->leaves_[k - 1].end || c->leaves_[k].ptr.key < *c->leaves_[k - 1].end)
+      return Status::Corrupt("btrfs tree leaves whose keys overlap");
   for (const TreeBlock& b : c->leaves_) OANS_RETURN_IF_ERROR(c->devices_.Get(b.devid).status());
   return c;
 }

@@ -14,8 +14,10 @@
 // address, generation, level and keys. The scan committed the filesystem's changes
 // first (syncfs), so the blocks on disk are the tree as it was then; a leaf freed and
 // written again since, or torn by a write under way, fails the check, and the rest of
-// the range comes from the kernel's search from that leaf's first key on: the same
-// items, in the same order, from the live tree.
+// the range comes from the kernel's search from that leaf's first key on, in key order
+// still: the live tree, whose items are the same unless it changed since the commit
+// (what changed then has a newer generation than the one the scan records, and is
+// searched again next time).
 #pragma once
 
 #include <atomic>

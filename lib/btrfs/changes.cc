@@ -17,8 +17,7 @@ namespace {
 // Not larger: for each leaf it copies, the kernel first writes to every page of the
 // buffer left (fault_in_subpage_writeable in search_ioctl), 1,024 pages a leaf at 4 MiB.
 constexpr uint32_t kBulkBuffer = 512 << 10;
-// A search of one inode's items (or of a few numbered one after another): most fit in
-// one call, and the many searches at once each keep no more than this.
+// A search of one inode's items (or a few's): most fit, and each thread keeps no more.
 constexpr uint32_t kInodeBuffer = 64 << 10;
 
 bool InodeItemType(uint8_t t) {
@@ -259,7 +258,8 @@ Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, co
   const uint32_t buffer = gap < kInodeGap ? kInodeBuffer : kBulkBuffer;
   std::vector<SubvolumeChanges> outs(runs.size());
   std::vector<Status> status(runs.size());
-  std::atomic<size_t> kept{0}, next{0};
+  // The limit counts the inodes already kept (a judge's, a pass before) with these.
+  std::atomic<size_t> kept{out->inodes.size()}, next{0};
   std::atomic<bool> full{false};
   auto work = [&] {
     for (size_t k; !full && (k = next.fetch_add(1)) < runs.size();) {
@@ -279,6 +279,7 @@ Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, co
     out->quiet += outs[k].quiet;
     out->searches += outs[k].searches;
     for (auto& c : outs[k].inodes) out->inodes.push_back(std::move(c));
+    std::vector<ChangedInode>().swap(outs[k].inodes);
   }
   if (full || kept > limit) {
     out->too_many = true;
@@ -294,7 +295,7 @@ Status ReadChangedInodes(Sys& sys, int fd, const std::vector<uint64_t>& inos, co
 
 namespace {
 
-// The inodes numbered `first` to `last` of JudgeChangedInodes, in one search.
+// The inodes numbered `first` to `last` of JudgeChangedInodes: one search, or the leaves.
 Status JudgeSlice(Sys& sys, int fd, uint64_t since, uint64_t first, uint64_t last, Keeper* keeper,
                   std::vector<uint64_t>* rest, const ChangedLeaves* leaves) {
   SubvolumeChanges* out = keeper->out;

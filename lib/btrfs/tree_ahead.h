@@ -9,7 +9,8 @@
 //     from the device (O_DIRECT: not kept; the kernel reads them again, with the first
 //     search below each), level by level in disk order (a block's place from the chunk
 //     tree's map; single and DUP profiles), each checked to be the block its parent names
-//     (filesystem, address, generation, level, keys in order), and no more of them than
+//     (checksum, filesystem, address, generation, level, keys in order and within its
+//     parent's bounds: lib/btrfs/tree_layout.h), and no more of them than
 //     the root item's size allows;
 //   - the leaves, with the first key each node gives them, of all the trees read (the
 //     subvolume's and the checksum tree's leaves lie among each other's, as do the extent
@@ -29,9 +30,10 @@
 // followed scan the budget counts the blocks written since, not the whole tree: past it
 // the leaves of the lowest keys are read, and the scan asks again for the next inode
 // numbers once it has judged those (lib/scan/follow_state.h).
-// On an SSD a followed scan reads the leaves written since with several threads
-// (TreeAheadJob::readers): the kernel reads a search's blocks one at a time, and an SSD
-// serves many reads at once.
+// On an SSD a followed scan's judge reads the leaves written since from the device
+// itself (lib/btrfs/changed_leaves.h); where it cannot, they are read ahead here with
+// several threads (TreeAheadJob::readers): the kernel reads a search's blocks one at a
+// time, and an SSD serves many reads at once.
 #pragma once
 
 #include <cstdint>

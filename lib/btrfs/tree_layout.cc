@@ -105,6 +105,10 @@ Status CheckTreeBlock(const BtrfsInfo& info, const TreeBlock& b, uint8_t level, 
     return Status::Corrupt(at + " is not the one its parent names");
   for (size_t i = 1; i < out->ptrs.size(); ++i)
     if (!(out->ptrs[i - 1].key < out->ptrs[i].key)) return Status::Corrupt(at + " has keys out of order");
+  // An internal node's keys within the bounds its parent gives it (as the kernel checks).
+  if (level > 0 && (out->ptrs.empty() || out->ptrs.front().key < b.ptr.key ||
+                    (b.end && !(out->ptrs.back().key < *b.end))))
+    return Status::Corrupt(at + " holds keys outside the bounds its parent gives it");
   return Status::Ok();
 }
 

@@ -69,8 +69,8 @@ struct TreeBlock {
 
 // Whether `block`, read from a device, is the tree block `b` names: its checksum (where
 // oans computes the filesystem's kind: crc32c and XXH64), filesystem, address,
-// generation and level; an internal node's keys in order. Decodes its header and key
-// pointers into *out.
+// generation and level; an internal node's keys in order and within the bounds of b
+// (from its key to before b.end). Decodes its header and key pointers into *out.
 Status CheckTreeBlock(const BtrfsInfo& info, const TreeBlock& b, uint8_t level, std::string_view block,
                       BtrfsNode* out);
 // Whether oans verifies the checksums of the filesystem's tree blocks (its kind).

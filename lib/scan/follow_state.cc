@@ -119,9 +119,11 @@ FollowWhy FollowState::JudgeInPasses(const IndexHeader& prev, const std::vector<
   }
 }
 
-// Where the blocks written since did not all fit the read-ahead's budget, the numbers
-// are judged part by part, each part's blocks read ahead first (read_ahead_from): the
-// search then finds them in memory instead of reading them one by one, in key order.
+// On an SSD (read_leaves) the judge reads the blocks written since from the device
+// itself. Else, or where it cannot, where the blocks did not all fit the read-ahead's
+// budget, the numbers are judged part by part, each part's blocks read ahead first
+// (read_ahead_from): the search then finds them in memory instead of reading them one
+// by one, in key order.
 FollowWhy FollowState::JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t upto) {
   if (read_leaves && !r.leaves_by_search) {
     auto leaves = ChangedLeaves::Lay(sys_, r.fd, r.since, from, upto - 1, &leaves_stats_);

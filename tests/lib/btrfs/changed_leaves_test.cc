@@ -61,6 +61,19 @@ class FakeDevice : public test::ForwardingSys {
     Write();
   }
 
+  // Instead: `n` leaves one after another on the disk (slots 1 to n), inode 256 + i in
+  // leaf i, all of generation 50.
+  void Many(uint64_t n) {
+    leaves.clear();
+    for (uint64_t i = 0; i < n; ++i) {
+      Leaf leaf{1 + i, 50, {}};
+      leaf.items[{256 + i, kBtrfsInodeItem, 0}] = std::string(160, 'i');
+      leaf.items[{256 + i, kBtrfsExtentData, 0}] = std::string(53, 'x');
+      leaves.push_back(leaf);
+    }
+    Write();
+  }
+
   static uint64_t Physical(uint64_t slot) { return kChunkPhysical + slot * kNode; }
   static uint64_t Logical(uint64_t slot) { return kChunkLogical + slot * kNode; }
 
@@ -283,6 +296,37 @@ TEST(ChangedLeaves, AReadThatFailsHandsTheRestToTheSearch) {
   EXPECT_EQ(sys.subvolume_searches[0].min, (BtrfsKey{256, kBtrfsInodeItem, 0}));  // the first leaf's key
 }
 
+// 100 leaves of 16 KiB: two windows of 1 MiB. A leaf of the second that fails its check
+// hands the rest to the search; the first window's items are not met again.
+TEST(ChangedLeaves, WindowAfterWindowAndAFailureInALaterOne) {
+  FakeDevice sys;
+  sys.Many(100);
+  ChangedLeavesStats stats;
+  auto c = ChangedLeaves::Lay(sys, -1, 45, kBtrfsFirstInode, kBtrfsLastInode, &stats);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ((*c)->size(), 100u);
+  sys.reads.clear();
+  std::vector<uint64_t> inodes;
+  auto visit = [&](const BtrfsItem& it) {
+    if (it.key.type == kBtrfsInodeItem) inodes.push_back(it.key.objectid);
+    return true;
+  };
+  ASSERT_TRUE((*c)->Visit(kBtrfsFirstInode, kBtrfsLastInode, visit).ok());
+  std::vector<uint64_t> want;
+  for (uint64_t i = 0; i < 100; ++i) want.push_back(256 + i);
+  EXPECT_EQ(inodes, want);
+  ASSERT_EQ(sys.reads.size(), 2u);
+  EXPECT_EQ(sys.reads[0], std::make_pair(FakeDevice::Physical(1), uint64_t(64 * kNode)));
+  EXPECT_EQ(sys.reads[1], std::make_pair(FakeDevice::Physical(65), uint64_t(36 * kNode)));
+  sys.disk[FakeDevice::Physical(1 + 80)][200] ^= 1;  // a byte of leaf 80, under its checksum
+  inodes.clear();
+  ASSERT_TRUE((*c)->Visit(kBtrfsFirstInode, kBtrfsLastInode, visit).ok());
+  EXPECT_EQ(inodes, want);
+  ASSERT_EQ(sys.subvolume_searches.size(), 1u);
+  EXPECT_EQ(sys.subvolume_searches[0].min, (BtrfsKey{256 + 80, kBtrfsInodeItem, 0}));
+  EXPECT_EQ(stats.leaves, 100u + 80u);
+}
+
 TEST(ChangedLeaves, TheVisitorStopsIt) {
   FakeDevice sys;
   ChangedLeavesStats stats;
@@ -297,6 +341,13 @@ TEST(ChangedLeaves, NotLaidOutWhereTheyCannotBeReadFromTheDevice) {
   {
     FakeDevice sys;  // SHA-256: not computed here
     sys.csum_type = kBtrfsCsumSha256;
+    ChangedLeavesStats stats;
+    EXPECT_FALSE(ChangedLeaves::Lay(sys, -1, 45, kBtrfsFirstInode, kBtrfsLastInode, &stats).ok());
+  }
+  {
+    FakeDevice sys;  // the root node's keys out of order: its leaves would overlap
+    std::swap(sys.leaves[1], sys.leaves[2]);
+    sys.Write();
     ChangedLeavesStats stats;
     EXPECT_FALSE(ChangedLeaves::Lay(sys, -1, 45, kBtrfsFirstInode, kBtrfsLastInode, &stats).ok());
   }

@@ -106,6 +106,19 @@ TEST(FollowChangesTest, ManySearchesAtOnceKeepInodeOrderAndTheLimit) {
   ASSERT_TRUE(ReadChangedInodes(sys, -1, inos, odd, one.inodes.size() - 1, &over, 4, 1).ok());
   EXPECT_TRUE(over.too_many);
   EXPECT_TRUE(over.inodes.empty());
+  // The limit counts the inodes already there (a judge's): ten more, over it.
+  SubvolumeChanges held;
+  held.inodes.resize(10);
+  for (size_t i = 0; i < 10; ++i) held.inodes[i].ino = 5000 + i;
+  ASSERT_TRUE(ReadChangedInodes(sys, -1, inos, odd, one.inodes.size() + 9, &held, 4, 1).ok());
+  EXPECT_TRUE(held.too_many);
+  SubvolumeChanges fits;  // and in inode order with them
+  fits.inodes.resize(1);
+  fits.inodes[0].ino = 260;
+  ASSERT_TRUE(ReadChangedInodes(sys, -1, inos, odd, one.inodes.size() + 1, &fits, 4, 1).ok());
+  ASSERT_FALSE(fits.too_many);
+  ASSERT_EQ(fits.inodes.size(), one.inodes.size() + 1);
+  for (size_t i = 1; i < fits.inodes.size(); ++i) EXPECT_LT(fits.inodes[i - 1].ino, fits.inodes[i].ino);
 }
 
 TEST(FollowChangesTest, PastTheCapTheNumbersStop) {
