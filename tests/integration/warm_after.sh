@@ -40,6 +40,16 @@ calls() {
   awk '$NF ~ /^(open|openat|openat2|stat|lstat|fstat|newfstatat|statx|getdents|getdents64|ioctl)$/ {
          n += ($4 ~ /^[0-9]+$/) ? $4 : $3 } END { print n + 0 }' "$1"
 }
+# again NAME PREVIOUS STORAGE: the followed scan once more with --storage=STORAGE, into
+# NAME-STORAGE.idx and .json; its records must be the cold scan's.
+again() {
+  local name=$1 prev=$2 kind=$3
+  "$BIN/oans-scan" --json --storage="$kind" $SCAN_OPTS --previous "$prev" "$T" -o "$WORK/$name-$kind.idx" \
+    > "$WORK/$name-$kind.json" 2>&1 || fail "$name: oans-scan --storage=$kind failed: $(cat "$WORK/$name-$kind.json")"
+  cat_files "$WORK/$name-$kind.idx" "$WORK/$name-$kind.txt"
+  cmp -s "$WORK/$name-$kind.txt" "$WORK/$name-cold.txt" || fail "$name: records with --storage=$kind differ from a cold scan's:
+$(diff "$WORK/$name-cold.txt" "$WORK/$name-$kind.txt" | head -20)"
+}
 # warm NAME PREVIOUS [MIN_QUIET [MIN_MOVED]]: a followed scan under strace, checked against
 # a cold scan; with at least MIN_QUIET files judged unchanged from their items alone (or
 # moved), of which MIN_MOVED had only their extents changed.
@@ -84,11 +94,7 @@ $(diff "$WORK/$name-cold.txt" "$WORK/$name.txt" | head -20)"
     # On a spinning disk the blocks written since are read ahead; more of them than
     # --memory holds are read a part of the numbers at a time, each part then judged:
     # more than --memory read ahead in all, the same records.
-    "$BIN/oans-scan" --json --storage=hdd $SCAN_OPTS --previous "$prev" "$T" -o "$WORK/$name-hdd.idx" \
-      > "$WORK/$name-hdd.json" 2>&1 || fail "$name: oans-scan --storage=hdd failed: $(cat "$WORK/$name-hdd.json")"
-    cat_files "$WORK/$name-hdd.idx" "$WORK/$name-hdd.txt"
-    cmp -s "$WORK/$name-hdd.txt" "$WORK/$name-cold.txt" || fail "$name: records with --storage=hdd differ from a cold scan's:
-$(diff "$WORK/$name-cold.txt" "$WORK/$name-hdd.txt" | head -20)"
+    again "$name" "$prev" hdd
     local ahead parts
     ahead=$(json_field "$WORK/$name-hdd.json" tree_ahead_bytes)
     parts=$(json_field "$WORK/$name-hdd.json" tree_ahead_parts)
@@ -98,11 +104,7 @@ $(diff "$WORK/$name-cold.txt" "$WORK/$name-hdd.txt" | head -20)"
   fi
   # On an SSD the judge reads the blocks written since from the device itself: the same
   # records, and nothing searched instead (no other writer races it here).
-  "$BIN/oans-scan" --json --storage=ssd $SCAN_OPTS --previous "$prev" "$T" -o "$WORK/$name-ssd.idx" \
-    > "$WORK/$name-ssd.json" 2>&1 || fail "$name: oans-scan --storage=ssd failed: $(cat "$WORK/$name-ssd.json")"
-  cat_files "$WORK/$name-ssd.idx" "$WORK/$name-ssd.txt"
-  cmp -s "$WORK/$name-ssd.txt" "$WORK/$name-cold.txt" || fail "$name: records with --storage=ssd differ from a cold scan's:
-$(diff "$WORK/$name-cold.txt" "$WORK/$name-ssd.txt" | head -20)"
+  again "$name" "$prev" ssd
   local read searched
   read=$(json_field "$WORK/$name-ssd.json" leaves_read)
   searched=$(json_field "$WORK/$name-ssd.json" leaves_searched)

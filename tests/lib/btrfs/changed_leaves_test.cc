@@ -13,6 +13,7 @@
 
 #include "lib/base/crc32c.h"
 #include "lib/btrfs/csum.h"
+#include "tests/lib/btrfs/fake_device.h"
 #include "tests/lib/test_util.h"
 
 namespace oans {
@@ -24,15 +25,12 @@ constexpr uint64_t kChunkLogical = 1ull << 30, kChunkPhysical = 100ull << 20;
 constexpr int kDeviceFd = 979;
 constexpr uint64_t kRootBytenr = kChunkLogical;
 
-template <typename T>
-void Put(std::string* b, size_t at, T v) {
-  std::memcpy(b->data() + at, &v, sizeof v);  // little-endian host
-}
+using test::Put;
 
 // A subvolume tree of one root node over leaves, each holding the items of some inodes,
 // laid out on a device in an order unlike their keys. Searches of the subvolume are
 // served from the leaves as they are now (`live`), as the kernel's are.
-class FakeDevice : public test::ForwardingSys {
+class FakeDevice : public test::FakeBtrfsDevice {
  public:
   struct Leaf {
     uint64_t slot;  // its place in the chunk, in blocks
@@ -41,12 +39,11 @@ class FakeDevice : public test::ForwardingSys {
   };
   std::vector<Leaf> leaves;  // in key order
   std::map<uint64_t, std::string> disk;  // physical offset -> block
-  uint16_t csum_type = kBtrfsCsumCrc32c;
   std::vector<std::pair<uint64_t, uint64_t>> reads;  // (offset, length) of each read of the device
   std::vector<BtrfsSearch> subvolume_searches;
   std::mutex mu;
 
-  FakeDevice() {
+  FakeDevice() : FakeBtrfsDevice(kSubvol, kNode, kDeviceFd) {
     // Inodes 256-259 in a leaf of generation 50 at slot 7, 260-263 (40) at slot 3,
     // 264-267 (50) at slot 5, 268-271 (50) at slot 6.
     const uint64_t slots[] = {7, 3, 5, 6}, gens[] = {50, 40, 50, 50};
@@ -124,25 +121,6 @@ class FakeDevice : public test::ForwardingSys {
     disk[Physical(0)] = root;
   }
 
-  Result<FsIdentity> Identify(int) override {
-    FsIdentity id;
-    id.type = "btrfs";
-    id.subvolume = kSubvol;
-    return id;
-  }
-  Result<BtrfsInfo> BtrfsInfoOf(int) override {
-    BtrfsInfo info;
-    info.node_size = kNode;
-    info.csum_type = csum_type;
-    info.uuid = "11111111-1111-1111-1111-111111111111";
-    return info;
-  }
-  Result<std::string> BtrfsDevicePath(int, uint64_t devid) override {
-    if (devid != 1) return Status::Invalid("no such device");
-    return std::string("/dev/fake");
-  }
-  Result<int> OpenBlockDevice(const std::string&) override { return kDeviceFd; }
-  void Close(int fd) override { EXPECT_EQ(fd, kDeviceFd); }
   // Blocks not on the disk read as zeros.
   Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) override {
     EXPECT_EQ(fd, kDeviceFd);
@@ -158,25 +136,12 @@ class FakeDevice : public test::ForwardingSys {
   }
   Status TreeSearch(int, const BtrfsSearch& s, const BtrfsVisitor& visit) override {
     if (s.tree_id == kBtrfsRootTree) {
-      btrfs_root_item r;
-      std::memset(&r, 0, sizeof r);
-      r.generation = htole64(50);
-      r.bytenr = htole64(kRootBytenr);
-      r.bytes_used = htole64((leaves.size() + 1) * kNode);
-      r.level = 1;
-      const std::string data(reinterpret_cast<char*>(&r), sizeof r);
+      const std::string data = test::RootItem(kRootBytenr, 50, (leaves.size() + 1) * kNode, 1);
       visit({{kSubvol, kBtrfsRootItem, 0}, 50, data});
       return Status::Ok();
     }
     if (s.tree_id == kBtrfsChunkTree) {
-      btrfs_chunk c;
-      std::memset(&c, 0, sizeof c);
-      c.length = htole64(64ull << 20);
-      c.type = htole64(BTRFS_BLOCK_GROUP_METADATA);
-      c.num_stripes = htole16(1);
-      c.stripe.devid = htole64(1);
-      c.stripe.offset = htole64(kChunkPhysical);
-      const std::string data(reinterpret_cast<char*>(&c), sizeof c);
+      const std::string data = test::ChunkItem(BTRFS_BLOCK_GROUP_METADATA, kChunkPhysical, 64ull << 20);
       visit({{kBtrfsFirstChunkTreeObjectid, kBtrfsChunkItem, kChunkLogical}, 1, data});
       return Status::Ok();
     }

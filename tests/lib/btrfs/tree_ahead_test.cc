@@ -16,6 +16,7 @@
 
 #include "lib/base/crc32c.h"
 #include "lib/btrfs/search.h"
+#include "tests/lib/btrfs/fake_device.h"
 #include "tests/lib/test_util.h"
 
 namespace oans {
@@ -26,15 +27,12 @@ constexpr uint32_t kNode = 16384;
 constexpr uint64_t kChunkLogical = 1ull << 30, kChunkPhysical = 100ull << 20;
 constexpr int kDeviceFd = 977;
 
-template <typename T>
-void Put(std::string* b, size_t at, T v) {
-  std::memcpy(b->data() + at, &v, sizeof v);  // little-endian host
-}
+using test::Put;
 
 // A filesystem of two trees: the subvolume's (ten files, two items each) and the checksum
 // tree (two items), each with a root node over leaves laid out on "disk" in an order
 // unlike their key order, one chunk mapping the metadata, one device.
-class FakeFs : public test::ForwardingSys {
+class FakeFs : public test::FakeBtrfsDevice {
  public:
   std::map<uint64_t, std::map<BtrfsKey, std::string>> trees;
   std::map<uint64_t, std::string> disk;  // physical offset -> block
@@ -50,9 +48,7 @@ class FakeFs : public test::ForwardingSys {
   bool stale = false;  // the root node on disk is of another generation than its root item says
   bool moved = false;  // the subvolume's root node on disk names another address than its own
   bool foreign = false;  // the nodes on disk are of another filesystem
-  bool no_device = false;
   std::map<uint64_t, uint64_t> leaf_generation;  // by logical address; 42 when not here
-  static constexpr const char* kFsid = "11111111-1111-1111-1111-111111111111";
 
   // Leaves of the subvolume tree: first keys, and the logical address of each.
   std::vector<std::pair<BtrfsKey, uint64_t>> fs_leaves = {
@@ -65,7 +61,7 @@ class FakeFs : public test::ForwardingSys {
       {{kBtrfsExtentCsumObjectid, kBtrfsExtentCsum, 8 << 20}, kChunkLogical + 3 * kNode},
   };
 
-  FakeFs() {
+  FakeFs() : FakeBtrfsDevice(kSubvol, kNode, kDeviceFd) {
     for (uint64_t ino = 256; ino < 266; ++ino) {
       trees[kSubvol][{ino, kBtrfsInodeItem, 0}] = std::string(160, 'i');
       trees[kSubvol][{ino, kBtrfsExtentData, 0}] = std::string(53, 'x');
@@ -83,15 +79,8 @@ class FakeFs : public test::ForwardingSys {
     trees[second] = trees[kBtrfsCsumTree];
     Root(first, kChunkLogical + 1 * kNode, fs_leaves);
     Root(second, kChunkLogical + 4 * kNode, csum_leaves);
-    btrfs_chunk c;
-    std::memset(&c, 0, sizeof c);
-    c.length = htole64(64ull << 20);
-    c.type = htole64(chunk_type);
-    c.num_stripes = htole16(1);
-    c.stripe.devid = htole64(1);
-    c.stripe.offset = htole64(kChunkPhysical);
     trees[kBtrfsChunkTree][{kBtrfsFirstChunkTreeObjectid, kBtrfsChunkItem, kChunkLogical}] =
-        std::string(reinterpret_cast<char*>(&c), sizeof c);
+        test::ChunkItem(chunk_type, kChunkPhysical, 64ull << 20);
   }
 
   void Root(uint64_t tree, uint64_t bytenr, const std::vector<std::pair<BtrfsKey, uint64_t>>& leaves) {
@@ -113,37 +102,9 @@ class FakeFs : public test::ForwardingSys {
     }
     Put<uint32_t>(&node, 0, Crc32c(0, node.data() + 32, node.size() - 32));  // the filesystem's kind: crc32c
     disk[kChunkPhysical + (bytenr - kChunkLogical)] = node;
-    btrfs_root_item r;
-    std::memset(&r, 0, sizeof r);
-    r.generation = htole64(42);
-    r.bytenr = htole64(bytenr);
-    r.bytes_used = htole64((leaves.size() + 1) * kNode);
-    r.level = 1;
-    trees[kBtrfsRootTree][{tree, kBtrfsRootItem, 0}] = std::string(reinterpret_cast<char*>(&r), sizeof r);
+    trees[kBtrfsRootTree][{tree, kBtrfsRootItem, 0}] = test::RootItem(bytenr, 42, (leaves.size() + 1) * kNode, 1);
   }
 
-  Result<FsIdentity> Identify(int) override {
-    FsIdentity id;
-    id.type = "btrfs";
-    id.subvolume = kSubvol;
-    return id;
-  }
-  Result<BtrfsInfo> BtrfsInfoOf(int) override {
-    BtrfsInfo info;
-    info.node_size = kNode;
-    info.uuid = kFsid;
-    return info;
-  }
-  Result<std::string> BtrfsDevicePath(int, uint64_t devid) override {
-    if (devid != 1) return Status::Invalid("no such device");
-    return std::string("/dev/fake");
-  }
-  Result<int> OpenBlockDevice(const std::string& path) override {
-    EXPECT_EQ(path, "/dev/fake");
-    if (no_device) return Status::Invalid("/dev/fake is not a block device");
-    return kDeviceFd;
-  }
-  void Close(int fd) override { EXPECT_EQ(fd, kDeviceFd); }
   Result<size_t> Pread(int fd, void* buf, size_t len, uint64_t offset) override {
     EXPECT_EQ(fd, kDeviceFd);
     auto it = disk.find(offset);
