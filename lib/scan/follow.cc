@@ -206,13 +206,16 @@ FollowWhy OpenSubvolumes(Sys& sys, const IndexHeader& prev, const ScanOptions& o
   return FindSources(f);
 }
 
-// Reading root r's blocks written since ahead (tree_ahead.h): on an SSD, --io-threads
-// sets how many reads are in flight, these too (up to 32); a spinning disk keeps its one
-// sweep in disk order.
+// Tree reads in flight at once: on an SSD, --io-threads sets how many, these too (up to
+// 32); a spinning disk keeps its one sweep in disk order.
+int TreeReaders(const ScanOptions& o, const StoragePolicy& policy) {
+  return o.io_threads > 0 && policy.tree_readers > 1 ? std::min(o.io_threads, 32) : policy.tree_readers;
+}
+
+// Reading root r's blocks written since ahead (tree_ahead.h).
 TreeAheadJob ChangesJob(const ScanOptions& o, const StoragePolicy& policy, const FollowRoot& r) {
-  const int readers = o.io_threads > 0 && policy.tree_readers > 1 ? std::min(o.io_threads, 32) : policy.tree_readers;
-  return {TreesFor::kChanges, o.memory, [&o] { return o.stop && o.stop->load(); }, r.since, readers,
-          policy.tree_ahead_least};
+  return {TreesFor::kChanges, o.memory, [&o] { return o.stop && o.stop->load(); }, r.since,
+          TreeReaders(o, policy), policy.tree_ahead_least};
 }
 
 // On a spinning disk the subvolumes' tree blocks written since are read first
@@ -331,7 +334,7 @@ Status FollowScan(Sys& sys, const ScanOptions& o, const IndexHeader& start, cons
   f.judge_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
   f.judge_in_memory_only = spinning;
   f.read_leaves = !spinning;  // else the head sweeps them once in disk order, first
-  f.search_threads = std::min<size_t>(FollowState::kMostSearchThreads, size_t(ChangesJob(o, policy, FollowRoot()).readers));
+  f.search_threads = std::min<size_t>(FollowState::kMostSearchThreads, size_t(TreeReaders(o, policy)));
   if (spinning && why.empty()) ReadChangesAhead(sys, o, f.roots, policy, observer, stats);
   f.read_ahead_from = [&](FollowRoot& r, uint64_t from, uint64_t upto) {
     return ReadChangesAheadFrom(sys, o, r, from, upto, policy, observer, stats);

@@ -8,6 +8,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <string>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/lib/test_util.h"
 
 namespace oans {
 namespace {
@@ -92,6 +98,29 @@ TEST(FsinfoTest, CanShareDataRule) {
   EXPECT_TRUE(CheckPathCanShareData("/proc", false).ok());
   EXPECT_TRUE(CheckPathCanShareData("/proc/self/status", false).ok());  // a file: its directory's filesystem
   EXPECT_FALSE(CheckPathCanShareData("/no/such/path", false).ok());
+}
+
+}  // namespace
+}  // namespace oans
+
+namespace oans {
+namespace {
+
+// A followed scan reads btrfs's tree blocks from the device path btrfs names: only a
+// block device is read, whatever that path is, or a symlink there leads to; a FIFO is
+// not opened for reading (it would wait for a writer).
+TEST(FsinfoTest, OnlyABlockDeviceIsOpenedForItsTreeBlocks) {
+  test::TempDir dir;
+  const std::string file = dir.path() + "/file", fifo = dir.path() + "/fifo", link = dir.path() + "/link";
+  { std::ofstream(file) << "not a device"; }
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_EQ(::symlink(file.c_str(), link.c_str()), 0);
+  for (const std::string& p : {file, fifo, link, std::string("/dev/null")}) {
+    auto fd = OpenBlockDeviceFile(p);
+    EXPECT_FALSE(fd.ok()) << p;
+    if (fd.ok()) ::close(*fd);
+    else EXPECT_NE(fd.status().message().find("not a block device"), std::string::npos) << fd.status().message();
+  }
 }
 
 }  // namespace
