@@ -148,7 +148,10 @@ FollowWhy FollowState::JudgeRootChanges(FollowRoot& r, uint64_t from, uint64_t u
 FollowWhy FollowState::JudgeRange(FollowRoot& r, uint64_t from, uint64_t upto, bool in_memory,
                                   const ChangedLeaves* leaves) {
   QuietInode take = [this, &r](ChangedInode& c) { return quiet_->Take(r.fs, c); };
-  const size_t judges = judge_in_memory_only && !in_memory ? 1 : judge_threads;
+  size_t judges = judge_in_memory_only && !in_memory ? 1 : judge_threads;
+  // Judges reading the leaves from the device wait on it half the time or more: as many
+  // as the searches made at once, when those are more than the processors.
+  if (leaves) judges = std::max(judges, search_threads);
   // Both add to r.changes (a later pass's inodes have higher numbers: in inode order
   // still). The judge's limit counts what it keeps, the reading's all that is kept.
   const size_t held = r.changes.inodes.size();
