@@ -9,15 +9,25 @@
 
 namespace oans {
 
-FollowWhy FollowState::StreamPrevious(const IndexHeader& prev) {
-  const KeepFreedTop keep;  // the previous index's frames read, the new one's batches built
+// Each previous filesystem's root now, whether it is gone, mounted under another device
+// number, or the source of snapshots taken since.
+void FollowState::MapFilesystems(const IndexHeader& prev) {
   root_of_fs_.assign(prev.filesystems.size() + clones.size(), -1);
-  for (size_t i = 0; i < roots.size(); ++i) root_of_fs_[roots[i].fs] = int(i);
+  new_dev_.assign(root_of_fs_.size(), false);
+  for (size_t i = 0; i < roots.size(); ++i) {
+    root_of_fs_[roots[i].fs] = int(i);
+    new_dev_[roots[i].fs] = roots[i].fs < prev.filesystems.size() && prev.filesystems[roots[i].fs].dev != roots[i].dev;
+  }
   for (uint32_t k : gone) root_of_fs_[k] = kGoneFs;
   if (!gone.empty()) changes_++;  // their records are dropped
   clones_of_.assign(prev.filesystems.size(), {});
   for (const auto& c : clones) clones_of_[c.from_fs].push_back(&c);
   if (!clones.empty()) changes_++;  // their records are new
+}
+
+FollowWhy FollowState::StreamPrevious(const IndexHeader& prev) {
+  const KeepFreedTop keep;  // the previous index's frames read, the new one's batches built
+  MapFilesystems(prev);
   int sections = 0;
   // Reading ends with the reason itself as its error, when there is one.
   auto stop = [this] { return Status::Invalid("not following btrfs changes: " + why_.text); };
@@ -257,7 +267,7 @@ bool FollowState::KeepEncoded(const BatchView& batch, uint64_t* hardlinks) {
   if (o_.stop && o_.stop->load()) return false;  // decoded, the stop is said
   *hardlinks = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (!CarriedAsIs(ViewAt{batch, i}) || !ClonesOf(batch.fs(i)).empty()) return false;
+    if (!CarriedAsIs(ViewAt{batch, i}) || !ClonesOf(batch.fs(i)).empty() || new_dev_[batch.fs(i)]) return false;
     if (quiet_ && quiet_->IsMoved(batch.fs(i), batch.ino(i))) return false;  // new extents to write
     if (!by_first_physical_.empty()) {
       auto first = batch.first_physical(i);
@@ -286,6 +296,7 @@ FollowWhy FollowState::CarryFile(FileEntry& e, bool* untouched) {
   if (e.fs < root_of_fs_.size() && root_of_fs_[e.fs] == kGoneFs) return {};  // its subvolume is gone
   if (e.fs >= root_of_fs_.size() || root_of_fs_[e.fs] < 0) return {NoFollow::kDamagedIndex, "a file record names no root's filesystem"};
   FollowRoot& r = roots[root_of_fs_[e.fs]];
+  e.dev = r.dev;
   if (r.changed.count(e.ino)) {
     // Looked at again; if it still holds the data its record names, a reflinked copy
     // made since may take its keys.

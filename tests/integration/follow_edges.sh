@@ -9,7 +9,8 @@
 #   - a filesystem mounted below the root, and unmounted again;
 #   - a previous index whose keys are of another kind (--read-data);
 #   - the root itself replaced by a new directory;
-#   - a root that is a subvolume.
+#   - a root that is a subvolume;
+#   - the filesystem mounted again under another device number (st_dev).
 source "$(dirname "$0")/lib.sh"
 it_init "$1"
 PY="$(dirname "$0")/follow_changes.py"
@@ -174,3 +175,24 @@ T=$MNT/share
 same_as_cold share-followed "$WORK/share.idx"
 [ "$(followed share-followed)" = True ] || fail "a subvolume root: not followed: $(cat "$WORK/share-followed.json")"
 pass "a root that is a subvolume is followed, its index the same as a cold scan's"
+
+# Mounted again under another device number (another mount took the old one meanwhile,
+# as after a reboot): followed, its records carrying the new number, as a walk's do.
+"$BIN/oans-scan" --quiet "$T" -o "$WORK/dev0.idx"
+before=$(stat -c %d "$T")
+umount "$MNT"
+mkdir -p "$WORK/holder"
+mount -t tmpfs none "$WORK/holder"
+MOUNTS+=("$WORK/holder")
+mount -o compress=zstd "$LOOP" "$MNT"
+after=$(stat -c %d "$T")
+[ "$before" != "$after" ] || fail "the filesystem came back under the same device number ($after)"
+same_as_cold remounted "$WORK/dev0.idx"
+[ "$(followed remounted)" = True ] || fail "mounted again: not followed: $(cat "$WORK/remounted.json")"
+"$BIN/oans-cat" "$WORK/remounted.idx" | python3 -c '
+import json, sys
+dev = int(sys.argv[1])
+old = [j["path"] for j in map(json.loads, sys.stdin) if j.get("type") == "file" and j["dev"] != dev]
+sys.exit(f"records with the old device number: {old[:3]}" if old else 0)' "$after" ||
+  fail "a followed scan carried the device number of the previous mount"
+pass "mounted again under another device number ($before, then $after): followed, every record with the new one"
