@@ -46,7 +46,7 @@ Result<std::unique_ptr<ChangedLeaves>> ChangedLeaves::Lay(Sys& sys, int fd, uint
   range.max = {last, 255, ~uint64_t(0)};
   bool cut = false;
   BtrfsKey cut_at;
-  OANS_RETURN_IF_ERROR(LeavesOnDisk(r, range, since, ~uint64_t(0), &c->leaves_, &cut, &cut_at));
+  OANS_RETURN_IF_ERROR(LeavesOnDisk(r, range, since, ~uint64_t(0), &c->leaves_, &cut, &cut_at, /*shared=*/true));
   std::sort(c->leaves_.begin(), c->leaves_.end(),
             [](const TreeBlock& a, const TreeBlock& b) { return a.ptr.key < b.ptr.key; });
   // Each leaf's keys end where the next one's begin, or before: none is met twice.
@@ -136,9 +136,12 @@ Status ChangedLeaves::Visit(uint64_t first, uint64_t last, const BtrfsVisitor& v
       good = good && (items.empty() || (!(items.front().key < b.ptr.key) && (!b.end || items.back().key < *b.end)));
       if (!good) return Search(std::max(lo, b.ptr.key), last, visit);
       stats_->leaves++;
+      const std::vector<uint64_t>& shared = b.shared;  // an older leaf: those inodes' items alone
       for (const BtrfsItem& item : items) {
         if (item.key.objectid < first) continue;
-        if (item.key.objectid > last || !visit(item)) return Status::Ok();
+        if (item.key.objectid > last) return Status::Ok();
+        if (!shared.empty() && std::find(shared.begin(), shared.end(), item.key.objectid) == shared.end()) continue;
+        if (!visit(item)) return Status::Ok();
       }
     }
     i = to;

@@ -9,7 +9,10 @@
 //
 // The leaves are laid out from the tree's internal nodes (tree_layout.h: the chunk map,
 // single and DUP profiles, each node checked against its parent); only those written in
-// `since` or later, as the search with that min_transid returns them. Each leaf read is
+// `since` or later, as the search with that min_transid returns them, and an older leaf
+// beside one where an inode's items run from one into the other: of it, that inode's
+// items alone. The search returns such an inode's items in part, and it would be
+// searched again whole; the judge now has them all. Each leaf read is
 // checked before any of its items is used: its checksum (crc32c or XXH64), filesystem,
 // address, generation, level and keys. The scan committed the filesystem's changes
 // first (syncfs), so the blocks on disk are the tree as it was then; a leaf freed and
@@ -53,8 +56,10 @@ class ChangedLeaves {
 
   // Calls `visit` for each item of inodes `first` to `last` (within those laid out) in
   // the leaves written since, in key order, until it returns false: what the search of
-  // those keys with min_transid `since` returns. Any thread; calls for ranges apart may
-  // run at once, each with a buffer of its own (kWindowBytes + kGapBytes).
+  // those keys with min_transid `since` returns, and the items in older leaves beside
+  // them of the inodes whose items run into those. Any thread; calls for ranges apart
+  // may run at once, each with a buffer of its own (kWindowBytes + kGapBytes). From a
+  // leaf that fails its check on, the search's items alone.
   Status Visit(uint64_t first, uint64_t last, const BtrfsVisitor& visit) const;
 
   size_t size() const { return leaves_.size(); }

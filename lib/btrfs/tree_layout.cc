@@ -112,8 +112,26 @@ Status CheckTreeBlock(const BtrfsInfo& info, const TreeBlock& b, uint8_t level, 
   return Status::Ok();
 }
 
+namespace {
+
+// Whether a block whose first key is `k` begins inside an inode: after its inode item,
+// the first of its items.
+bool BeginsInside(const BtrfsKey& k) { return BtrfsKey{k.objectid, kBtrfsInodeItem, 0} < k; }
+
+// The inodes whose items run between older leaf ptrs[i] and a sibling written since.
+std::vector<uint64_t> SharedWithChanged(const std::vector<BtrfsNodePtr>& ptrs, size_t i, uint64_t since) {
+  std::vector<uint64_t> shared;
+  if (i > 0 && ptrs[i - 1].generation >= since && BeginsInside(ptrs[i].key)) shared.push_back(ptrs[i].key.objectid);
+  if (i + 1 < ptrs.size() && ptrs[i + 1].generation >= since && BeginsInside(ptrs[i + 1].key) &&
+      (shared.empty() || shared[0] != ptrs[i + 1].key.objectid))
+    shared.push_back(ptrs[i + 1].key.objectid);
+  return shared;
+}
+
+}  // namespace
+
 Status LeavesOnDisk(const TreeReading& r, const BtrfsSearch& range, uint64_t since, uint64_t budget,
-                    std::vector<TreeBlock>* leaves, bool* cut, BtrfsKey* cut_at) {
+                    std::vector<TreeBlock>* leaves, bool* cut, BtrfsKey* cut_at, bool shared) {
   const uint64_t tree_id = range.tree_id;
   const ChunkMap& chunks = r.chunks;
   const uint32_t node_size = r.info.node_size;
@@ -135,7 +153,7 @@ Status LeavesOnDisk(const TreeReading& r, const BtrfsSearch& range, uint64_t sin
   std::vector<TreeBlock> level;
   leaves->clear();
   if (root.generation < since) return Status::Ok();  // nothing written since
-  TreeBlock top{0, 0, {BtrfsKey{}, root.bytenr, root.generation}, std::nullopt};
+  TreeBlock top{0, 0, {BtrfsKey{}, root.bytenr, root.generation}, std::nullopt, {}};
   if (!chunks.Map(root.bytenr, node_size, &top.devid, &top.physical))
     return Status::Invalid("the root block of tree " + std::to_string(tree_id) + " is in no mapped chunk");
   level.push_back(top);
@@ -149,8 +167,12 @@ Status LeavesOnDisk(const TreeReading& r, const BtrfsSearch& range, uint64_t sin
         return Status::Corrupt("tree " + std::to_string(tree_id) + " has more blocks than its root item says");
       for (size_t i = 0; i < node.ptrs.size(); ++i) {
         const BtrfsNodePtr& p = node.ptrs[i];
-        if (p.generation < since) continue;  // copy on write: nothing below changed
-        TreeBlock child{0, 0, p, i + 1 < node.ptrs.size() ? std::optional(node.ptrs[i + 1].key) : b.end};
+        TreeBlock child{0, 0, p, i + 1 < node.ptrs.size() ? std::optional(node.ptrs[i + 1].key) : b.end, {}};
+        if (p.generation < since) {  // copy on write: nothing below it changed
+          if (!shared || l > 1) continue;
+          child.shared = SharedWithChanged(node.ptrs, i, since);
+          if (child.shared.empty()) continue;
+        }
         if (range.max < p.key || (child.end && !(range.min < *child.end))) continue;  // outside the range
         if (!chunks.Map(p.bytenr, node_size, &child.devid, &child.physical))
           return Status::Invalid("a block of tree " + std::to_string(tree_id) + " is in no mapped chunk");

@@ -65,6 +65,9 @@ struct TreeBlock {
   BtrfsNodePtr ptr;   // where it is and the first key below it
   // The first key past it: its next sibling's (none for the tree's last blocks).
   std::optional<BtrfsKey> end;
+  // An older leaf laid out beside a sibling written since (LeavesOnDisk's `shared`): the
+  // inodes whose items run from one of the two into the other. Empty for the others.
+  std::vector<uint64_t> shared;
 };
 
 // Whether `block`, read from a device, is the tree block `b` names: its checksum (where
@@ -82,8 +85,10 @@ bool TreeSumsComputable(const BtrfsInfo& info);
 // `since` and none wholly outside the range. An error when its blocks take more than
 // `budget` bytes; with `since`, only the blocks written since count, and past the budget
 // the leaves are cut to those of the lowest keys that fit (*cut set, *cut_at the first
-// key of the first leaf left out).
+// key of the first leaf left out). With `shared`, an older leaf is laid out too where an
+// inode's items run into it from a sibling written since (the sibling after it begins
+// inside an inode, or it does, after a sibling written since), with those inodes' numbers.
 Status LeavesOnDisk(const TreeReading& r, const BtrfsSearch& range, uint64_t since, uint64_t budget,
-                    std::vector<TreeBlock>* leaves, bool* cut, BtrfsKey* cut_at);
+                    std::vector<TreeBlock>* leaves, bool* cut, BtrfsKey* cut_at, bool shared = false);
 
 }  // namespace oans

@@ -302,6 +302,38 @@ TEST(ChangedLeaves, TheVisitorStopsIt) {
   EXPECT_EQ(n, 3);
 }
 
+// An inode whose items run from a leaf written since into an older one beside it, or
+// from an older one into it: that inode's items in the older leaf come too, in key
+// order, and no other item of it. An older leaf that begins with an inode item shares
+// none with the leaf before it, and is not read.
+TEST(ChangedLeaves, AnInodesItemsInAnOlderLeafBesideOneWrittenSince) {
+  FakeDevice sys;
+  auto leaf = [](uint64_t slot, uint64_t gen, std::vector<BtrfsKey> keys, char mark) {
+    FakeDevice::Leaf l{slot, gen, {}};
+    for (const BtrfsKey& k : keys) l.items[k] = std::string(40, mark);
+    return l;
+  };
+  const uint8_t I = kBtrfsInodeItem, X = kBtrfsExtentData;
+  sys.leaves = {leaf(7, 40, {{256, I, 0}, {256, X, 0}, {257, I, 0}, {257, X, 0}}, 'p'),
+                leaf(3, 50, {{257, X, 4096}, {258, I, 0}, {258, X, 0}, {259, I, 0}}, 'n'),
+                leaf(5, 40, {{259, X, 0}, {259, X, 8192}, {260, I, 0}}, 'f'),
+                leaf(9, 40, {{261, I, 0}, {261, X, 0}}, 'o')};
+  sys.Write();
+  ChangedLeavesStats stats;
+  auto c = ChangedLeaves::Lay(sys, -1, 45, kBtrfsFirstInode, kBtrfsLastInode, &stats);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ((*c)->size(), 3u);  // not the last: it begins with inode 261's inode item
+  const Seen want = {{257, I, 'p'}, {257, X, 'p'}, {257, X, 'n'}, {258, I, 'n'}, {258, X, 'n'},
+                     {259, I, 'n'}, {259, X, 'f'}, {259, X, 'f'}};
+  EXPECT_EQ(VisitAll(**c, kBtrfsFirstInode, kBtrfsLastInode), want);
+  EXPECT_EQ(VisitAll(**c, 259, 261), Seen(want.begin() + 5, want.end()));
+  EXPECT_TRUE(sys.subvolume_searches.empty());
+  // The older leaf after it torn: from there on, the search's items alone.
+  sys.disk[FakeDevice::Physical(5)][200] ^= 1;
+  EXPECT_EQ(VisitAll(**c, kBtrfsFirstInode, kBtrfsLastInode), Seen(want.begin(), want.begin() + 6));
+  EXPECT_EQ(sys.subvolume_searches.size(), 1u);
+}
+
 TEST(ChangedLeaves, NotLaidOutWhereTheyCannotBeReadFromTheDevice) {
   {
     FakeDevice sys;  // SHA-256: not computed here
