@@ -108,6 +108,7 @@ FollowWhy FollowState::JudgeInPasses(const IndexHeader& prev, const std::vector<
     }
     if (!s.ok()) return {NoFollow::kDamagedIndex, "the previous index cannot be read again: " + s.message()};
     stats_->judge_passes++;
+    records_in_one_pass_ = from == 0 && upto == UINT64_MAX;
     for (size_t i = 0; i < roots.size(); ++i) {
       if (!judged[i]) continue;
       FollowWhy why = JudgeRootChanges(roots[i], from, upto);
@@ -150,8 +151,9 @@ FollowWhy FollowState::JudgeRange(FollowRoot& r, uint64_t from, uint64_t upto, b
   QuietInode take = [this, &r](ChangedInode& c) { return quiet_->Take(r.fs, c); };
   size_t judges = judge_in_memory_only && !in_memory ? 1 : judge_threads;
   // Judges reading the leaves from the device wait on it half the time or more: as many
-  // as the searches made at once, when those are more than the processors.
-  if (leaves) judges = std::max(judges, search_threads);
+  // as the searches made at once, when those are more than the processors. Not when the
+  // records take several passes: memory is short, and each judge holds its window.
+  if (leaves && records_in_one_pass_) judges = std::max(judges, search_threads);
   // Both add to r.changes (a later pass's inodes have higher numbers: in inode order
   // still). The judge's limit counts what it keeps, the reading's all that is kept.
   const size_t held = r.changes.inodes.size();

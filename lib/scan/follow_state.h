@@ -263,6 +263,7 @@ class FollowState {
   Observer* observer_;
   ScanStats* stats_;
   static constexpr int kGoneFs = -2;
+  bool records_in_one_pass_ = false;  // the previous records' digests judged in one pass
   std::vector<int> root_of_fs_;  // previous header's filesystem -> root, -1 none, kGoneFs gone
   // Previous header's filesystem -> whether its st_dev is another now (mounted again):
   // its records are written again with the new one, as a walk would record them.
