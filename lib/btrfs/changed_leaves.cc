@@ -53,6 +53,9 @@ Result<std::unique_ptr<ChangedLeaves>> ChangedLeaves::Lay(Sys& sys, int fd, uint
   for (size_t k = 1; k < c->leaves_.size(); ++k)
     if (!c->leaves_[k - 1].end || c->leaves_[k].ptr.key < *c->leaves_[k - 1].end)
       return Status::Corrupt("btrfs tree leaves whose keys overlap");
+  // An older leaf on a device that cannot be opened is left out: the search reads the
+  // inodes it shares.
+  std::erase_if(c->leaves_, [&](const TreeBlock& b) { return !b.shared.empty() && !c->devices_.Get(b.devid).ok(); });
   for (const TreeBlock& b : c->leaves_) OANS_RETURN_IF_ERROR(c->devices_.Get(b.devid).status());
   return c;
 }

@@ -171,11 +171,13 @@ Status LeavesOnDisk(const TreeReading& r, const BtrfsSearch& range, uint64_t sin
         if (p.generation < since) {  // copy on write: nothing below it changed
           if (!shared || l > 1) continue;
           child.shared = SharedWithChanged(node.ptrs, i, since);
+          std::erase_if(child.shared, [&](uint64_t ino) { return ino < range.min.objectid || ino > range.max.objectid; });
           if (child.shared.empty()) continue;
         }
         if (range.max < p.key || (child.end && !(range.min < *child.end))) continue;  // outside the range
-        if (!chunks.Map(p.bytenr, node_size, &child.devid, &child.physical))
-          return Status::Invalid("a block of tree " + std::to_string(tree_id) + " is in no mapped chunk");
+        const bool mapped = chunks.Map(p.bytenr, node_size, &child.devid, &child.physical);
+        if (!mapped && !child.shared.empty()) continue;  // an older leaf: the search reads that inode
+        if (!mapped) return Status::Invalid("a block of tree " + std::to_string(tree_id) + " is in no mapped chunk");
         below.push_back(child);
       }
     }

@@ -245,6 +245,7 @@ class BatchView {
   virtual size_t size() const = 0;
   virtual uint32_t fs(size_t i) const = 0;
   virtual uint64_t ino(size_t i) const = 0;
+  virtual uint64_t dev(size_t i) const = 0;  // st_dev when scanned
   virtual bool has_error(size_t i) const = 0;
   virtual std::string_view path(size_t i) const = 0;
   virtual size_t other_path_count(size_t i) const = 0;

@@ -42,6 +42,7 @@ class FrameBatchView final : public BatchView {
   size_t size() const override { return files_.size(); }
   uint32_t fs(size_t i) const override { return files_[unsigned(i)].getFs(); }
   uint64_t ino(size_t i) const override { return files_[unsigned(i)].getIno(); }
+  uint64_t dev(size_t i) const override { return files_[unsigned(i)].getDev(); }
   bool has_error(size_t i) const override { return files_[unsigned(i)].getError().size() != 0; }
   std::string_view path(size_t i) const override { return ViewOf(files_[unsigned(i)].getPath()); }
   size_t other_path_count(size_t i) const override { return files_[unsigned(i)].getOtherPaths().size(); }

@@ -9,15 +9,11 @@
 
 namespace oans {
 
-// Each previous filesystem's root now, whether it is gone, mounted under another device
-// number, or the source of snapshots taken since.
+// Each previous filesystem's root now, whether it is gone, or the source of snapshots
+// taken since.
 void FollowState::MapFilesystems(const IndexHeader& prev) {
   root_of_fs_.assign(prev.filesystems.size() + clones.size(), -1);
-  new_dev_.assign(root_of_fs_.size(), false);
-  for (size_t i = 0; i < roots.size(); ++i) {
-    root_of_fs_[roots[i].fs] = int(i);
-    new_dev_[roots[i].fs] = roots[i].fs < prev.filesystems.size() && prev.filesystems[roots[i].fs].dev != roots[i].dev;
-  }
+  for (size_t i = 0; i < roots.size(); ++i) root_of_fs_[roots[i].fs] = int(i);
   for (uint32_t k : gone) root_of_fs_[k] = kGoneFs;
   if (!gone.empty()) changes_++;  // their records are dropped
   clones_of_.assign(prev.filesystems.size(), {});
@@ -267,7 +263,10 @@ bool FollowState::KeepEncoded(const BatchView& batch, uint64_t* hardlinks) {
   if (o_.stop && o_.stop->load()) return false;  // decoded, the stop is said
   *hardlinks = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (!CarriedAsIs(ViewAt{batch, i}) || !ClonesOf(batch.fs(i)).empty() || new_dev_[batch.fs(i)]) return false;
+    if (!CarriedAsIs(ViewAt{batch, i}) || !ClonesOf(batch.fs(i)).empty()) return false;
+    // Mounted again under another device number (after a reboot): the record is written
+    // again with the new one, as a walk records it.
+    if (batch.dev(i) != roots[root_of_fs_[batch.fs(i)]].dev) return false;
     if (quiet_ && quiet_->IsMoved(batch.fs(i), batch.ino(i))) return false;  // new extents to write
     if (!by_first_physical_.empty()) {
       auto first = batch.first_physical(i);
@@ -296,7 +295,10 @@ FollowWhy FollowState::CarryFile(FileEntry& e, bool* untouched) {
   if (e.fs < root_of_fs_.size() && root_of_fs_[e.fs] == kGoneFs) return {};  // its subvolume is gone
   if (e.fs >= root_of_fs_.size() || root_of_fs_[e.fs] < 0) return {NoFollow::kDamagedIndex, "a file record names no root's filesystem"};
   FollowRoot& r = roots[root_of_fs_[e.fs]];
-  e.dev = r.dev;
+  if (e.dev != r.dev) {  // mounted again under another device number
+    e.dev = r.dev;
+    changes_++;
+  }
   if (r.changed.count(e.ino)) {
     // Looked at again; if it still holds the data its record names, a reflinked copy
     // made since may take its keys.

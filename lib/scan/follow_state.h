@@ -212,7 +212,7 @@ class FollowState {
   const std::vector<const FollowClone*>& ClonesOf(uint32_t fs) const;
   // A previous directory record's copy for each clone of its filesystem, in prev_dirs_.
   FollowWhy CloneDir(const IndexDir& d);
-  // Each previous filesystem's root now (root_of_fs_, new_dev_, clones_of_).
+  // Each previous filesystem's root now (root_of_fs_, clones_of_).
   void MapFilesystems(const IndexHeader& prev);
   // A previous file record carried (CarryOne), after its copy for each clone.
   FollowWhy CarryWithClones(FileEntry& e);
@@ -265,9 +265,6 @@ class FollowState {
   static constexpr int kGoneFs = -2;
   bool records_in_one_pass_ = false;  // the previous records' digests judged in one pass
   std::vector<int> root_of_fs_;  // previous header's filesystem -> root, -1 none, kGoneFs gone
-  // Previous header's filesystem -> whether its st_dev is another now (mounted again):
-  // its records are written again with the new one, as a walk would record them.
-  std::vector<bool> new_dev_;
   std::vector<std::vector<const FollowClone*>> clones_of_;  // previous header's filesystem -> clones
   uint64_t clone_dir_bytes_ = 0;  // the directory records copied for clones
   std::map<std::pair<uint32_t, uint64_t>, ChangedDir> dirs_;  // (fs, inode)

@@ -195,4 +195,6 @@ dev = int(sys.argv[1])
 old = [j["path"] for j in map(json.loads, sys.stdin) if j.get("type") == "file" and j["dev"] != dev]
 sys.exit(f"records with the old device number: {old[:3]}" if old else 0)' "$after" ||
   fail "a followed scan carried the device number of the previous mount"
+"$BIN/oans-cat" "$WORK/remounted.idx" | head -1 | grep -q '"same_as_followed":false' ||
+  fail "the index after a mount under another number says its records are the previous index's"
 pass "mounted again under another device number ($before, then $after): followed, every record with the new one"

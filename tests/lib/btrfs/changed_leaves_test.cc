@@ -332,6 +332,17 @@ TEST(ChangedLeaves, AnInodesItemsInAnOlderLeafBesideOneWrittenSince) {
   sys.disk[FakeDevice::Physical(5)][200] ^= 1;
   EXPECT_EQ(VisitAll(**c, kBtrfsFirstInode, kBtrfsLastInode), Seen(want.begin(), want.begin() + 6));
   EXPECT_EQ(sys.subvolume_searches.size(), 1u);
+  // An older leaf in no chunk mapped: left out, the others read all the same.
+  sys.leaves[2].slot = 8000;  // past the 64 MiB chunk
+  sys.Write();
+  auto d = ChangedLeaves::Lay(sys, -1, 45, kBtrfsFirstInode, kBtrfsLastInode, &stats);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ((*d)->size(), 2u);
+  EXPECT_EQ(VisitAll(**d, kBtrfsFirstInode, kBtrfsLastInode), Seen(want.begin(), want.begin() + 6));
+  // Nor one whose shared inode lies outside the range laid out.
+  auto e = ChangedLeaves::Lay(sys, -1, 45, 258, 258, &stats);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ((*e)->size(), 1u);
 }
 
 TEST(ChangedLeaves, NotLaidOutWhereTheyCannotBeReadFromTheDevice) {
