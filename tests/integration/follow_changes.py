@@ -152,7 +152,7 @@ def load(path):
     for line in open(path):
         j = json.loads(line)
         if j["type"] == "file":
-            for k in ("reused", "fs", "dev"):
+            for k in ("reused", "fs"):
                 j.pop(k, None)
             recs[j["path"]] = j
         elif j["type"] == "dir":
