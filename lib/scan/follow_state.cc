@@ -108,7 +108,6 @@ FollowWhy FollowState::JudgeInPasses(const IndexHeader& prev, const std::vector<
     }
     if (!s.ok()) return {NoFollow::kDamagedIndex, "the previous index cannot be read again: " + s.message()};
     stats_->judge_passes++;
-    records_in_one_pass_ = from == 0 && upto == UINT64_MAX;
     for (size_t i = 0; i < roots.size(); ++i) {
       if (!judged[i]) continue;
       FollowWhy why = JudgeRootChanges(roots[i], from, upto);
@@ -153,7 +152,8 @@ FollowWhy FollowState::JudgeRange(FollowRoot& r, uint64_t from, uint64_t upto, b
   // Judges reading the leaves from the device wait on it half the time or more: as many
   // as the searches made at once, when those are more than the processors. Not when the
   // records take several passes: memory is short, and each judge holds its window.
-  if (leaves && records_in_one_pass_) judges = std::max(judges, search_threads);
+  const bool one_pass = from == 0 && upto == UINT64_MAX;  // the leaves are read a pass at a time
+  if (leaves && one_pass) judges = std::max(judges, search_threads);
   // Both add to r.changes (a later pass's inodes have higher numbers: in inode order
   // still). The judge's limit counts what it keeps, the reading's all that is kept.
   const size_t held = r.changes.inodes.size();

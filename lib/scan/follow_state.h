@@ -263,7 +263,6 @@ class FollowState {
   Observer* observer_;
   ScanStats* stats_;
   static constexpr int kGoneFs = -2;
-  bool records_in_one_pass_ = false;  // the previous records' digests judged in one pass
   std::vector<int> root_of_fs_;  // previous header's filesystem -> root, -1 none, kGoneFs gone
   std::vector<std::vector<const FollowClone*>> clones_of_;  // previous header's filesystem -> clones
   uint64_t clone_dir_bytes_ = 0;  // the directory records copied for clones
